@@ -1,0 +1,415 @@
+//===- HLAOps.td - hla operations --------------------------*- tablegen -*-===//
+//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef HLA_DIALECT_HLA_IR_HLAOPS_TD
+#define HLA_DIALECT_HLA_IR_HLAOPS_TD
+
+include "hla/Dialect/HLA/IR/HLADialect.td"
+include "hla/Dialect/HLA/IR/HLAAttrs.td"
+include "hla/Dialect/HLA/IR/HLAEnums.td"
+include "hla/Dialect/HLA/IR/HLAInterfaces.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/IR/BuiltinAttributes.td"
+include "mlir/IR/CommonAttrConstraints.td"
+
+//===----------------------------------------------------------------------===//
+// Attention ops
+//===----------------------------------------------------------------------===//
+
+// Operands and results every attention op shares. Element types, ranks and
+// sizes are checked by the C++ verifier, which names the operand and both
+// sizes in its diagnostics.
+defvar HLA_AttentionTail = (ins
+  Variadic<AnyRankedTensor>:$initial_state,
+  Optional<AnyRankedTensor>:$cu_seqlens
+);
+
+class HLA_AttentionOp<string mnemonic, list<Trait> traits = []>
+    : HLA_Op<mnemonic, traits # [Pure, AttrSizedOperandSegments,
+        HLA_AttentionOpInterface]> {
+  let results = (outs AnyRankedTensor:$output,
+                      Variadic<AnyRankedTensor>:$final_state);
+  let hasVerifier = 1;
+}
+
+// Assembly shared by the q/k/v ops.
+defvar HLA_QKVFormat = [{
+  $query `,` $key `,` $value
+  (`initial_state` `(` $initial_state^ `)`)?
+  (`cu_seqlens` `(` $cu_seqlens^ `)`)?
+  attr-dict `:` functional-type(operands, results)
+}];
+
+defvar HLA_StateDoc = [{
+    `initial_state` and the `final_state` results are the carried components
+    of the op's monoid in component order, each `[B, H_q, ...]` (or
+    `[N, H_q, ...]` with `cu_seqlens`), element type f32. With `cu_seqlens`
+    (a rank-1 i32/i64 tensor of N+1 nondecreasing offsets from 0 to T) the
+    batch is one packed sequence (B = 1) of N independent sequences.
+}];
+
+def HLA_LinearAttentionOp : HLA_AttentionOp<"linear_attention"> {
+  let summary = "first-order causal linear attention";
+  let description = [{
+    `o_t = Σ_{j≤t} γ^{t−j} (s q_t · k_j) v_j`, optionally normalized by
+    `Σ_{j≤t} γ^{t−j} (s q_t · k_j) + eps` (SEMANTICS.md §1). Grouped heads:
+    key and value may have fewer heads than the query (H_q % H_kv == 0).
+  }] # HLA_StateDoc # [{
+
+    ```mlir
+    %o = hla.linear_attention %q, %k, %v {decay = 0.9 : f64}
+        : (tensor<1x64x2x16xf32>, tensor<1x64x2x16xf32>,
+           tensor<1x64x2x16xf32>) -> tensor<1x64x2x16xf32>
+    ```
+  }];
+  let arguments = !con((ins
+    AnyRankedTensor:$query, AnyRankedTensor:$key, AnyRankedTensor:$value),
+    HLA_AttentionTail, (ins
+    OptionalAttr<F64Attr>:$scale,
+    DefaultValuedAttr<BoolAttr, "false">:$normalize,
+    DefaultValuedAttr<F64Attr, "1e-6">:$eps,
+    OptionalAttr<F64Attr>:$decay));
+  let assemblyFormat = HLA_QKVFormat;
+}
+
+def HLA_HLA2Op : HLA_AttentionOp<"hla2"> {
+  let summary = "second-order symmetric higher-order linear attention";
+  let description = [{
+    Masked (default): `o_t = Σ_{j≤t} Σ_{i≤j} γ^{(t−i)+(t−j)} (q_t·k_i)(q_j·k_i)
+    v_j`; unmasked (`masked = false`): `i ≤ t` instead of `i ≤ j`. `ridge`
+    λ ≥ 0 adds `λ Σ_{j≤t} γ^{t−j} (q_t·q_j) v_j`; `normalize` divides by the
+    same sum with every `v_j` replaced by 1, plus `eps` (SEMANTICS.md §2).
+  }] # HLA_StateDoc # [{
+
+    ```mlir
+    %o, %S, %C, %G = hla.hla2 %q, %k, %v initial_state(%S0, %C0, %G0)
+        {scale = 1.0 : f64}
+        : (tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>,
+           tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>)
+        -> (tensor<1x8x2x4xf32>, tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>,
+            tensor<1x2x4x4xf32>)
+    ```
+  }];
+  let arguments = !con((ins
+    AnyRankedTensor:$query, AnyRankedTensor:$key, AnyRankedTensor:$value),
+    HLA_AttentionTail, (ins
+    OptionalAttr<F64Attr>:$scale,
+    DefaultValuedAttr<BoolAttr, "true">:$masked,
+    DefaultValuedAttr<BoolAttr, "false">:$normalize,
+    DefaultValuedAttr<F64Attr, "1e-6">:$eps,
+    OptionalAttr<F64Attr>:$decay,
+    DefaultValuedAttr<F64Attr, "0.0">:$ridge));
+  let assemblyFormat = HLA_QKVFormat;
+}
+
+def HLA_AHLAOp : HLA_AttentionOp<"ahla"> {
+  let summary = "asymmetric second-order higher-order linear attention";
+  let description = [{
+    `o_t = Σ_{j≤i≤t} γ^{t−j} (q_t·k_i)(q_i·k_j) v_j` (SEMANTICS.md §3),
+    optionally normalized.
+  }] # HLA_StateDoc # [{
+
+    ```mlir
+    %o = hla.ahla %q, %k, %v {normalize = true}
+        : (tensor<2x16x4x8xbf16>, tensor<2x16x2x8xbf16>,
+           tensor<2x16x2x8xbf16>) -> tensor<2x16x4x8xbf16>
+    ```
+  }];
+  let arguments = !con((ins
+    AnyRankedTensor:$query, AnyRankedTensor:$key, AnyRankedTensor:$value),
+    HLA_AttentionTail, (ins
+    OptionalAttr<F64Attr>:$scale,
+    DefaultValuedAttr<BoolAttr, "false">:$normalize,
+    DefaultValuedAttr<F64Attr, "1e-6">:$eps,
+    OptionalAttr<F64Attr>:$decay));
+  let assemblyFormat = HLA_QKVFormat;
+}
+
+def HLA_HLA3Op : HLA_AttentionOp<"hla3"> {
+  let summary = "third-order causal higher-order linear attention";
+  let description = [{
+    `o_t = Σ_{u≤t} Σ_{i≤u} Σ_{j≤u} (q_t·k_i)(q_u·k_i)(q_u·k_j) v_j`, the
+    causal masked third-order operator `((W Wᵀ ⊙ L) W) V` (SEMANTICS.md §4;
+    not the paper's Algorithm 3), with optional decay and normalization.
+  }] # HLA_StateDoc # [{
+
+    ```mlir
+    %o = hla.hla3 %q, %k, %v
+        : (tensor<1x32x2x8xf16>, tensor<1x32x2x8xf16>,
+           tensor<1x32x2x8xf16>) -> tensor<1x32x2x8xf16>
+    ```
+  }];
+  let arguments = !con((ins
+    AnyRankedTensor:$query, AnyRankedTensor:$key, AnyRankedTensor:$value),
+    HLA_AttentionTail, (ins
+    OptionalAttr<F64Attr>:$scale,
+    DefaultValuedAttr<BoolAttr, "false">:$normalize,
+    DefaultValuedAttr<F64Attr, "1e-6">:$eps,
+    OptionalAttr<F64Attr>:$decay));
+  let assemblyFormat = HLA_QKVFormat;
+}
+
+def HLA_LinSimpOp : HLA_AttentionOp<"linsimp"> {
+  let summary = "linearized 2-simplicial attention";
+  let description = [{
+    Global keys/values `(k, v)` and windowed anchors `(r, u)`; `omega` is the
+    `[m, d]` random-feature matrix. With `kernel = favor` (default):
+    `o_i = Σ_{c∈C_i} u_c ⊙ (M_iᵀ φ(x_ic)) / Σ_{c∈C_i} φ(x_ic)·a_i`, with
+    `C_i = [max(0, i−W+1), i]`, `x_ic = τ^½ (q_i ⊙ r_c)`, `M_i, a_i` the
+    prefix sums of `φ(τ^½ k_j) v_jᵀ` and `φ(τ^½ k_j)`, and
+    `φ(z) = m^-½ exp(Ω z − ‖z‖²/2)`. `kernel = exact` is the softmax over all
+    (j ≤ i, c ∈ C_i) pairs of `exp(τ (q_i ⊙ r_c)·k_j)`; it has no finite
+    state. τ is `scale` (default d^-½). See SEMANTICS.md §5.
+
+    States (favor only): `M [m, dv]`, `a [m]`, then the last W−1 anchors
+    `r [W−1, d]`, `u [W−1, dv]` and their validity `[W−1]` (1 for a real
+    anchor, 0 for padding before the first token), each per `[B, H_q]`.
+
+    ```mlir
+    %o = hla.linsimp %q, %k, %v, %r, %u, %omega {window = 16 : i64}
+        : (tensor<1x32x2x8xf32>, tensor<1x32x2x8xf32>, tensor<1x32x2x8xf32>,
+           tensor<1x32x2x8xf32>, tensor<1x32x2x8xf32>, tensor<64x8xf32>)
+        -> tensor<1x32x2x8xf32>
+    ```
+  }];
+  let arguments = !con((ins
+    AnyRankedTensor:$query, AnyRankedTensor:$key, AnyRankedTensor:$value,
+    AnyRankedTensor:$anchor_key, AnyRankedTensor:$anchor_value,
+    AnyRankedTensor:$omega),
+    HLA_AttentionTail, (ins
+    OptionalAttr<F64Attr>:$scale,
+    DefaultValuedAttr<I64Attr, "64">:$window,
+    DefaultValuedAttr<HLA_FeatureKernelAttr,
+                      "::mlir::hla::FeatureKernel::favor">:$kernel));
+  let assemblyFormat = [{
+    $query `,` $key `,` $value `,` $anchor_key `,` $anchor_value `,` $omega
+    (`initial_state` `(` $initial_state^ `)`)?
+    (`cu_seqlens` `(` $cu_seqlens^ `)`)?
+    attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def HLA_KDAOp : HLA_AttentionOp<"kda"> {
+  let summary = "Kimi Delta Attention (gated delta rule)";
+  let description = [{
+    `S_t = (I − β_t k_t k_tᵀ) Diag(exp g_t) S_{t−1} + β_t k_t v_tᵀ`,
+    `o_t = S_tᵀ (s q_t)` (SEMANTICS.md §6). `g` is the per-channel log-decay
+    `[B, T, H_kv, dk]` (≤ 0), `beta` the write strength `[B, T, H_kv]`.
+    State: `S [dk, dv]` per `[B, H_q]`.
+
+    ```mlir
+    %o = hla.kda %q, %k, %v, %g, %beta
+        : (tensor<1x16x2x8xf32>, tensor<1x16x2x8xf32>, tensor<1x16x2x8xf32>,
+           tensor<1x16x2x8xf32>, tensor<1x16x2xf32>) -> tensor<1x16x2x8xf32>
+    ```
+  }];
+  let arguments = !con((ins
+    AnyRankedTensor:$query, AnyRankedTensor:$key, AnyRankedTensor:$value,
+    AnyRankedTensor:$g, AnyRankedTensor:$beta),
+    HLA_AttentionTail, (ins
+    OptionalAttr<F64Attr>:$scale));
+  let assemblyFormat = [{
+    $query `,` $key `,` $value `,` $g `,` $beta
+    (`initial_state` `(` $initial_state^ `)`)?
+    (`cu_seqlens` `(` $cu_seqlens^ `)`)?
+    attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Algebra ops
+//===----------------------------------------------------------------------===//
+
+def HLA_SegmentOp : HLA_Op<"segment", [Pure]> {
+  let summary = "one-token segments of a prefix-moment monoid";
+  let description = [{
+    Applies the monoid's `token` rules at every position: the operands are
+    the token inputs the rules read (in the monoid's input order), each
+    `[lead..., input shape]`; the results are every state component,
+    `[lead..., component shape]`. The last leading dimension is the head
+    axis: an operand with H_i heads is shared by H / H_i consecutive result
+    heads (grouped K/V heads).
+
+    ```mlir
+    %S, %C = hla.segment #m (%q, %k, %v)
+        : (tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>)
+        -> (tensor<1x8x2x4x4xf32>, tensor<1x8x2x4x4xf32>)
+    ```
+  }];
+  let arguments = (ins HLA_MonoidAttr:$monoid,
+                       Variadic<AnyRankedTensor>:$inputs);
+  let results = (outs Variadic<AnyRankedTensor>:$segments);
+  let assemblyFormat = [{
+    $monoid `(` $inputs `)` attr-dict `:` functional-type($inputs, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def HLA_CombineOp : HLA_Op<"combine", [Pure, AttrSizedOperandSegments]> {
+  let summary = "associative combine of two segments (A then B)";
+  let description = [{
+    Evaluates the monoid's `combine` rules elementwise over the leading
+    dimensions: `lhs` is the earlier segment A, `rhs` the later segment B,
+    both with every state component.
+
+    ```mlir
+    %S, %C = hla.combine #m (%Sa, %Ca), (%Sb, %Cb)
+        : (tensor<2x4x4xf32>, tensor<2x4x4xf32>, tensor<2x4x4xf32>,
+           tensor<2x4x4xf32>) -> (tensor<2x4x4xf32>, tensor<2x4x4xf32>)
+    ```
+  }];
+  let arguments = (ins HLA_MonoidAttr:$monoid,
+                       Variadic<AnyRankedTensor>:$lhs,
+                       Variadic<AnyRankedTensor>:$rhs);
+  let results = (outs Variadic<AnyRankedTensor>:$results);
+  let assemblyFormat = [{
+    $monoid `(` $lhs `)` `,` `(` $rhs `)` attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def HLA_ScanOp : HLA_Op<"scan", [Pure, AttrSizedOperandSegments]> {
+  let summary = "prefix scan of segments under a monoid";
+  let description = [{
+    Scans `segments` (every state component, `[lead..., shape]`) along
+    `axis` under the monoid. Inclusive (default): position t holds the
+    combine of segments 0..t; `exclusive`: of segments 0..t−1. With `init`
+    (the carried components, leading dimensions without the scan axis), the
+    scan starts from that state instead of the identity. With `cu_seqlens`
+    (axis 1, batch 1) the scan restarts at every packed-sequence offset and
+    `init` / the final states are per sequence, `[N, ...]`.
+
+    Results: the carried components at every position, then — when there
+    are twice as many results — the carried components of each sequence's
+    total (the final state).
+
+    ```mlir
+    %S, %C, %Sf, %Cf = hla.scan #m (%s, %c) {axis = 1 : i64}
+        : (tensor<1x8x2x4x4xf32>, tensor<1x8x2x4x4xf32>)
+        -> (tensor<1x8x2x4x4xf32>, tensor<1x8x2x4x4xf32>,
+            tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>)
+    ```
+  }];
+  let arguments = (ins HLA_MonoidAttr:$monoid,
+                       Variadic<AnyRankedTensor>:$segments,
+                       Variadic<AnyRankedTensor>:$init,
+                       Optional<AnyRankedTensor>:$cu_seqlens,
+                       UnitAttr:$exclusive,
+                       DefaultValuedAttr<I64Attr, "1">:$axis);
+  let results = (outs Variadic<AnyRankedTensor>:$results);
+  let assemblyFormat = [{
+    (`exclusive` $exclusive^)? $monoid `(` $segments `)`
+    (`init` `(` $init^ `)`)? (`cu_seqlens` `(` $cu_seqlens^ `)`)?
+    attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Number of carried components (prefix results).
+    unsigned getNumCarried() {
+      return getMonoid().getCarryComponents().size();
+    }
+    /// The per-position prefix states.
+    ::mlir::ResultRange getPrefix() {
+      return getResults().take_front(getNumCarried());
+    }
+    /// The final states (empty when not requested).
+    ::mlir::ResultRange getFinal() {
+      return getResults().drop_front(getNumCarried());
+    }
+  }];
+}
+
+def HLA_ReadoutOp : HLA_Op<"readout", [Pure, AttrSizedOperandSegments]> {
+  let summary = "output of an inclusive prefix state";
+  let description = [{
+    Evaluates the monoid's `num` readout at every position; when the monoid
+    also has a `den` readout the result is `num / (den + eps)`. `inputs` are
+    the inputs the readouts read (in the monoid's input order), `state` the
+    carried components.
+
+    ```mlir
+    %o = hla.readout #m (%q) state(%S, %C)
+        : (tensor<1x8x2x4xf32>, tensor<1x8x2x4x4xf32>, tensor<1x8x2x4x4xf32>)
+        -> tensor<1x8x2x4xf32>
+    ```
+  }];
+  let arguments = (ins HLA_MonoidAttr:$monoid,
+                       Variadic<AnyRankedTensor>:$inputs,
+                       Variadic<AnyRankedTensor>:$state,
+                       DefaultValuedAttr<F64Attr, "1e-6">:$eps);
+  let results = (outs AnyRankedTensor:$output);
+  let assemblyFormat = [{
+    $monoid `(` $inputs `)` `state` `(` $state `)` attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def HLA_FeatureMapOp : HLA_Op<"feature_map", [Pure]> {
+  let summary = "positive random features φ(z) = m^-½ exp(Ω z − ‖z‖²/2)";
+  let description = [{
+    With `z = sqrt(scale) · x`: maps `[lead..., d]` to `[lead..., m]` for an
+    `[m, d]` feature matrix `omega`; `φ(y)·φ(z)` estimates `exp(y·z)`
+    (SEMANTICS.md §5).
+
+    ```mlir
+    %phi = hla.feature_map %k, %omega {scale = 0.125 : f64}
+        : (tensor<1x8x2x4xf32>, tensor<16x4xf32>) -> tensor<1x8x2x16xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, AnyRankedTensor:$omega,
+                       DefaultValuedAttr<F64Attr, "1.0">:$scale);
+  let results = (outs AnyRankedTensor:$output);
+  let assemblyFormat = [{
+    $input `,` $omega attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def HLA_AnchorReadoutOp : HLA_Op<"anchor_readout",
+    [Pure, AttrSizedOperandSegments]> {
+  let summary = "LinSimp readout over a window of anchors";
+  let description = [{
+    For every position i and anchor `c ∈ [i−W+1, i]` (within the same packed
+    sequence; earlier anchors come from `anchors`, the last W−1 anchors of
+    the previous segment with their validity), forms the anchor query
+    `f_ic = φ(sqrt(scale) (q_i ⊙ r_c))` with `omega`, evaluates the monoid's
+    `num` and `den` readouts with input `f` against the prefix state at i,
+    and returns `Σ_c u_c ⊙ num_ic / Σ_c den_ic`. Optional extra results are
+    the last W−1 anchors `(r, u, valid)` of each sequence (the anchor part
+    of LinSimp's final state).
+
+    ```mlir
+    %o = hla.anchor_readout #m (%q, %r, %u) omega(%omega) state(%M, %a)
+        {window = 4 : i64, scale = 0.5 : f64}
+        : (tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>,
+           tensor<16x4xf32>, tensor<1x8x2x16x4xf32>, tensor<1x8x2x16xf32>)
+        -> tensor<1x8x2x4xf32>
+    ```
+  }];
+  let arguments = (ins HLA_MonoidAttr:$monoid,
+                       AnyRankedTensor:$query,
+                       AnyRankedTensor:$anchor_key,
+                       AnyRankedTensor:$anchor_value,
+                       AnyRankedTensor:$omega,
+                       Variadic<AnyRankedTensor>:$state,
+                       Variadic<AnyRankedTensor>:$anchors,
+                       Optional<AnyRankedTensor>:$cu_seqlens,
+                       I64Attr:$window,
+                       F64Attr:$scale);
+  let results = (outs AnyRankedTensor:$output,
+                      Variadic<AnyRankedTensor>:$final_anchors);
+  let assemblyFormat = [{
+    $monoid `(` $query `,` $anchor_key `,` $anchor_value `)`
+    `omega` `(` $omega `)` `state` `(` $state `)`
+    (`anchors` `(` $anchors^ `)`)? (`cu_seqlens` `(` $cu_seqlens^ `)`)?
+    attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // HLA_DIALECT_HLA_IR_HLAOPS_TD

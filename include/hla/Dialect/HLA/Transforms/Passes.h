@@ -1,0 +1,31 @@
+//===- Passes.h - hla transformation passes -----------------------*- C++ -*-===//
+//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef HLA_DIALECT_HLA_TRANSFORMS_PASSES_H
+#define HLA_DIALECT_HLA_TRANSFORMS_PASSES_H
+
+#include "hla/Dialect/HLA/IR/HLADialect.h"
+#include "mlir/Pass/Pass.h"
+
+namespace mlir {
+class RewritePatternSet;
+} // namespace mlir
+
+namespace mlir::hla {
+
+#define GEN_PASS_DECL
+#include "hla/Dialect/HLA/Transforms/Passes.h.inc"
+
+/// Adds the patterns that rewrite attention ops into algebra ops (the body
+/// of hla-expand).
+void populateHLAExpandPatterns(RewritePatternSet &patterns);
+
+#define GEN_PASS_REGISTRATION
+#include "hla/Dialect/HLA/Transforms/Passes.h.inc"
+
+} // namespace mlir::hla
+
+#endif // HLA_DIALECT_HLA_TRANSFORMS_PASSES_H

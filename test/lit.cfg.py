@@ -1,0 +1,48 @@
+# -*- Python -*-
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+"""lit configuration for hla's regression tests."""
+
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+from lit.llvm.subst import ToolSubst
+
+config.name = "HLA"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".py", ".c"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.hla_obj_root, "test")
+config.excludes = ["CMakeLists.txt", "README.md", "lit.cfg.py", "lit.site.cfg.py",
+                   "lib", "Inputs"]
+
+config.substitutions.append(("%PATH%", config.environment["PATH"]))
+config.substitutions.append(("%shlibext", config.llvm_shlib_ext))
+config.substitutions.append(("%PYTHON", config.python_executable))
+config.substitutions.append(("%hla_src_root", config.hla_src_root))
+config.substitutions.append(
+    ("%mlir_c_runner_utils",
+     os.path.join(config.mlir_lib_dir, "libmlir_c_runner_utils.so")))
+
+# Every FileCheck variable is scoped to its CHECK-LABEL block.
+config.environment["FILECHECK_OPTS"] = "-enable-var-scope"
+config.environment["PYTHONPATH"] = os.path.join(config.hla_src_root, "python")
+
+llvm_config.use_default_substitutions()
+
+tool_dirs = [config.hla_tools_dir, config.llvm_tools_dir]
+hla_opt_extra = []
+# HLA_TEST_VERIFY_ROUNDTRIP=1 makes every hla-opt call also check that its
+# output round-trips through the printer and parser.
+if os.environ.get("HLA_TEST_VERIFY_ROUNDTRIP") == "1":
+    hla_opt_extra.append("--verify-roundtrip")
+tools = [
+    ToolSubst("hla-opt", extra_args=hla_opt_extra, unresolved="fatal"),
+    "mlir-runner",
+]
+llvm_config.add_tool_substitutions(tools, tool_dirs)
+
+if os.path.exists("/dev/nvidia0") or os.environ.get("HLA_HAVE_CUDA") == "1":
+    config.available_features.add("cuda")
+if config.enable_integration_tests in ("ON", "1", "TRUE", "True"):
+    config.available_features.add("integration")
