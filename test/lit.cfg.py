@@ -10,14 +10,13 @@ from lit.llvm.subst import ToolSubst
 
 config.name = "HLA"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
-config.suffixes = [".mlir", ".py", ".c"]
+config.suffixes = [".mlir", ".py", ".c", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.hla_obj_root, "test")
 config.excludes = ["CMakeLists.txt", "README.md", "lit.cfg.py", "lit.site.cfg.py",
                    "lib", "Inputs"]
 
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
-config.substitutions.append(("%shlibext", config.llvm_shlib_ext))
 config.substitutions.append(("%PYTHON", config.python_executable))
 config.substitutions.append(("%hla_src_root", config.hla_src_root))
 config.substitutions.append(
