@@ -13,8 +13,14 @@
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 
+namespace mlir::hla::test {
+void registerTestMonoidPass();
+} // namespace mlir::hla::test
+
 int main(int argc, char **argv) {
   mlir::hla::registerAllPasses();
+  // Test-only passes (test/lib), for FileCheck tests of internals.
+  mlir::hla::test::registerTestMonoidPass();
   mlir::DialectRegistry registry;
   mlir::hla::registerAllDialects(registry);
   return mlir::asMainReturnCode(

@@ -61,3 +61,16 @@ func.func @output(%q: tensor<1x8x2x4xf32>, %u: tensor<1x8x2x6xf32>, %omega: tens
   %o = hla.anchor_readout #ls(%q, %q, %u) omega(%omega) state(%m, %a) {window = 4 : i64, scale = 1.0 : f64} : (tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x6xf32>, tensor<16x4xf32>, tensor<1x8x2x16x6xf32>, tensor<1x8x2x16xf32>) -> tensor<1x8x2x4xf32>
   return
 }
+
+// -----
+
+#ls = #hla.monoid<"ls" inputs(phi: [m], v: [dv], f: [m]) state(M: [m, dv], a: [m])
+  token(M = phi * v.T, a = phi) combine(M = M.a + M.b, a = a.a + a.b)
+  readout(num = f.T * M, den = f.T * a)>
+
+// Tests that omega's columns match the query features.
+func.func @omega(%q: tensor<1x8x2x4xf32>, %omega: tensor<16x5xf32>, %m: tensor<1x8x2x16x4xf32>, %a: tensor<1x8x2x16xf32>) {
+  // expected-error @+1 {{'omega' feature size 5 differs from 'query' feature size 4}}
+  %o = hla.anchor_readout #ls(%q, %q, %q) omega(%omega) state(%m, %a) {window = 4 : i64, scale = 1.0 : f64} : (tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<16x5xf32>, tensor<1x8x2x16x4xf32>, tensor<1x8x2x16xf32>) -> tensor<1x8x2x4xf32>
+  return
+}

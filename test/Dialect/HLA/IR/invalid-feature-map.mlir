@@ -33,3 +33,21 @@ func.func @scale(%k: tensor<1x8x2x4xf32>, %omega: tensor<16x4xf32>) {
   %phi = hla.feature_map %k, %omega {scale = 0.0 : f64} : (tensor<1x8x2x4xf32>, tensor<16x4xf32>) -> tensor<1x8x2x16xf32>
   return
 }
+
+// -----
+
+// Tests that the input has a feature axis.
+func.func @scalar_input(%x: tensor<f32>, %omega: tensor<16x4xf32>) {
+  // expected-error @+1 {{'input' must have rank >= 1}}
+  %phi = hla.feature_map %x, %omega : (tensor<f32>, tensor<16x4xf32>) -> tensor<16xf32>
+  return
+}
+
+// -----
+
+// Tests that features are floats.
+func.func @integer(%x: tensor<1x8x2x4xi32>, %omega: tensor<16x4xf32>) {
+  // expected-error @+1 {{'input' and 'output' must be float tensors}}
+  %phi = hla.feature_map %x, %omega : (tensor<1x8x2x4xi32>, tensor<16x4xf32>) -> tensor<1x8x2x16xf32>
+  return
+}

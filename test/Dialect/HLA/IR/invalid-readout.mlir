@@ -56,3 +56,15 @@ func.func @eps(%q: tensor<1x8x2x4xf32>, %p: tensor<1x8x2x4x4xf32>) {
   %o = hla.readout #la(%q) state(%p) {eps = -1.0 : f64} : (tensor<1x8x2x4xf32>, tensor<1x8x2x4x4xf32>) -> tensor<1x8x2x4xf32>
   return
 }
+
+// -----
+
+#la = #hla.monoid<"la" inputs(q: [d], k: [d], v: [dv]) state(P: [d, dv])
+  token(P = k * v.T) combine(P = P.a + P.b) readout(num = q.T * P)>
+
+// Tests that the output is a float tensor.
+func.func @output_type(%q: tensor<1x8x2x4xf32>, %p: tensor<1x8x2x4x4xf32>) {
+  // expected-error @+1 {{'output' must be a float tensor}}
+  %o = hla.readout #la(%q) state(%p) : (tensor<1x8x2x4xf32>, tensor<1x8x2x4x4xf32>) -> tensor<1x8x2x4xi32>
+  return
+}

@@ -81,3 +81,15 @@ func.func @rank(%k: tensor<1x8x2x4xf32>) {
   %p = hla.segment #la(%k, %k) : (tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>) -> tensor<4x4xf32>
   return
 }
+
+// -----
+
+#la = #hla.monoid<"la" inputs(q: [d], k: [d], v: [dv]) state(P: [d, dv], m: [d])
+  token(P = k * v.T, m = k) combine(P = P.a + P.b, m = m.a + m.b) readout(num = q.T * P)>
+
+// Tests that all segments share one element type.
+func.func @mixed(%k: tensor<1x8x2x4xf32>) {
+  // expected-error @+1 {{results mix element types 'f32' and 'f16'}}
+  %p:2 = hla.segment #la(%k, %k) : (tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>) -> (tensor<1x8x2x4x4xf32>, tensor<1x8x2x4xf16>)
+  return
+}
