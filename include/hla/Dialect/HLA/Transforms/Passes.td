@@ -49,4 +49,37 @@ def HLAExpandPass : Pass<"hla-expand"> {
   ];
 }
 
+def HLAVerifyAlgebraPass : Pass<"hla-verify-algebra"> {
+  let summary = "Check prefix-moment monoids numerically";
+  let description = [{
+    For every monoid in the IR (the `monoid` of algebra ops, any
+    `#hla.monoid` attribute, and the monoid of every attention op), draws
+    random tokens in double precision and checks that
+
+    * the identity element is a two-sided unit of `combine`;
+    * `combine` is associative on random multi-token segments;
+    * a work-efficient (Blelloch) scan of the tokens gives the same readouts
+      and carried states as the left-to-right serial recurrence, and the
+      serial recurrence that keeps only the carried components (the others
+      poisoned with NaN) agrees too, which proves the carried set closed.
+
+    A failed check is an error naming the monoid, the law and the relative
+    error; with `remarks`, a passing monoid gets a remark with the largest
+    error seen. The paper's printed decayed HLA2 rule
+    (`G = ρ_B G_A + G_B + S_B(ρ_B C_A)`) fails associativity.
+  }];
+  let options = [
+    Option<"seed", "seed", "uint64_t", "1", "Random seed">,
+    Option<"trials", "trials", "unsigned", "3",
+           "Random triples per law">,
+    Option<"length", "length", "unsigned", "13",
+           "Tokens in the scan-versus-serial check">,
+    Option<"tolerance", "tolerance", "double", "1e-9",
+           "Largest relative error accepted">,
+    Option<"remarks", "remarks", "bool", "false",
+           "Emit a remark for every monoid that passes">
+  ];
+  let dependentDialects = ["::mlir::hla::HLADialect"];
+}
+
 #endif // HLA_DIALECT_HLA_TRANSFORMS_PASSES_TD
