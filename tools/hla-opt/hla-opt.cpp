@@ -15,12 +15,14 @@
 
 namespace mlir::hla::test {
 void registerTestMonoidPass();
+void registerTestChunkPlanPass();
 } // namespace mlir::hla::test
 
 int main(int argc, char **argv) {
   mlir::hla::registerAllPasses();
   // Test-only passes (test/lib), for FileCheck tests of internals.
   mlir::hla::test::registerTestMonoidPass();
+  mlir::hla::test::registerTestChunkPlanPass();
   mlir::DialectRegistry registry;
   mlir::hla::registerAllDialects(registry);
   return mlir::asMainReturnCode(

@@ -6,6 +6,8 @@
 
 #include "hla/Dialect/HLA/IR/HLAMonoidEval.h"
 
+#include "llvm/Support/ErrorHandling.h"
+
 #include <cmath>
 
 using namespace mlir;
@@ -47,6 +49,9 @@ DenseMatrix DenseMatrix::operator*(const DenseMatrix &other) const {
 }
 
 DenseMatrix &DenseMatrix::operator+=(const DenseMatrix &other) {
+  // Shapes must agree; a mismatch is a bug in the caller.
+  if (other.data.size() != data.size())
+    llvm::report_fatal_error("DenseMatrix: adding matrices of different shapes");
   for (size_t i = 0; i < data.size(); ++i)
     data[i] += other.data[i];
   return *this;
