@@ -6,29 +6,33 @@
 
 #include "hla/InitAll.h"
 
+#include "hla/Conversion/Passes.h"
 #include "hla/Dialect/HLA/IR/HLADialect.h"
 #include "hla/Dialect/HLA/Transforms/Passes.h"
+#include "hla/Pipelines/Pipelines.h"
 
-#include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/Linalg/IR/Linalg.h"
-#include "mlir/Dialect/Math/IR/Math.h"
-#include "mlir/Dialect/SCF/IR/SCF.h"
-#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/DialectRegistry.h"
-#include "mlir/Transforms/Passes.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/InitAllPasses.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
 
 void mlir::hla::registerAllDialects(DialectRegistry &registry) {
-  // Model graphs are func + linalg/tensor/arith/math around hla ops.
-  registry.insert<hla::HLADialect, arith::ArithDialect, func::FuncDialect,
-                  linalg::LinalgDialect, math::MathDialect, scf::SCFDialect,
-                  tensor::TensorDialect>();
+  registry.insert<hla::HLADialect>();
+  // Model graphs mix hla ops with upstream ones, and the code-generation
+  // pipelines walk the IR down through most of upstream's dialects (memref,
+  // scf, vector, omp, llvm, gpu, nvvm...). Bufferization and the LLVM IR
+  // export need the external interface models registered too.
+  mlir::registerAllDialects(registry);
+  mlir::registerAllExtensions(registry);
+  mlir::registerAllToLLVMIRTranslations(registry);
 }
 
 void mlir::hla::registerAllPasses() {
   hla::registerHLAPasses();
-  // The generic clean-ups that tests and pipelines combine with hla's.
-  mlir::registerCanonicalizerPass();
-  mlir::registerCSEPass();
-  mlir::registerSymbolDCEPass();
+  hla::registerHLAConversionPasses();
+  hla::registerHLAPipelines();
+  // Upstream passes, so that every step of hla's pipelines can be run and
+  // tested on its own from hla-opt.
+  mlir::registerAllPasses();
 }

@@ -1,22 +1,93 @@
-//===- hla-opt.cpp - hla optimizer driver -------------------------*- C++ -*-===//
+//===- hla-opt.cpp - hla optimizer and compiler driver ------------*- C++ -*-===//
 //
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 //===----------------------------------------------------------------------===//
 //
-// mlir-opt with the hla dialect, its passes and pipelines.
+// mlir-opt with the hla dialect, its passes and pipelines; with --emit it is
+// also hla's compiler driver:
+//
+//   hla-opt model.mlir --hla-target=cpu --emit=exe -o model
 //
 //===----------------------------------------------------------------------===//
 
 #include "hla/InitAll.h"
+#include "hla/Target/Artefact.h"
 
 #include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Support/FileUtilities.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/SourceMgr.h"
 
 namespace mlir::hla::test {
 void registerTestMonoidPass();
 void registerTestChunkPlanPass();
 } // namespace mlir::hla::test
+
+namespace {
+// The artefact flags. Everything else is mlir-opt's.
+llvm::cl::OptionCategory artefactCategory("hla artefact options");
+llvm::cl::opt<std::string>
+    emit("emit",
+         llvm::cl::desc("Compile to an artefact: llvm, obj, shared or exe"),
+         llvm::cl::init(""), llvm::cl::cat(artefactCategory));
+llvm::cl::opt<std::string> target("hla-target",
+                                  llvm::cl::desc("Artefact target: cpu"),
+                                  llvm::cl::init("cpu"),
+                                  llvm::cl::cat(artefactCategory));
+llvm::cl::opt<std::string>
+    entry("entry", llvm::cl::desc("The function an executable runs"),
+          llvm::cl::init("main"), llvm::cl::cat(artefactCategory));
+llvm::cl::opt<int64_t> chunkSize("chunk-size",
+                                 llvm::cl::desc("Tokens per chunk"),
+                                 llvm::cl::init(64),
+                                 llvm::cl::cat(artefactCategory));
+llvm::cl::opt<std::string>
+    schedule("schedule",
+             llvm::cl::desc("Scan over chunks: sequential, blelloch, auto"),
+             llvm::cl::init("auto"), llvm::cl::cat(artefactCategory));
+llvm::cl::opt<int64_t>
+    threads("scan-threads",
+            llvm::cl::desc("Threads the auto scan schedule plans for"),
+            llvm::cl::init(2), llvm::cl::cat(artefactCategory));
+llvm::cl::opt<bool>
+    vectorize("vectorize", llvm::cl::desc("Tile and vectorise chunk math"),
+              llvm::cl::init(true), llvm::cl::cat(artefactCategory));
+} // namespace
+
+/// Parses the input and compiles it to the requested artefact.
+static int compileArtefact(llvm::StringRef inputPath,
+                           llvm::StringRef outputPath,
+                           mlir::DialectRegistry &registry) {
+  mlir::MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+  std::string error;
+  auto file = mlir::openInputFile(inputPath, &error);
+  if (!file) {
+    llvm::errs() << "hla-opt: " << error << "\n";
+    return 1;
+  }
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
+  mlir::SourceMgrDiagnosticHandler handler(sourceMgr, &context);
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      mlir::parseSourceFile<mlir::ModuleOp>(sourceMgr, &context);
+  if (!module)
+    return 1;
+  mlir::hla::ArtefactOptions options;
+  options.target = target;
+  options.emit = emit;
+  options.outputPath = outputPath.str();
+  options.entry = entry;
+  options.chunkSize = chunkSize;
+  options.schedule = schedule;
+  options.threads = threads;
+  options.vectorize = vectorize;
+  return mlir::failed(mlir::hla::compileToArtefact(*module, options)) ? 1 : 0;
+}
 
 int main(int argc, char **argv) {
   mlir::hla::registerAllPasses();
@@ -25,6 +96,11 @@ int main(int argc, char **argv) {
   mlir::hla::test::registerTestChunkPlanPass();
   mlir::DialectRegistry registry;
   mlir::hla::registerAllDialects(registry);
+
+  auto [inputPath, outputPath] = mlir::registerAndParseCLIOptions(
+      argc, argv, "hla optimizer and compiler driver\n", registry);
+  if (!emit.empty())
+    return compileArtefact(inputPath, outputPath, registry);
   return mlir::asMainReturnCode(
-      mlir::MlirOptMain(argc, argv, "hla optimizer driver\n", registry));
+      mlir::MlirOptMain(argc, argv, inputPath, outputPath, registry));
 }

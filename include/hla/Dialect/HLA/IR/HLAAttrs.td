@@ -61,7 +61,8 @@ def HLA_MonoidAttr : HLA_Attr<"Monoid", "monoid"> {
     ```
   }];
   let parameters = (ins
-    AttrParameter<"::mlir::hla::MonoidSpec", "the monoid description">:$spec
+    AttrParameter<"::mlir::hla::MonoidSpec", "the monoid description",
+                  "const ::mlir::hla::MonoidSpec &">:$spec
   );
   let hasCustomAssemblyFormat = 1;
   let genVerifyDecl = 1;

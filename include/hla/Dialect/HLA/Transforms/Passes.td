@@ -82,4 +82,137 @@ def HLAVerifyAlgebraPass : Pass<"hla-verify-algebra"> {
   let dependentDialects = ["::mlir::hla::HLADialect"];
 }
 
+def HLAChunkPass : Pass<"hla-chunk"> {
+  let summary = "Rewrite token scans into the chunked masked-matmul form";
+  let description = [{
+    Rewrites every `hla.segment` -> inclusive `hla.scan` (axis 1) ->
+    `hla.readout` chain into three phases over chunks of `chunk-size`
+    tokens (the last chunk may be shorter):
+
+    1. an `scf.forall` over (batch, chunk, head) computing every component's
+       chunk summary from the chunk's tokens;
+    2. an exclusive `hla.scan` over the chunk summaries, from the initial
+       state: the state carried into every chunk, and the final state;
+    3. an `scf.forall` over (batch, chunk, head) computing every readout at
+       every position from the chunk's tokens and the carried state.
+
+    The per-chunk math of phases 1 and 3 is derived from the monoid
+    (ChunkPlan.h): index terms whose internal token indices are summed out by
+    c x c matrix products with (decayed) triangular masks — for HLA2 the
+    form `Q(S₀C₀ − G₀) + ((Q S₀ Qᵀ) ⊙ L) V + ((W Wᵀ) ⊙ L) V` of
+    SEMANTICS.md §2, and its analogues for every other monoid with scalar
+    decay. Monoids with matrix-valued transitions (KDA) are rejected.
+
+    Before:
+
+    ```mlir
+    %s = hla.segment #m(%k, %v) : ... -> tensor<1x200x2x4x4xf32>
+    %p = hla.scan #m(%s) : ... -> tensor<1x200x2x4x4xf32>
+    %o = hla.readout #m(%q) state(%p) : ... -> tensor<1x200x2x4xf32>
+    ```
+
+    After (`chunk-size=64`, 4 chunks):
+
+    ```mlir
+    %sum = scf.forall (%b, %n, %h) in (1, 4, 2) shared_outs(...) { ... }
+    %x0 = hla.scan exclusive #m(%sum) : ... -> tensor<1x4x2x4x4xf32>
+    %o = scf.forall (%b, %n, %h) in (1, 4, 2) shared_outs(...) { ... }
+    ```
+  }];
+  let options = [
+    Option<"chunkSize", "chunk-size", "int64_t", "64",
+           "Tokens per chunk">
+  ];
+  let dependentDialects = [
+    "::mlir::hla::HLADialect", "::mlir::arith::ArithDialect",
+    "::mlir::linalg::LinalgDialect", "::mlir::math::MathDialect",
+    "::mlir::scf::SCFDialect", "::mlir::tensor::TensorDialect"
+  ];
+}
+
+def HLALowerScansPass : Pass<"hla-lower-scans"> {
+  let summary = "Lower hla.scan to loops of hla.combine";
+  let description = [{
+    Rewrites every `hla.scan` into loops over its axis whose bodies combine
+    slices with `hla.combine`, keeping only the carried components in the
+    carry and the prefixes. `schedule=sequential` folds the elements in
+    order (one carry, N combines); `schedule=blelloch` runs the
+    work-efficient up-sweep and down-sweep over a power-of-two padded array
+    (about 2N combines in 2 log2 N levels of `scf.forall`); `schedule=auto`
+    picks Blelloch when the other axes hold fewer independent scans than
+    `threads` and the axis is long. Both give the same results up to
+    rounding.
+
+    ```mlir
+    %x = hla.scan exclusive #m(%sums) : (tensor<1x4x2x4x4xf32>) -> ...
+    // sequential:
+    %x = scf.for %i = %c0 to %c4 step %c1 iter_args(%carry = %zero, ...) {
+      %seg = tensor.extract_slice %sums[0, %i, 0, 0, 0] ...
+      %next = hla.combine #m(%carry), (%seg) : ...
+      ...
+    }
+    ```
+  }];
+  let options = [
+    Option<"schedule", "schedule", "std::string", "\"auto\"",
+           "sequential, blelloch or auto">,
+    Option<"threads", "threads", "int64_t", "2",
+           "Worker threads the auto schedule assumes">
+  ];
+  let dependentDialects = [
+    "::mlir::hla::HLADialect", "::mlir::arith::ArithDialect",
+    "::mlir::linalg::LinalgDialect", "::mlir::scf::SCFDialect",
+    "::mlir::tensor::TensorDialect"
+  ];
+}
+
+def HLAVerifyLoweredPass : Pass<"hla-verify-lowered"> {
+  let summary = "Check that no hla op is left after the hla-level lowering";
+  let description = [{
+    A phase-boundary check of the code-generation pipelines: after
+    hla-expand, hla-chunk, hla-lower-scans and convert-hla-to-linalg, the IR
+    must be plain upstream tensor code. Any hla op left (an attention op
+    without a monoid, an algebra op outside a segment/scan/readout chain) is
+    reported with the reason the lowering could not take it.
+  }];
+}
+
+def HLARecordSignaturesPass : Pass<"hla-record-signatures", "::mlir::ModuleOp"> {
+  let summary = "Record the tensor signature of every public function";
+  let description = [{
+    Before bufferization forgets it, records each public function's tensor
+    signature as a module attribute `hla.signatures = {name = "..."}` in the
+    form `name|dtype:d0xd1,...|dtype:...` (dtype f32, f16, bf16, f64, i32,
+    i64). hla-emit-entry-abi builds the artefacts' C ABI from it. Functions
+    with dynamic shapes or non-tensor arguments are reported as errors when
+    `strict` is set (executables need static shapes).
+  }];
+  let options = [
+    Option<"strict", "strict", "bool", "false",
+           "Fail on public functions without a static tensor signature">
+  ];
+}
+
+def HLAEmitEntryABIPass : Pass<"hla-emit-entry-abi", "::mlir::ModuleOp"> {
+  let summary = "Emit the C ABI of compiled entry functions";
+  let description = [{
+    Runs on the LLVM dialect, after function lowering. For every function
+    recorded by hla-record-signatures (with its results already turned into
+    out-parameters) it emits
+
+    ```c
+    void hla_<name>(void *const *inputs, void *const *outputs);
+    const char hla_<name>_signature[];
+    ```
+
+    where `inputs` and `outputs` point to dense row-major buffers, and with
+    `entry=<name>` also `hla_entry` / `hla_entry_signature` for that
+    function (what an executable's main calls).
+  }];
+  let options = [
+    Option<"entry", "entry", "std::string", "\"\"",
+           "Function to export as hla_entry (executables)">
+  ];
+}
+
 #endif // HLA_DIALECT_HLA_TRANSFORMS_PASSES_TD

@@ -1,0 +1,933 @@
+//===- Chunk.cpp - The chunked form of prefix-moment scans --------*- C++ -*-===//
+//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// hla-chunk rewrites `segment -> inclusive scan -> readout` under a monoid
+// into three phases over chunks of c tokens:
+//
+//   1. summaries   scf.forall (b, n, h): every component's chunk summary,
+//                  computed in masked-matmul form from the chunk's tokens;
+//   2. carry       an exclusive hla.scan over the chunk summaries (from the
+//                  initial state), giving the state carried into each chunk
+//                  and the final state;
+//   3. outputs     scf.forall (b, n, h): every readout at every position of
+//                  the chunk, in masked-matmul form from the chunk's tokens
+//                  and the carried state.
+//
+// Phases 1 and 3 come from the chunk plan (ChunkPlan.h): each index term is
+// a tensor network over the chunk's positions whose internal indices are
+// summed out by c x c matrix products. Phase 2 is lowered by hla-lower-scans
+// (sequential or Blelloch); it works on small summaries, not on tokens.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TileBuilder.h"
+
+#include "hla/Dialect/HLA/IR/HLAAttrs.h"
+#include "hla/Dialect/HLA/IR/HLAOps.h"
+#include "hla/Dialect/HLA/Transforms/ChunkPlan.h"
+#include "hla/Dialect/HLA/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/PatternMatch.h"
+
+#include <cmath>
+#include <map>
+
+#define DEBUG_TYPE "hla-chunk"
+
+namespace mlir::hla {
+#define GEN_PASS_DEF_HLACHUNKPASS
+#include "hla/Dialect/HLA/Transforms/Passes.h.inc"
+} // namespace mlir::hla
+
+using namespace mlir;
+using namespace mlir::hla;
+using namespace mlir::hla::chunk;
+using utils::IteratorType;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Decay tiles
+//===----------------------------------------------------------------------===//
+
+/// The constant tiles of a plan (decay-weighted triangular masks and
+/// from-start weights), built once before the chunk loops.
+class DecayTiles {
+public:
+  DecayTiles(OpBuilder &hoist, Location loc, int64_t chunk, double gamma)
+      : tb(hoist, loc), chunk(chunk), logGamma(std::log(gamma)) {}
+
+  /// M[p][v] = γ^{w (p − v)} for v ≤ p (v < p when strict), else 0.
+  Value mask(double w, bool strict) {
+    auto key = std::make_pair(w, strict);
+    auto it = masks.find(key);
+    if (it != masks.end())
+      return it->second;
+    OpBuilder &b = tb.getBuilder();
+    MLIRContext *ctx = b.getContext();
+    AffineMap id = b.getMultiDimIdentityMap(2);
+    double rate = w * logGamma;
+    Value result = tb.generic(
+        {}, tb.empty({chunk, chunk}), {id},
+        {IteratorType::parallel, IteratorType::parallel},
+        [&](OpBuilder &nb, Location l, ValueRange) -> Value {
+          Value p = linalg::IndexOp::create(nb, l, 0);
+          Value v = linalg::IndexOp::create(nb, l, 1);
+          Value diff = arith::SubIOp::create(nb, l, p, v);
+          Value zero = arith::ConstantIndexOp::create(nb, l, 0);
+          Value inside = arith::CmpIOp::create(
+              nb, l, strict ? arith::CmpIPredicate::sgt
+                            : arith::CmpIPredicate::sge,
+              diff, zero);
+          Value weight = decayOf(nb, l, diff, rate);
+          Value zeroF = arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(0));
+          return arith::SelectOp::create(nb, l, inside, weight, zeroF);
+        });
+    (void)ctx;
+    masks[key] = result;
+    return result;
+  }
+
+  /// u[v] = γ^{w (v + 1)}.
+  Value fromStart(double w) {
+    auto it = starts.find(w);
+    if (it != starts.end())
+      return it->second;
+    OpBuilder &b = tb.getBuilder();
+    AffineMap id = b.getMultiDimIdentityMap(1);
+    double rate = w * logGamma;
+    Value result = tb.generic(
+        {}, tb.empty({chunk}), {id}, {IteratorType::parallel},
+        [&](OpBuilder &nb, Location l, ValueRange) -> Value {
+          Value v = linalg::IndexOp::create(nb, l, 0);
+          Value one = arith::ConstantIndexOp::create(nb, l, 1);
+          return decayOf(nb, l, arith::AddIOp::create(nb, l, v, one), rate);
+        });
+    starts[w] = result;
+    return result;
+  }
+
+  /// exp(rate · n) for an index n.
+  static Value decayOf(OpBuilder &b, Location l, Value n, double rate) {
+    Value asInt = arith::IndexCastOp::create(b, l, b.getI64Type(), n);
+    Value asFloat = arith::SIToFPOp::create(b, l, b.getF32Type(), asInt);
+    Value scaled = arith::MulFOp::create(
+        b, l, asFloat, arith::ConstantOp::create(b, l, b.getF32FloatAttr(rate)));
+    return math::ExpOp::create(b, l, scaled);
+  }
+
+  double getLogGamma() const { return logGamma; }
+
+private:
+  TileBuilder tb;
+  int64_t chunk;
+  double logGamma;
+  std::map<std::pair<double, bool>, Value> masks;
+  std::map<double, Value> starts;
+};
+
+//===----------------------------------------------------------------------===//
+// Term emission
+//===----------------------------------------------------------------------===//
+
+/// Everything a term needs inside the chunk loop.
+struct ChunkTiles {
+  int64_t chunk = 0;
+  /// Per monoid input: the chunk's tile [c, n] (or [c] for scalars), f32.
+  llvm::SmallVector<Value> tokens;
+  /// Per component: the carried-in state (phase 3), f32, or null.
+  llvm::SmallVector<Value> carried;
+  /// The chunk's number of valid tokens (index).
+  Value length;
+};
+
+/// The tensor network of one term while its indices are summed out.
+class TermNetwork {
+public:
+  TermNetwork(TileBuilder &tb) : tb(tb) {}
+
+  void addPair(int a, int b, Value tile) {
+    if (a > b) {
+      std::swap(a, b);
+      tile = tb.transpose(tile);
+    }
+    auto key = std::make_pair(a, b);
+    auto it = pairs.find(key);
+    pairs[key] = it == pairs.end() ? tile : tb.mul(it->second, tile);
+  }
+  /// The pairwise factor between a and b as a tile indexed [a][b].
+  Value getPair(int a, int b) {
+    if (a < b)
+      return pairs.at({a, b});
+    return tb.transpose(pairs.at({b, a}));
+  }
+  bool hasPair(int a, int b) {
+    return pairs.count({std::min(a, b), std::max(a, b)});
+  }
+  void addUnary(int v, Value vec) {
+    auto it = unary.find(v);
+    unary[v] = it == unary.end() ? vec : tb.mul(it->second, vec);
+  }
+  Value getUnary(int v) {
+    auto it = unary.find(v);
+    return it == unary.end() ? Value() : it->second;
+  }
+  void addScalar(Value s) { scalars.push_back(s); }
+
+  llvm::SmallVector<int> neighbors(int x) {
+    llvm::SmallVector<int> result;
+    for (auto &[key, tile] : pairs) {
+      if (key.first == x)
+        result.push_back(key.second);
+      else if (key.second == x)
+        result.push_back(key.first);
+    }
+    return result;
+  }
+
+  /// Sums out `x`. Fails if x touches more than two other indices (the
+  /// result would be a three-index tensor).
+  LogicalResult eliminate(int x, int64_t chunk) {
+    llvm::SmallVector<int> n = neighbors(x);
+    Value u = getUnary(x);
+    if (n.size() > 2)
+      return failure();
+    if (n.empty()) {
+      scalars.push_back(u ? tb.sum(u) : Value());
+      if (!u)
+        count *= chunk;
+    } else if (n.size() == 1) {
+      Value p = getPair(n[0], x);
+      Value vec = u ? tb.matvec(p, u) : tb.matvec(p, ones(chunk));
+      addUnary(n[0], vec);
+    } else {
+      Value a = getPair(n[0], x);
+      if (u)
+        a = tb.scaleCols(a, u);
+      Value product = tb.matmul(a, getPair(x, n[1]));
+      erase(x);
+      addPair(n[0], n[1], product);
+      return success();
+    }
+    erase(x);
+    return success();
+  }
+
+  Value ones(int64_t chunk) {
+    if (!onesTile) {
+      OpBuilder &b = tb.getBuilder();
+      onesTile = linalg::FillOp::create(b, tb.getLoc(), tb.scalar(1.0),
+                                        tb.empty({chunk}))
+                     .getResult(0);
+    }
+    return onesTile;
+  }
+
+  /// Multiplies `v` by every scalar and the count.
+  Value applyScalars(Value v, double coeff) {
+    for (Value s : scalars)
+      if (s)
+        v = tb.scaleBy(v, s);
+    return tb.scale(v, coeff * count);
+  }
+
+private:
+  void erase(int x) {
+    for (auto it = pairs.begin(); it != pairs.end();) {
+      if (it->first.first == x || it->first.second == x)
+        it = pairs.erase(it);
+      else
+        ++it;
+    }
+    unary.erase(x);
+  }
+
+  TileBuilder &tb;
+  std::map<std::pair<int, int>, Value> pairs;
+  std::map<int, Value> unary;
+  llvm::SmallVector<Value> scalars;
+  double count = 1.0;
+  Value onesTile;
+};
+
+/// Emits index terms as linalg ops on chunk tiles.
+class TermEmitter {
+public:
+  TermEmitter(TileBuilder &tb, const MonoidSpec &spec, const ChunkTiles &tiles,
+              DecayTiles &decay)
+      : tb(tb), spec(spec), tiles(tiles), decay(decay) {}
+
+  /// The value of a summary term (component shape) or a readout term
+  /// ([c, n] or [c]).
+  FailureOr<Value> emit(const IndexTerm &term, bool isSummary,
+                        std::string &error);
+
+private:
+  Value tokenTile(const ChainFactor &f) { return tiles.tokens[f.slot]; }
+  Value carriedTile(const ChainFactor &f) { return tiles.carried[f.slot]; }
+  Value endWeights(double w, bool strict);
+  Value startScalar(double w);
+
+  TileBuilder &tb;
+  const MonoidSpec &spec;
+  const ChunkTiles &tiles;
+  DecayTiles &decay;
+};
+
+Value TermEmitter::endWeights(double w, bool strict) {
+  // e[v] = γ^{w (E − v)} for v ≤ E (v < E when strict), E = length − 1.
+  OpBuilder &b = tb.getBuilder();
+  AffineMap id = b.getMultiDimIdentityMap(1);
+  double rate = w * decay.getLogGamma();
+  Value length = tiles.length;
+  return tb.generic(
+      {}, tb.empty({tiles.chunk}), {id}, {IteratorType::parallel},
+      [&](OpBuilder &nb, Location l, ValueRange) -> Value {
+        Value v = linalg::IndexOp::create(nb, l, 0);
+        Value one = arith::ConstantIndexOp::create(nb, l, 1);
+        Value last = arith::SubIOp::create(nb, l, length, one);
+        Value diff = arith::SubIOp::create(nb, l, last, v);
+        Value zero = arith::ConstantIndexOp::create(nb, l, 0);
+        Value inside = arith::CmpIOp::create(
+            nb, l, strict ? arith::CmpIPredicate::sgt : arith::CmpIPredicate::sge,
+            diff, zero);
+        Value weight = DecayTiles::decayOf(nb, l, diff, rate);
+        Value zeroF = arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(0));
+        return arith::SelectOp::create(nb, l, inside, weight, zeroF);
+      });
+}
+
+Value TermEmitter::startScalar(double w) {
+  // γ^{w (E + 1)} = γ^{w · length}, as a 0-d tensor.
+  OpBuilder &b = tb.getBuilder();
+  Location l = tb.getLoc();
+  Value weight = DecayTiles::decayOf(b, l, tiles.length,
+                                     w * decay.getLogGamma());
+  return tensor::FromElementsOp::create(
+      b, l, RankedTensorType::get({}, b.getF32Type()), ValueRange{weight});
+}
+
+FailureOr<Value> TermEmitter::emit(const IndexTerm &term, bool isSummary,
+                                   std::string &error) {
+  std::vector<ChainFactor> scalarFactors;
+  FailureOr<std::vector<ChainPiece>> pieces =
+      splitChain(spec, term, scalarFactors, error);
+  if (failed(pieces))
+    return failure();
+  FailureOr<DecayPlan> decayPlan = planDecay(term, error);
+  if (failed(decayPlan))
+    return failure();
+
+  int64_t c = tiles.chunk;
+  TermNetwork net(tb);
+  // The output's ends: the left column (summaries) and the right row.
+  const ChainPiece *left = nullptr, *right = nullptr;
+  Value leftTile, rightTile; // [c, n] when the end is at a token, else [n]
+
+  for (const ChainPiece &piece : *pieces) {
+    const std::vector<ChainFactor> &fs = piece.factors;
+    switch (piece.kind) {
+    case ChainPiece::Kind::Scalar: {
+      const ChainFactor &first = fs.front(), &last = fs.back();
+      size_t middleEnd = fs.size() - 1;
+      if (piece.firstVar >= 0) {
+        // Rows of X · M… indexed by the first token.
+        Value x = tokenTile(first);
+        for (size_t i = 1; i < middleEnd; ++i)
+          x = tb.matmul(x, carriedTile(fs[i]), false, fs[i].transposed);
+        if (piece.lastVar >= 0) {
+          Value y = tokenTile(last);
+          if (piece.firstVar == piece.lastVar)
+            net.addUnary(piece.firstVar, tb.dotRows(x, y));
+          else
+            net.addPair(piece.firstVar, piece.lastVar,
+                        tb.matmul(x, y, false, true));
+        } else {
+          net.addUnary(piece.firstVar, tb.matvec(x, carriedTile(last)));
+        }
+      } else {
+        // A constant row r₀ᵀ M…: keep it as the vector (M…)ᵀ r₀.
+        Value r = carriedTile(first);
+        for (size_t i = 1; i < middleEnd; ++i)
+          r = tb.matvec(carriedTile(fs[i]), r, !fs[i].transposed);
+        if (piece.lastVar >= 0)
+          net.addUnary(piece.lastVar, tb.matvec(tokenTile(last), r));
+        else
+          net.addScalar(tb.dot(r, carriedTile(last)));
+      }
+      break;
+    }
+    case ChainPiece::Kind::Left: {
+      left = &piece;
+      if (piece.lastVar >= 0) {
+        // L[l] = M… x_l, kept as rows X · (M…)ᵀ.
+        Value l = tokenTile(fs.back());
+        for (size_t i = fs.size() - 1; i-- > 0;)
+          l = tb.matmul(l, carriedTile(fs[i]), false, !fs[i].transposed);
+        leftTile = l;
+      } else {
+        Value v = carriedTile(fs.back());
+        for (size_t i = fs.size() - 1; i-- > 0;)
+          v = tb.matvec(carriedTile(fs[i]), v, fs[i].transposed);
+        leftTile = v;
+      }
+      break;
+    }
+    case ChainPiece::Kind::Right: {
+      right = &piece;
+      if (piece.firstVar >= 0) {
+        Value r = tokenTile(fs.front());
+        for (size_t i = 1; i < fs.size(); ++i)
+          r = tb.matmul(r, carriedTile(fs[i]), false, fs[i].transposed);
+        rightTile = r;
+      } else {
+        if (!(fs.front().transposed &&
+              spec.components[fs.front().slot].getRank() == 1)) {
+          error = "a chain of carried matrices without a token";
+          return failure();
+        }
+        Value r = carriedTile(fs.front());
+        for (size_t i = 1; i < fs.size(); ++i)
+          r = tb.matvec(carriedTile(fs[i]), r, !fs[i].transposed);
+        rightTile = r;
+      }
+      break;
+    }
+    }
+  }
+
+  // Scalars: token scalars weigh their index, carried scalars are constants.
+  for (const ChainFactor &f : scalarFactors) {
+    if (f.kind == ChainFactor::Kind::Token)
+      net.addUnary(f.var, tokenTile(f));
+    else
+      net.addScalar(carriedTile(f));
+  }
+
+  // The index tree with its decay: masks between indices, weights from the
+  // chunk's start, and (summaries) weights to the chunk's end.
+  for (size_t v = 1; v < term.vars.size(); ++v) {
+    int p = term.vars[v].parent;
+    bool strict = term.vars[v].strict;
+    double w = decayPlan->edge[v];
+    if (isSummary && p == 0)
+      net.addUnary(v, endWeights(w, strict));
+    else
+      net.addPair(p, v, decay.mask(w, strict));
+  }
+  for (size_t v = 0; v < term.vars.size(); ++v) {
+    double u = decayPlan->fromStart[v];
+    if (u == 0.0)
+      continue;
+    if (isSummary && v == 0)
+      net.addScalar(startScalar(u));
+    else
+      net.addUnary(v, decay.fromStart(u));
+  }
+  double coeff = term.coeff *
+                 std::exp(decayPlan->constant * decay.getLogGamma());
+
+  // Sum out every index but the output's.
+  llvm::SmallVector<int> keep;
+  int leftVar = left ? left->lastVar : -1;
+  int rightVar = right ? right->firstVar : -1;
+  if (!isSummary)
+    keep.push_back(0);
+  if (leftVar >= 0)
+    keep.push_back(leftVar);
+  if (rightVar >= 0)
+    keep.push_back(rightVar);
+  llvm::SmallVector<int> internal;
+  for (size_t v = isSummary ? 1 : 0; v < term.vars.size(); ++v)
+    if (!llvm::is_contained(keep, int(v)))
+      internal.push_back(v);
+  while (!internal.empty()) {
+    // The index with the fewest neighbours first.
+    auto best = llvm::min_element(internal, [&](int a, int b) {
+      return net.neighbors(a).size() < net.neighbors(b).size();
+    });
+    if (failed(net.eliminate(*best, c))) {
+      error = "an index of the term touches three others; its chunked form "
+              "would need a three-index intermediate";
+      return failure();
+    }
+    internal.erase(best);
+  }
+
+  auto unaryOrOnes = [&](int v) {
+    Value u = net.getUnary(v);
+    return u ? u : net.ones(c);
+  };
+
+  Value result;
+  if (!isSummary) {
+    Value ut = net.getUnary(0);
+    if (!right) {
+      result = unaryOrOnes(0);
+    } else if (rightVar == 0) {
+      result = ut ? tb.scaleRows(rightTile, ut) : rightTile;
+    } else if (rightVar < 0) {
+      result = tb.outer(unaryOrOnes(0), rightTile);
+    } else if (net.hasPair(0, rightVar)) {
+      Value w = net.getPair(0, rightVar);
+      if (Value ur = net.getUnary(rightVar))
+        w = tb.scaleCols(w, ur);
+      result = tb.matmul(w, rightTile);
+      if (ut)
+        result = tb.scaleRows(result, ut);
+    } else {
+      Value sumRight = tb.matvec(rightTile, unaryOrOnes(rightVar), true);
+      result = tb.outer(unaryOrOnes(0), sumRight);
+    }
+    return net.applyScalars(result, coeff);
+  }
+
+  // Summaries: Lᵀ · (weights between l and r) · R.
+  if (!left && !right) {
+    // No chain at all: the value is the product of the scalars.
+    result = linalg::FillOp::create(tb.getBuilder(), tb.getLoc(),
+                                    tb.scalar(1.0), tb.empty({}))
+                 .getResult(0);
+    return net.applyScalars(result, coeff);
+  }
+  if (!left) {
+    error = "a summary chain that does not start with a column";
+    return failure();
+  }
+  Value leftSum, rightSum;
+  if (leftVar >= 0 && rightVar >= 0 && leftVar == rightVar) {
+    Value l = tb.scaleRows(leftTile, unaryOrOnes(leftVar));
+    result = tb.matmul(l, rightTile, true, false);
+  } else if (leftVar >= 0 && rightVar >= 0 && net.hasPair(leftVar, rightVar)) {
+    Value w = net.getPair(leftVar, rightVar);
+    if (Value ul = net.getUnary(leftVar))
+      w = tb.scaleRows(w, ul);
+    if (Value ur = net.getUnary(rightVar))
+      w = tb.scaleCols(w, ur);
+    result = tb.matmul(leftTile, tb.matmul(w, rightTile), true, false);
+  } else {
+    leftSum = leftVar >= 0 ? tb.matvec(leftTile, unaryOrOnes(leftVar), true)
+                           : leftTile;
+    if (!right) {
+      result = leftSum;
+    } else {
+      rightSum = rightVar >= 0
+                     ? tb.matvec(rightTile, unaryOrOnes(rightVar), true)
+                     : rightTile;
+      result = tb.outer(leftSum, rightSum);
+    }
+  }
+  return net.applyScalars(result, coeff);
+}
+
+//===----------------------------------------------------------------------===//
+// The rewrite
+//===----------------------------------------------------------------------===//
+
+/// Static sizes of a matched segment -> scan -> readout chain.
+struct ChainInfo {
+  SegmentOp segment;
+  ScanOp scan;
+  ReadoutOp readout;
+  int64_t batch = 0, length = 0, heads = 0;
+};
+
+static OpFoldResult idx(OpBuilder &b, int64_t v) { return b.getIndexAttr(v); }
+
+class ChunkRewriter {
+public:
+  ChunkRewriter(ChainInfo info, int64_t chunk, const ChunkPlan &plan)
+      : info(info), spec(info.readout.getMonoid().getSpec()), chunk(chunk),
+        plan(plan) {}
+
+  LogicalResult rewrite(std::string &error);
+
+private:
+  /// Loads the chunk's tile of token input `input` (zero beyond `length`).
+  Value loadTile(OpBuilder &b, Location loc, unsigned input, Value operand,
+                 Value batch, Value start, Value length, Value head);
+  /// Sums the terms of one planned output.
+  FailureOr<Value> emitOutput(TileBuilder &tb, const PlannedOutput &out,
+                              const ChunkTiles &tiles, DecayTiles &decay,
+                              bool isSummary, llvm::ArrayRef<int64_t> shape,
+                              std::string &error);
+
+  ChainInfo info;
+  const MonoidSpec &spec;
+  int64_t chunk;
+  const ChunkPlan &plan;
+};
+
+Value ChunkRewriter::loadTile(OpBuilder &b, Location loc, unsigned input,
+                              Value operand, Value batch, Value start,
+                              Value length, Value head) {
+  auto type = cast<RankedTensorType>(operand.getType());
+  // Grouped heads: query head h reads kv head h / (H / H_i).
+  int64_t groups = info.heads / type.getDimSize(2);
+  Value kvHead = head;
+  if (groups != 1)
+    kvHead = arith::DivUIOp::create(
+        b, loc, head, arith::ConstantIndexOp::create(b, loc, groups));
+  bool isScalar = type.getRank() == 3;
+  int64_t width = isScalar ? 0 : type.getDimSize(3);
+  llvm::SmallVector<OpFoldResult> offsets = {batch, start, kvHead};
+  llvm::SmallVector<OpFoldResult> sizes = {idx(b, 1), length, idx(b, 1)};
+  llvm::SmallVector<OpFoldResult> strides(type.getRank(), idx(b, 1));
+  llvm::SmallVector<int64_t> sliceShape = {ShapedType::kDynamic};
+  llvm::SmallVector<int64_t> tileShape = {chunk};
+  if (!isScalar) {
+    offsets.push_back(idx(b, 0));
+    sizes.push_back(idx(b, width));
+    sliceShape.push_back(width);
+    tileShape.push_back(width);
+  }
+  Type element = type.getElementType();
+  Value slice = tensor::ExtractSliceOp::create(
+      b, loc, RankedTensorType::get(sliceShape, element), operand, offsets,
+      sizes, strides);
+  Value zero = arith::ConstantOp::create(b, loc, b.getFloatAttr(element, 0.0));
+  Value padded =
+      linalg::FillOp::create(
+          b, loc, zero,
+          Value(tensor::EmptyOp::create(b, loc, tileShape, element)))
+          .getResult(0);
+  llvm::SmallVector<OpFoldResult> zeros(tileShape.size(), idx(b, 0));
+  llvm::SmallVector<OpFoldResult> insertSizes = {length};
+  if (!isScalar)
+    insertSizes.push_back(idx(b, width));
+  llvm::SmallVector<OpFoldResult> ones(tileShape.size(), idx(b, 1));
+  padded = tensor::InsertSliceOp::create(b, loc, slice, padded, zeros,
+                                         insertSizes, ones);
+  TileBuilder tb(b, loc);
+  return tb.castTo(padded, b.getF32Type());
+}
+
+FailureOr<Value> ChunkRewriter::emitOutput(TileBuilder &tb,
+                                           const PlannedOutput &out,
+                                           const ChunkTiles &tiles,
+                                           DecayTiles &decay, bool isSummary,
+                                           llvm::ArrayRef<int64_t> shape,
+                                           std::string &error) {
+  TermEmitter emitter(tb, spec, tiles, decay);
+  Value sum;
+  for (const IndexTerm &term : out.terms) {
+    FailureOr<Value> value = emitter.emit(term, isSummary, error);
+    if (failed(value))
+      return failure();
+    sum = sum ? tb.add(sum, *value) : *value;
+  }
+  return sum ? sum : tb.zeros(shape);
+}
+
+LogicalResult ChunkRewriter::rewrite(std::string &error) {
+  ReadoutOp readout = info.readout;
+  ScanOp scan = info.scan;
+  SegmentOp segment = info.segment;
+  Location loc = readout.getLoc();
+  OpBuilder b(readout);
+  MLIRContext *ctx = b.getContext();
+  Type f32 = b.getF32Type();
+  int64_t numChunks = (info.length + chunk - 1) / chunk;
+  llvm::SmallVector<unsigned> carried = spec.getCarryComponents();
+
+  // Sizes of every symbol, from the segment results.
+  MonoidDimBinder binder;
+  for (auto [c, result] : llvm::enumerate(segment.getResults())) {
+    std::string ignored;
+    (void)binder.bind(spec.components[c],
+                      cast<RankedTensorType>(result.getType())
+                          .getShape()
+                          .drop_front(3),
+                      ignored);
+  }
+  auto componentShape = [&](unsigned c) {
+    return binder.resolve(spec.components[c]);
+  };
+
+  // Token inputs: segment operands (by monoid input), then readout inputs.
+  llvm::SmallVector<Value> operandOfInput(spec.inputs.size());
+  for (auto [i, input] : llvm::enumerate(spec.getTokenInputs()))
+    operandOfInput[input] = segment.getInputs()[i];
+  for (auto [i, input] : llvm::enumerate(spec.getReadoutInputs()))
+    operandOfInput[input] = readout.getInputs()[i];
+
+  // Constant tiles are built before the whole chain (they have no operands)
+  // so that both chunk loops can use them.
+  OpBuilder hoist(segment);
+  DecayTiles decay(hoist, loc, chunk, plan.gamma);
+
+  // Per-chunk coordinates.
+  auto chunkBounds = [&](OpBuilder &nb, Location l, Value n) {
+    Value c = arith::ConstantIndexOp::create(nb, l, chunk);
+    Value start = arith::MulIOp::create(nb, l, n, c);
+    Value remaining = arith::SubIOp::create(
+        nb, l, arith::ConstantIndexOp::create(nb, l, info.length), start);
+    Value length = arith::MinSIOp::create(nb, l, remaining, c);
+    return std::make_pair(start, length);
+  };
+  auto loadTokens = [&](OpBuilder &nb, Location l, ChunkTiles &tiles,
+                        Value batch, Value start, Value head,
+                        llvm::ArrayRef<unsigned> inputs) {
+    tiles.tokens.assign(spec.inputs.size(), Value());
+    for (unsigned input : inputs)
+      tiles.tokens[input] = loadTile(nb, l, input, operandOfInput[input],
+                                     batch, start, tiles.length, head);
+  };
+  auto usedInputs = [&](llvm::ArrayRef<PlannedOutput> outputs) {
+    llvm::SmallVector<unsigned> inputs;
+    for (const PlannedOutput &out : outputs)
+      for (const IndexTerm &t : out.terms)
+        for (const ChainFactor &f : t.chain)
+          if (f.kind == ChainFactor::Kind::Token &&
+              !llvm::is_contained(inputs, f.slot))
+            inputs.push_back(f.slot);
+    return inputs;
+  };
+
+  // Phase 1: chunk summaries of every component.
+  llvm::SmallVector<Value> summaryInits;
+  llvm::SmallVector<llvm::SmallVector<int64_t>> summaryShapes;
+  for (unsigned c = 0; c < spec.components.size(); ++c) {
+    llvm::SmallVector<int64_t> shape = {info.batch, numChunks, info.heads};
+    llvm::append_range(shape, componentShape(c));
+    summaryShapes.push_back(shape);
+    summaryInits.push_back(tensor::EmptyOp::create(b, loc, shape, f32));
+  }
+  llvm::SmallVector<unsigned> summaryInputs = usedInputs(plan.summaries);
+  bool failedEmission = false;
+  auto phase1 = scf::ForallOp::create(
+      b, loc, {idx(b, info.batch), idx(b, numChunks), idx(b, info.heads)},
+      summaryInits, std::nullopt);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    Block *body = phase1.getBody();
+    b.setInsertionPointToStart(body);
+    Value bi = body->getArgument(0), ni = body->getArgument(1),
+          hi = body->getArgument(2);
+    auto [start, length] = chunkBounds(b, loc, ni);
+    ChunkTiles tiles;
+    tiles.chunk = chunk;
+    tiles.length = length;
+    loadTokens(b, loc, tiles, bi, start, hi, summaryInputs);
+    TileBuilder tb(b, loc);
+    llvm::SmallVector<Value> values(spec.components.size());
+    for (const PlannedOutput &out : plan.summaries) {
+      FailureOr<Value> v = emitOutput(tb, out, tiles, decay, true,
+                                      componentShape(out.index), error);
+      if (failed(v)) {
+        failedEmission = true;
+        break;
+      }
+      values[out.index] = *v;
+    }
+    // Decay components: γ^length.
+    for (unsigned c = 0; c < spec.components.size(); ++c) {
+      if (values[c])
+        continue;
+      Value w = DecayTiles::decayOf(b, loc, length, decay.getLogGamma());
+      values[c] = tensor::FromElementsOp::create(
+          b, loc, RankedTensorType::get({}, f32), ValueRange{w});
+    }
+    if (failedEmission)
+      return failure();
+    b.setInsertionPointToStart(phase1.getTerminator().getBody());
+    for (unsigned c = 0; c < spec.components.size(); ++c) {
+      unsigned rank = summaryShapes[c].size();
+      llvm::SmallVector<OpFoldResult> offsets = {bi, ni, hi};
+      llvm::SmallVector<OpFoldResult> sizes = {idx(b, 1), idx(b, 1), idx(b, 1)};
+      for (int64_t s : componentShape(c)) {
+        offsets.push_back(idx(b, 0));
+        sizes.push_back(idx(b, s));
+      }
+      llvm::SmallVector<OpFoldResult> strides(rank, idx(b, 1));
+      tensor::ParallelInsertSliceOp::create(b, loc, values[c],
+                                            body->getArgument(3 + c), offsets,
+                                            sizes, strides);
+    }
+  }
+
+  // Phase 2: the state carried into every chunk, and the final state.
+  llvm::SmallVector<Type> scanTypes;
+  for (unsigned c : carried)
+    scanTypes.push_back(summaryInits[c].getType());
+  bool wantFinal = !scan.getFinal().empty();
+  if (wantFinal)
+    llvm::append_range(scanTypes, scan.getFinal().getTypes());
+  auto carry = ScanOp::create(b, loc, scanTypes, scan.getMonoid(),
+                              phase1.getResults(), scan.getInit(),
+                              /*cu_seqlens=*/Value(), /*exclusive=*/true,
+                              /*axis=*/1);
+
+  // Phase 3: every readout at every position.
+  RankedTensorType outType = readout.getOutput().getType();
+  int64_t width = outType.getDimSize(3);
+  Value outInit =
+      tensor::EmptyOp::create(b, loc, outType.getShape(), outType.getElementType());
+  llvm::SmallVector<unsigned> readoutInputs = usedInputs(plan.readouts);
+  auto phase3 = scf::ForallOp::create(
+      b, loc, {idx(b, info.batch), idx(b, numChunks), idx(b, info.heads)},
+      ValueRange{outInit}, std::nullopt);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    Block *body = phase3.getBody();
+    b.setInsertionPointToStart(body);
+    Value bi = body->getArgument(0), ni = body->getArgument(1),
+          hi = body->getArgument(2);
+    auto [start, length] = chunkBounds(b, loc, ni);
+    ChunkTiles tiles;
+    tiles.chunk = chunk;
+    tiles.length = length;
+    loadTokens(b, loc, tiles, bi, start, hi, readoutInputs);
+    tiles.carried.assign(spec.components.size(), Value());
+    for (auto [i, c] : llvm::enumerate(carried)) {
+      llvm::SmallVector<int64_t> shape = componentShape(c);
+      llvm::SmallVector<OpFoldResult> offsets = {bi, ni, hi};
+      llvm::SmallVector<OpFoldResult> sizes = {idx(b, 1), idx(b, 1), idx(b, 1)};
+      for (int64_t s : shape) {
+        offsets.push_back(idx(b, 0));
+        sizes.push_back(idx(b, s));
+      }
+      llvm::SmallVector<OpFoldResult> strides(offsets.size(), idx(b, 1));
+      tiles.carried[c] = tensor::ExtractSliceOp::create(
+          b, loc, RankedTensorType::get(shape, f32), carry.getResult(i),
+          offsets, sizes, strides);
+    }
+    TileBuilder tb(b, loc);
+    Value num, den;
+    for (const PlannedOutput &out : plan.readouts) {
+      llvm::SmallVector<int64_t> shape = {chunk};
+      if (out.name == "num")
+        shape.push_back(width);
+      FailureOr<Value> v =
+          emitOutput(tb, out, tiles, decay, false, shape, error);
+      if (failed(v))
+        return failure();
+      (out.name == "num" ? num : den) = *v;
+    }
+    Value result = num;
+    if (den) {
+      // num / (den + eps), row by row.
+      double eps = readout.getEpsAttr().getValueAsDouble();
+      AffineMap id = b.getMultiDimIdentityMap(1);
+      Value inverse = tb.generic(
+          {den}, tb.empty({chunk}), {id, id}, {IteratorType::parallel},
+          [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+            Value shifted = arith::AddFOp::create(
+                nb, l, args[0],
+                arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(eps)));
+            Value one = arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(1));
+            return arith::DivFOp::create(nb, l, one, shifted);
+          });
+      result = tb.scaleRows(num, inverse);
+    }
+    result = tb.castTo(result, outType.getElementType());
+    Value rows = tensor::ExtractSliceOp::create(
+        b, loc,
+        RankedTensorType::get({ShapedType::kDynamic, width},
+                              outType.getElementType()),
+        result, llvm::ArrayRef<OpFoldResult>{idx(b, 0), idx(b, 0)},
+        llvm::ArrayRef<OpFoldResult>{length, idx(b, width)},
+        llvm::ArrayRef<OpFoldResult>{idx(b, 1), idx(b, 1)});
+    b.setInsertionPointToStart(phase3.getTerminator().getBody());
+    tensor::ParallelInsertSliceOp::create(
+        b, loc, rows, body->getArgument(3),
+        llvm::ArrayRef<OpFoldResult>{bi, start, hi, idx(b, 0)},
+        llvm::ArrayRef<OpFoldResult>{idx(b, 1), length, idx(b, 1),
+                                     idx(b, width)},
+        llvm::ArrayRef<OpFoldResult>{idx(b, 1), idx(b, 1), idx(b, 1),
+                                     idx(b, 1)});
+  }
+  (void)ctx;
+
+  readout.getOutput().replaceAllUsesWith(phase3.getResult(0));
+  for (auto [old, now] :
+       llvm::zip(scan.getFinal(), carry.getResults().drop_front(carried.size())))
+    old.replaceAllUsesWith(now);
+  readout.erase();
+  scan.erase();
+  segment.erase();
+  return success();
+}
+
+struct HLAChunkPass : public hla::impl::HLAChunkPassBase<HLAChunkPass> {
+  using HLAChunkPassBase::HLAChunkPassBase;
+
+  void runOnOperation() override {
+    if (chunkSize < 1) {
+      getOperation()->emitError() << "hla-chunk: chunk-size must be at least "
+                                     "1, got "
+                                  << chunkSize;
+      return signalPassFailure();
+    }
+    llvm::SmallVector<ReadoutOp> readouts;
+    getOperation()->walk([&](ReadoutOp op) { readouts.push_back(op); });
+    for (ReadoutOp readout : readouts)
+      if (failed(chunk(readout)))
+        return signalPassFailure();
+  }
+
+  LogicalResult chunk(ReadoutOp readout) {
+    ChainInfo info;
+    info.readout = readout;
+    auto fail = [&](const llvm::Twine &why) {
+      return readout.emitError() << "hla-chunk: " << why;
+    };
+    Operation *state = readout.getState().empty()
+                           ? nullptr
+                           : readout.getState()[0].getDefiningOp();
+    info.scan = dyn_cast_or_null<ScanOp>(state);
+    if (!info.scan || info.scan.getExclusive() || info.scan.getAxis() != 1)
+      return fail("the readout's state must come from an inclusive hla.scan "
+                  "along axis 1");
+    info.segment = info.scan.getSegments().empty()
+                       ? SegmentOp()
+                       : info.scan.getSegments()[0].getDefiningOp<SegmentOp>();
+    if (!info.segment)
+      return fail("the scan's segments must come from one hla.segment");
+    if (info.scan.getMonoid() != readout.getMonoid() ||
+        info.segment.getMonoid() != readout.getMonoid())
+      return fail("segment, scan and readout must share one monoid");
+    for (Value v : info.segment.getResults())
+      if (!v.hasOneUse())
+        return fail("the segments must feed only the scan");
+    for (Value v : info.scan.getPrefix())
+      if (!v.hasOneUse())
+        return fail("the prefix states must feed only the readout");
+    if (info.scan.getCuSeqlens())
+      return fail("packed sequences (cu_seqlens) are not supported by the "
+                  "chunked lowering yet");
+    auto lead = cast<RankedTensorType>(info.segment.getResult(0).getType());
+    if (lead.getRank() < 3 || !lead.hasStaticShape())
+      return fail("the chunked lowering needs static [B, T, H, ...] shapes");
+    for (Value v : llvm::concat<Value>(info.segment.getInputs(),
+                                       readout.getInputs()))
+      if (!cast<RankedTensorType>(v.getType()).hasStaticShape())
+        return fail("the chunked lowering needs static input shapes");
+    if (lead.getRank() - spec(readout).components[0].getRank() != 3)
+      return fail("the chunked lowering needs [B, T, H] leading dimensions");
+    info.batch = lead.getDimSize(0);
+    info.length = lead.getDimSize(1);
+    info.heads = lead.getDimSize(2);
+
+    std::string error;
+    FailureOr<ChunkPlan> plan = buildChunkPlan(spec(readout), error);
+    if (failed(plan))
+      return fail(error);
+    if (failed(ChunkRewriter(info, chunkSize, *plan).rewrite(error)))
+      return fail(error);
+    return success();
+  }
+
+  static const MonoidSpec &spec(ReadoutOp op) {
+    return op.getMonoid().getSpec();
+  }
+};
+} // namespace

@@ -1,0 +1,262 @@
+//===- EntryABI.cpp - Signatures and the C ABI of entry functions -*- C++ -*-===//
+//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// Three small passes at the edges of the code-generation pipelines:
+//
+//   hla-verify-lowered     no hla op survives the hla-level lowering;
+//   hla-record-signatures  remembers public functions' tensor signatures
+//                          before bufferization turns them into memrefs;
+//   hla-emit-entry-abi     after lowering to LLVM, wraps each recorded
+//                          function as `void hla_<f>(void *const *in,
+//                          void *const *out)` plus a signature string, the
+//                          ABI the runtime and shared libraries use.
+//
+//===----------------------------------------------------------------------===//
+
+#include "hla/Dialect/HLA/IR/HLADialect.h"
+#include "hla/Dialect/HLA/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/IR/BuiltinOps.h"
+
+namespace mlir::hla {
+#define GEN_PASS_DEF_HLAVERIFYLOWEREDPASS
+#define GEN_PASS_DEF_HLARECORDSIGNATURESPASS
+#define GEN_PASS_DEF_HLAEMITENTRYABIPASS
+#include "hla/Dialect/HLA/Transforms/Passes.h.inc"
+} // namespace mlir::hla
+
+using namespace mlir;
+using namespace mlir::hla;
+
+namespace {
+
+struct HLAVerifyLoweredPass
+    : public hla::impl::HLAVerifyLoweredPassBase<HLAVerifyLoweredPass> {
+  using HLAVerifyLoweredPassBase::HLAVerifyLoweredPassBase;
+
+  void runOnOperation() override {
+    bool failed = false;
+    getOperation()->walk([&](Operation *op) {
+      if (op == getOperation() || !isa<HLADialect>(op->getDialect()))
+        return;
+      op->emitError() << "'" << op->getName()
+                      << "' was not lowered by the hla code-generation "
+                         "pipeline (see the diagnostics above for why)";
+      failed = true;
+    });
+    if (failed)
+      signalPassFailure();
+  }
+};
+
+/// "f32", "bf16", ... for a tensor element type, or "" if unsupported.
+static std::string dtypeOf(Type type) {
+  if (type.isF32())
+    return "f32";
+  if (type.isF16())
+    return "f16";
+  if (type.isBF16())
+    return "bf16";
+  if (type.isF64())
+    return "f64";
+  if (type.isInteger(32))
+    return "i32";
+  if (type.isInteger(64))
+    return "i64";
+  return "";
+}
+
+static std::string describe(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!tensor || !tensor.hasStaticShape())
+    return "";
+  std::string dtype = dtypeOf(tensor.getElementType());
+  if (dtype.empty())
+    return "";
+  std::string text = dtype + ":";
+  for (auto [i, size] : llvm::enumerate(tensor.getShape()))
+    text += (i ? "x" : "") + std::to_string(size);
+  return text;
+}
+
+struct HLARecordSignaturesPass
+    : public hla::impl::HLARecordSignaturesPassBase<HLARecordSignaturesPass> {
+  using HLARecordSignaturesPassBase::HLARecordSignaturesPassBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    llvm::SmallVector<NamedAttribute> signatures;
+    Builder b(module.getContext());
+    for (auto func : module.getOps<func::FuncOp>()) {
+      if (func.isPrivate() || func.isExternal())
+        continue;
+      std::string text = func.getSymName().str() + "|";
+      bool ok = true;
+      auto appendList = [&](TypeRange types) {
+        for (auto [i, type] : llvm::enumerate(types)) {
+          std::string one = describe(type);
+          ok &= !one.empty();
+          text += (i ? "," : "") + one;
+        }
+      };
+      appendList(func.getArgumentTypes());
+      text += "|";
+      appendList(func.getResultTypes());
+      if (!ok) {
+        if (strict) {
+          func.emitError()
+              << "an entry function needs statically shaped tensor arguments "
+                 "and results of f32, f16, bf16, f64, i32 or i64";
+          return signalPassFailure();
+        }
+        continue;
+      }
+      signatures.push_back(b.getNamedAttr(func.getSymName(),
+                                          b.getStringAttr(text)));
+    }
+    module->setAttr("hla.signatures", b.getDictionaryAttr(signatures));
+  }
+};
+
+struct HLAEmitEntryABIPass
+    : public hla::impl::HLAEmitEntryABIPassBase<HLAEmitEntryABIPass> {
+  using HLAEmitEntryABIPassBase::HLAEmitEntryABIPassBase;
+
+  /// Parses "dtype:AxB" shapes from the signature.
+  static llvm::SmallVector<llvm::SmallVector<int64_t>>
+  shapesOf(llvm::StringRef list) {
+    llvm::SmallVector<llvm::SmallVector<int64_t>> shapes;
+    if (list.empty())
+      return shapes;
+    llvm::SmallVector<llvm::StringRef> items;
+    list.split(items, ',');
+    for (llvm::StringRef item : items) {
+      llvm::SmallVector<int64_t> shape;
+      llvm::StringRef dims = item.split(':').second;
+      if (!dims.empty()) {
+        llvm::SmallVector<llvm::StringRef> parts;
+        dims.split(parts, 'x');
+        for (llvm::StringRef p : parts) {
+          int64_t v = 0;
+          (void)p.getAsInteger(10, v);
+          shape.push_back(v);
+        }
+      }
+      shapes.push_back(shape);
+    }
+    return shapes;
+  }
+
+  void emitSignature(OpBuilder &b, Location loc, llvm::StringRef name,
+                     llvm::StringRef text) {
+    std::string value = text.str();
+    value.push_back('\0');
+    auto type = LLVM::LLVMArrayType::get(b.getI8Type(), value.size());
+    LLVM::GlobalOp::create(b, loc, type, /*isConstant=*/true,
+                           LLVM::Linkage::External, name,
+                           b.getStringAttr(value));
+  }
+
+  LogicalResult wrap(ModuleOp module, llvm::StringRef name,
+                     llvm::StringRef signature) {
+    auto callee = module.lookupSymbol<LLVM::LLVMFuncOp>(name);
+    if (!callee)
+      return module.emitError() << "hla-emit-entry-abi: no lowered function '"
+                                << name << "'";
+    auto [fn, rest] = signature.split('|');
+    auto [inputs, outputs] = rest.split('|');
+    llvm::SmallVector<llvm::SmallVector<int64_t>> shapes = shapesOf(inputs);
+    llvm::append_range(shapes, shapesOf(outputs));
+    size_t numInputs = shapesOf(inputs).size();
+
+    MLIRContext *ctx = module.getContext();
+    OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
+    Location loc = callee.getLoc();
+    auto ptr = LLVM::LLVMPointerType::get(ctx);
+    auto i64 = b.getI64Type();
+    auto wrapperType = LLVM::LLVMFunctionType::get(
+        LLVM::LLVMVoidType::get(ctx), {ptr, ptr});
+    auto emitWrapper = [&](llvm::StringRef wrapperName) {
+      auto wrapper = LLVM::LLVMFuncOp::create(b, loc, wrapperName, wrapperType);
+      Block *entry = wrapper.addEntryBlock(b);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(entry);
+      llvm::SmallVector<Value> args;
+      auto constant = [&](int64_t v) -> Value {
+        return LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(v));
+      };
+      for (auto [i, shape] : llvm::enumerate(shapes)) {
+        Value array = entry->getArgument(i < numInputs ? 0 : 1);
+        int64_t slot = i < numInputs ? i : i - numInputs;
+        Value address = LLVM::GEPOp::create(
+            b, loc, ptr, ptr, array, llvm::ArrayRef<LLVM::GEPArg>{slot});
+        Value data = LLVM::LoadOp::create(b, loc, ptr, address);
+        // The expanded memref descriptor: allocated, aligned, offset,
+        // sizes, row-major strides.
+        args.push_back(data);
+        args.push_back(data);
+        args.push_back(constant(0));
+        for (int64_t size : shape)
+          args.push_back(constant(size));
+        int64_t stride = 1;
+        llvm::SmallVector<Value> strides(shape.size());
+        for (size_t d = shape.size(); d-- > 0;) {
+          strides[d] = constant(stride);
+          stride *= shape[d];
+        }
+        llvm::append_range(args, strides);
+      }
+      if (args.size() != callee.getNumArguments())
+        return failure();
+      LLVM::CallOp::create(b, loc, callee, args);
+      LLVM::ReturnOp::create(b, loc, ValueRange{});
+      return success();
+    };
+    // The compiled function gets a private name: `main` would clash with
+    // the runtime's main, any other name could clash with user code.
+    std::string internalName = ("__hla_fn_" + name).str();
+    if (failed(SymbolTable::replaceAllSymbolUses(
+            callee, b.getStringAttr(internalName), module)))
+      return failure();
+    callee.setSymName(internalName);
+    callee.setLinkage(LLVM::Linkage::Internal);
+    if (failed(emitWrapper(("hla_" + name).str())))
+      return callee.emitError()
+             << "hla-emit-entry-abi: '" << name
+             << "' does not take its results as out-parameters "
+                "(run buffer-results-to-out-params first)";
+    emitSignature(b, loc, ("hla_" + name + "_signature").str(), signature);
+    if (entry == name) {
+      (void)emitWrapper("hla_entry");
+      emitSignature(b, loc, "hla_entry_signature", signature);
+    }
+    return success();
+  }
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto signatures = module->getAttrOfType<DictionaryAttr>("hla.signatures");
+    if (!signatures) {
+      module.emitError() << "hla-emit-entry-abi: no hla.signatures (run "
+                            "hla-record-signatures before bufferization)";
+      return signalPassFailure();
+    }
+    if (!entry.empty() && !signatures.get(entry)) {
+      module.emitError() << "hla-emit-entry-abi: entry function '" << entry
+                         << "' is not a public function with a static tensor "
+                            "signature";
+      return signalPassFailure();
+    }
+    for (NamedAttribute attr : signatures)
+      if (failed(wrap(module, attr.getName(),
+                      cast<StringAttr>(attr.getValue()).getValue())))
+        return signalPassFailure();
+    module->removeAttr("hla.signatures");
+  }
+};
+} // namespace

@@ -1,0 +1,239 @@
+//===- TileBuilder.cpp - f32 tile arithmetic as linalg ops -------*- C++ -*-===//
+//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+
+#include "TileBuilder.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/AffineMap.h"
+
+using namespace mlir;
+using namespace mlir::hla;
+
+using utils::IteratorType;
+
+Value TileBuilder::empty(llvm::ArrayRef<int64_t> shape) {
+  return tensor::EmptyOp::create(b, loc, shape, f32);
+}
+
+Value TileBuilder::scalar(double value) {
+  return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(value));
+}
+
+Value TileBuilder::zeros(llvm::ArrayRef<int64_t> shape) {
+  return linalg::FillOp::create(b, loc, scalar(0.0), empty(shape))
+      .getResult(0);
+}
+
+Value TileBuilder::generic(
+    llvm::ArrayRef<Value> inputs, Value init, llvm::ArrayRef<AffineMap> maps,
+    llvm::ArrayRef<IteratorType> iterators,
+    llvm::function_ref<Value(OpBuilder &, Location, ValueRange)> body) {
+  auto op = linalg::GenericOp::create(
+      b, loc, TypeRange{init.getType()}, inputs, ValueRange{init}, maps,
+      iterators, /*doc=*/"", /*libraryCall=*/"",
+      [&](OpBuilder &nested, Location nestedLoc, ValueRange args) {
+        Value result = body(nested, nestedLoc, args);
+        linalg::YieldOp::create(nested, nestedLoc, result);
+      });
+  return op.getResult(0);
+}
+
+/// The body of a multiply-accumulate reduction.
+static Value multiplyAdd(OpBuilder &b, Location loc, ValueRange args) {
+  Value product = arith::MulFOp::create(b, loc, args[0], args[1]);
+  return arith::AddFOp::create(b, loc, args[2], product);
+}
+
+Value TileBuilder::matmul(Value a, Value bm, bool transA, bool transB) {
+  auto as = shapeOf(a), bs = shapeOf(bm);
+  int64_t m = transA ? as[1] : as[0];
+  int64_t n = transB ? bs[0] : bs[1];
+  MLIRContext *ctx = b.getContext();
+  AffineExpr i, j, k;
+  bindDims(ctx, i, j, k);
+  auto map = [&](AffineExpr x, AffineExpr y) {
+    return AffineMap::get(3, 0, {x, y}, ctx);
+  };
+  return generic({a, bm}, zeros({m, n}),
+                 {transA ? map(k, i) : map(i, k),
+                  transB ? map(j, k) : map(k, j), map(i, j)},
+                 {IteratorType::parallel, IteratorType::parallel,
+                  IteratorType::reduction},
+                 multiplyAdd);
+}
+
+Value TileBuilder::matvec(Value a, Value x, bool transA) {
+  auto as = shapeOf(a);
+  int64_t m = transA ? as[1] : as[0];
+  MLIRContext *ctx = b.getContext();
+  AffineExpr i, k;
+  bindDims(ctx, i, k);
+  return generic({a, x}, zeros({m}),
+                 {transA ? AffineMap::get(2, 0, {k, i}, ctx)
+                         : AffineMap::get(2, 0, {i, k}, ctx),
+                  AffineMap::get(2, 0, {k}, ctx),
+                  AffineMap::get(2, 0, {i}, ctx)},
+                 {IteratorType::parallel, IteratorType::reduction},
+                 multiplyAdd);
+}
+
+/// An elementwise binary op over identically shaped tensors.
+static Value elementwise(TileBuilder &tb, Value a, Value c,
+                         llvm::function_ref<Value(OpBuilder &, Location,
+                                                  Value, Value)>
+                             fn) {
+  auto shape = TileBuilder::shapeOf(a);
+  OpBuilder &b = tb.getBuilder();
+  AffineMap id = b.getMultiDimIdentityMap(shape.size());
+  llvm::SmallVector<IteratorType> iters(shape.size(), IteratorType::parallel);
+  return tb.generic({a, c}, tb.empty(shape), {id, id, id}, iters,
+                    [&](OpBuilder &nb, Location l, ValueRange args) {
+                      return fn(nb, l, args[0], args[1]);
+                    });
+}
+
+Value TileBuilder::add(Value a, Value c) {
+  return elementwise(*this, a, c, [](OpBuilder &nb, Location l, Value x,
+                                     Value y) -> Value {
+    return arith::AddFOp::create(nb, l, x, y);
+  });
+}
+
+Value TileBuilder::mul(Value a, Value c) {
+  return elementwise(*this, a, c, [](OpBuilder &nb, Location l, Value x,
+                                     Value y) -> Value {
+    return arith::MulFOp::create(nb, l, x, y);
+  });
+}
+
+Value TileBuilder::scale(Value a, double s) {
+  if (s == 1.0)
+    return a;
+  auto shape = shapeOf(a);
+  AffineMap id = b.getMultiDimIdentityMap(shape.size());
+  llvm::SmallVector<IteratorType> iters(shape.size(), IteratorType::parallel);
+  Value factor = scalar(s);
+  return generic({a}, empty(shape), {id, id}, iters,
+                 [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+                   return arith::MulFOp::create(nb, l, args[0], factor);
+                 });
+}
+
+Value TileBuilder::scaleBy(Value a, Value scalar0d) {
+  auto shape = shapeOf(a);
+  AffineMap id = b.getMultiDimIdentityMap(shape.size());
+  AffineMap none = AffineMap::get(shape.size(), 0, {}, b.getContext());
+  llvm::SmallVector<IteratorType> iters(shape.size(), IteratorType::parallel);
+  return generic({a, scalar0d}, empty(shape), {id, none, id}, iters,
+                 [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+                   return arith::MulFOp::create(nb, l, args[0], args[1]);
+                 });
+}
+
+Value TileBuilder::scaleRows(Value a, Value u) {
+  auto shape = shapeOf(a);
+  MLIRContext *ctx = b.getContext();
+  AffineExpr i, j;
+  bindDims(ctx, i, j);
+  AffineMap id = AffineMap::get(2, 0, {i, j}, ctx);
+  return generic({a, u}, empty(shape), {id, AffineMap::get(2, 0, {i}, ctx), id},
+                 {IteratorType::parallel, IteratorType::parallel},
+                 [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+                   return arith::MulFOp::create(nb, l, args[0], args[1]);
+                 });
+}
+
+Value TileBuilder::scaleCols(Value a, Value u) {
+  auto shape = shapeOf(a);
+  MLIRContext *ctx = b.getContext();
+  AffineExpr i, j;
+  bindDims(ctx, i, j);
+  AffineMap id = AffineMap::get(2, 0, {i, j}, ctx);
+  return generic({a, u}, empty(shape), {id, AffineMap::get(2, 0, {j}, ctx), id},
+                 {IteratorType::parallel, IteratorType::parallel},
+                 [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+                   return arith::MulFOp::create(nb, l, args[0], args[1]);
+                 });
+}
+
+Value TileBuilder::dotRows(Value a, Value c) {
+  auto shape = shapeOf(a);
+  MLIRContext *ctx = b.getContext();
+  AffineExpr i, j;
+  bindDims(ctx, i, j);
+  AffineMap id = AffineMap::get(2, 0, {i, j}, ctx);
+  return generic({a, c}, zeros({shape[0]}),
+                 {id, id, AffineMap::get(2, 0, {i}, ctx)},
+                 {IteratorType::parallel, IteratorType::reduction},
+                 multiplyAdd);
+}
+
+Value TileBuilder::sum(Value v) {
+  MLIRContext *ctx = b.getContext();
+  AffineExpr i;
+  bindDims(ctx, i);
+  return generic({v}, zeros({}),
+                 {AffineMap::get(1, 0, {i}, ctx), AffineMap::get(1, 0, {}, ctx)},
+                 {IteratorType::reduction},
+                 [](OpBuilder &nb, Location l, ValueRange args) -> Value {
+                   return arith::AddFOp::create(nb, l, args[0], args[1]);
+                 });
+}
+
+Value TileBuilder::dot(Value a, Value c) {
+  MLIRContext *ctx = b.getContext();
+  AffineExpr i;
+  bindDims(ctx, i);
+  AffineMap id = AffineMap::get(1, 0, {i}, ctx);
+  return generic({a, c}, zeros({}), {id, id, AffineMap::get(1, 0, {}, ctx)},
+                 {IteratorType::reduction}, multiplyAdd);
+}
+
+Value TileBuilder::outer(Value a, Value c) {
+  int64_t m = shapeOf(a)[0], n = shapeOf(c)[0];
+  MLIRContext *ctx = b.getContext();
+  AffineExpr i, j;
+  bindDims(ctx, i, j);
+  return generic({a, c}, empty({m, n}),
+                 {AffineMap::get(2, 0, {i}, ctx), AffineMap::get(2, 0, {j}, ctx),
+                  AffineMap::get(2, 0, {i, j}, ctx)},
+                 {IteratorType::parallel, IteratorType::parallel},
+                 [](OpBuilder &nb, Location l, ValueRange args) -> Value {
+                   return arith::MulFOp::create(nb, l, args[0], args[1]);
+                 });
+}
+
+Value TileBuilder::transpose(Value a) {
+  auto shape = shapeOf(a);
+  MLIRContext *ctx = b.getContext();
+  AffineExpr i, j;
+  bindDims(ctx, i, j);
+  return generic({a}, empty({shape[1], shape[0]}),
+                 {AffineMap::get(2, 0, {j, i}, ctx),
+                  AffineMap::get(2, 0, {i, j}, ctx)},
+                 {IteratorType::parallel, IteratorType::parallel},
+                 [](OpBuilder &, Location, ValueRange args) -> Value {
+                   return args[0];
+                 });
+}
+
+Value TileBuilder::castTo(Value a, Type elementType) {
+  auto type = cast<RankedTensorType>(a.getType());
+  if (type.getElementType() == elementType)
+    return a;
+  auto shape = type.getShape();
+  AffineMap id = b.getMultiDimIdentityMap(shape.size());
+  llvm::SmallVector<IteratorType> iters(shape.size(), IteratorType::parallel);
+  Value init = tensor::EmptyOp::create(b, loc, shape, elementType);
+  unsigned fromWidth = type.getElementType().getIntOrFloatBitWidth();
+  unsigned toWidth = elementType.getIntOrFloatBitWidth();
+  return generic({a}, init, {id, id}, iters,
+                 [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+                   if (toWidth > fromWidth)
+                     return arith::ExtFOp::create(nb, l, elementType, args[0]);
+                   return arith::TruncFOp::create(nb, l, elementType, args[0]);
+                 });
+}

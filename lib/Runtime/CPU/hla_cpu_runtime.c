@@ -1,0 +1,655 @@
+//===- hla_cpu_runtime.c - Runtime of hla's CPU executables -------*- C -*-===//
+//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// Linked into every executable `hla-opt --emit=exe` produces (and, without
+// main, into shared libraries). Plain C on purpose: an artefact depends on
+// libc, libm and the OpenMP runtime only.
+//
+// The compiler emits, for the entry function,
+//
+//   void hla_entry(void *const *inputs, void *const *outputs);
+//   extern const char hla_entry_signature[];
+//
+// where the signature reads "name|in,in,...|out,..." and each tensor is
+// "dtype:d0xd1x..." (dtype f32, f16, bf16, f64, i32 or i64; an empty shape
+// is a scalar). Inputs and outputs are dense row-major buffers.
+//
+//===----------------------------------------------------------------------===//
+
+#define _POSIX_C_SOURCE 200809L
+
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+//===----------------------------------------------------------------------===//
+// memrefCopy: the strided copy lowered memref.copy calls
+//===----------------------------------------------------------------------===//
+
+typedef struct {
+  int64_t rank;
+  void *descriptor;
+} HlaUnrankedMemRef;
+
+/// Copies between two memrefs of equal shape with arbitrary strides. The
+/// descriptor is {allocated, aligned, offset, sizes[rank], strides[rank]}.
+void memrefCopy(int64_t elementSize, HlaUnrankedMemRef *src,
+                HlaUnrankedMemRef *dst) {
+  int64_t rank = src->rank;
+  char **srcPtrs = (char **)src->descriptor;
+  char **dstPtrs = (char **)dst->descriptor;
+  int64_t *srcMeta = (int64_t *)(srcPtrs + 2);
+  int64_t *dstMeta = (int64_t *)(dstPtrs + 2);
+  char *srcBase = srcPtrs[1] + srcMeta[0] * elementSize;
+  char *dstBase = dstPtrs[1] + dstMeta[0] * elementSize;
+  const int64_t *sizes = srcMeta + 1;
+  const int64_t *srcStrides = srcMeta + 1 + rank;
+  const int64_t *dstStrides = dstMeta + 1 + rank;
+  if (rank == 0) {
+    memcpy(dstBase, srcBase, elementSize);
+    return;
+  }
+  int64_t total = 1;
+  for (int64_t d = 0; d < rank; ++d)
+    total *= sizes[d];
+  if (total == 0)
+    return;
+  // Walk the index space with an odometer; the innermost dimension is
+  // copied as a block when both sides are contiguous in it.
+  int64_t *index = (int64_t *)calloc(rank, sizeof(int64_t));
+  int64_t inner = sizes[rank - 1];
+  int contiguous = srcStrides[rank - 1] == 1 && dstStrides[rank - 1] == 1;
+  for (;;) {
+    int64_t srcOffset = 0, dstOffset = 0;
+    for (int64_t d = 0; d < rank - 1; ++d) {
+      srcOffset += index[d] * srcStrides[d];
+      dstOffset += index[d] * dstStrides[d];
+    }
+    if (contiguous) {
+      memcpy(dstBase + dstOffset * elementSize,
+             srcBase + srcOffset * elementSize, inner * elementSize);
+    } else {
+      for (int64_t i = 0; i < inner; ++i)
+        memcpy(dstBase + (dstOffset + i * dstStrides[rank - 1]) * elementSize,
+               srcBase + (srcOffset + i * srcStrides[rank - 1]) * elementSize,
+               elementSize);
+    }
+    int64_t d = rank - 2;
+    while (d >= 0 && ++index[d] == sizes[d])
+      index[d--] = 0;
+    if (d < 0)
+      break;
+  }
+  free(index);
+}
+
+//===----------------------------------------------------------------------===//
+// Signatures
+//===----------------------------------------------------------------------===//
+
+enum { HLA_F32, HLA_F16, HLA_BF16, HLA_F64, HLA_I32, HLA_I64 };
+
+typedef struct {
+  int dtype;
+  int rank;
+  int64_t shape[16];
+} HlaTensorInfo;
+
+typedef struct {
+  char name[128];
+  int numInputs, numOutputs;
+  HlaTensorInfo inputs[64], outputs[64];
+} HlaSignature;
+
+static const char *dtypeName(int dtype) {
+  static const char *names[] = {"float32", "float16", "bfloat16",
+                                "float64", "int32",   "int64"};
+  return names[dtype];
+}
+
+static size_t dtypeSize(int dtype) {
+  static const size_t sizes[] = {4, 2, 2, 8, 4, 8};
+  return sizes[dtype];
+}
+
+static int64_t numElements(const HlaTensorInfo *t) {
+  int64_t n = 1;
+  for (int d = 0; d < t->rank; ++d)
+    n *= t->shape[d];
+  return n;
+}
+
+/// Parses "dtype:d0xd1" from *p up to a ',' or '|' or the end.
+static int parseTensor(const char **p, HlaTensorInfo *t) {
+  static const char *names[] = {"f32", "f16", "bf16", "f64", "i32", "i64"};
+  const char *colon = strchr(*p, ':');
+  if (!colon)
+    return -1;
+  t->dtype = -1;
+  for (int i = 0; i < 6; ++i)
+    if ((size_t)(colon - *p) == strlen(names[i]) &&
+        strncmp(*p, names[i], colon - *p) == 0)
+      t->dtype = i;
+  if (t->dtype < 0)
+    return -1;
+  const char *s = colon + 1;
+  t->rank = 0;
+  while (*s && *s != ',' && *s != '|') {
+    char *end;
+    long long v = strtoll(s, &end, 10);
+    if (end == s || t->rank >= 16)
+      return -1;
+    t->shape[t->rank++] = v;
+    s = end;
+    if (*s == 'x')
+      ++s;
+  }
+  *p = s;
+  return 0;
+}
+
+static int parseList(const char **p, HlaTensorInfo *list, int *count) {
+  *count = 0;
+  while (**p && **p != '|') {
+    if (*count >= 64 || parseTensor(p, &list[(*count)++]))
+      return -1;
+    if (**p == ',')
+      ++*p;
+  }
+  return 0;
+}
+
+int hla_parse_signature(const char *text, HlaSignature *sig) {
+  const char *bar = strchr(text, '|');
+  if (!bar || (size_t)(bar - text) >= sizeof(sig->name))
+    return -1;
+  memcpy(sig->name, text, bar - text);
+  sig->name[bar - text] = 0;
+  const char *p = bar + 1;
+  if (parseList(&p, sig->inputs, &sig->numInputs) || *p != '|')
+    return -1;
+  ++p;
+  return parseList(&p, sig->outputs, &sig->numOutputs);
+}
+
+static void formatShape(const HlaTensorInfo *t, char *buffer, size_t size) {
+  size_t used = snprintf(buffer, size, "[");
+  for (int d = 0; d < t->rank && used < size; ++d)
+    used += snprintf(buffer + used, size - used, d ? ", %lld" : "%lld",
+                     (long long)t->shape[d]);
+  if (used < size)
+    snprintf(buffer + used, size - used, "]");
+}
+
+//===----------------------------------------------------------------------===//
+// Conversions
+//===----------------------------------------------------------------------===//
+
+static uint16_t floatToBF16(float f) {
+  uint32_t bits;
+  memcpy(&bits, &f, 4);
+  if ((bits & 0x7fffffff) > 0x7f800000) // NaN stays NaN
+    return (uint16_t)((bits >> 16) | 0x40);
+  uint32_t rounding = 0x7fff + ((bits >> 16) & 1); // to nearest even
+  return (uint16_t)((bits + rounding) >> 16);
+}
+
+static float bf16ToFloat(uint16_t h) {
+  uint32_t bits = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &bits, 4);
+  return f;
+}
+
+static uint16_t floatToHalf(float f) {
+  uint32_t bits;
+  memcpy(&bits, &f, 4);
+  uint32_t sign = (bits >> 16) & 0x8000;
+  int32_t exponent = (int32_t)((bits >> 23) & 0xff) - 127 + 15;
+  uint32_t mantissa = bits & 0x7fffff;
+  if (((bits >> 23) & 0xff) == 0xff)
+    return (uint16_t)(sign | 0x7c00 | (mantissa ? 0x200 : 0));
+  if (exponent >= 31)
+    return (uint16_t)(sign | 0x7c00);
+  if (exponent <= 0) {
+    if (exponent < -10)
+      return (uint16_t)sign;
+    mantissa |= 0x800000;
+    uint32_t shift = (uint32_t)(14 - exponent);
+    uint32_t half = mantissa >> shift;
+    uint32_t rest = mantissa & ((1u << shift) - 1);
+    uint32_t midpoint = 1u << (shift - 1);
+    if (rest > midpoint || (rest == midpoint && (half & 1)))
+      ++half;
+    return (uint16_t)(sign | half);
+  }
+  uint32_t half = sign | ((uint32_t)exponent << 10) | (mantissa >> 13);
+  uint32_t rest = mantissa & 0x1fff;
+  if (rest > 0x1000 || (rest == 0x1000 && (half & 1)))
+    ++half;
+  return (uint16_t)half;
+}
+
+//===----------------------------------------------------------------------===//
+// .npy files
+//===----------------------------------------------------------------------===//
+
+typedef struct {
+  char descr[8];
+  int rank;
+  int64_t shape[16];
+  void *data;
+  size_t bytes;
+} NpyArray;
+
+static int npyDtype(const char *descr) {
+  if (!strcmp(descr, "<f4"))
+    return HLA_F32;
+  if (!strcmp(descr, "<f2"))
+    return HLA_F16;
+  if (!strcmp(descr, "<f8"))
+    return HLA_F64;
+  if (!strcmp(descr, "<i4"))
+    return HLA_I32;
+  if (!strcmp(descr, "<i8"))
+    return HLA_I64;
+  return -1;
+}
+
+/// Reads a little-endian, C-ordered .npy file. Returns NULL and sets
+/// `error` when the file is not one.
+static int readNpy(const char *path, NpyArray *out, char *error,
+                   size_t errorSize) {
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    snprintf(error, errorSize, "cannot open: %s", strerror(errno));
+    return -1;
+  }
+  unsigned char magic[10];
+  if (fread(magic, 1, 10, f) != 10 || memcmp(magic, "\x93NUMPY", 6) != 0) {
+    snprintf(error, errorSize, "not a .npy file (bad magic)");
+    fclose(f);
+    return -1;
+  }
+  size_t headerLength;
+  if (magic[6] == 1) {
+    headerLength = magic[8] | (magic[9] << 8);
+  } else {
+    unsigned char extra[2];
+    if (fread(extra, 1, 2, f) != 2) {
+      snprintf(error, errorSize, "truncated .npy header");
+      fclose(f);
+      return -1;
+    }
+    headerLength = magic[8] | (magic[9] << 8) | ((size_t)extra[0] << 16) |
+                   ((size_t)extra[1] << 24);
+  }
+  char *header = (char *)malloc(headerLength + 1);
+  if (fread(header, 1, headerLength, f) != headerLength) {
+    snprintf(error, errorSize, "truncated .npy header");
+    free(header);
+    fclose(f);
+    return -1;
+  }
+  header[headerLength] = 0;
+  const char *descr = strstr(header, "'descr':");
+  const char *order = strstr(header, "'fortran_order':");
+  const char *shape = strstr(header, "'shape':");
+  if (!descr || !order || !shape) {
+    snprintf(error, errorSize, "malformed .npy header");
+    free(header);
+    fclose(f);
+    return -1;
+  }
+  const char *q = strchr(descr + 8, '\'');
+  const char *q2 = q ? strchr(q + 1, '\'') : NULL;
+  if (!q || !q2 || q2 - q - 1 >= (long)sizeof(out->descr)) {
+    snprintf(error, errorSize, "malformed dtype in .npy header");
+    free(header);
+    fclose(f);
+    return -1;
+  }
+  memcpy(out->descr, q + 1, q2 - q - 1);
+  out->descr[q2 - q - 1] = 0;
+  if (strstr(order, "True")) {
+    snprintf(error, errorSize, "Fortran-ordered arrays are not supported");
+    free(header);
+    fclose(f);
+    return -1;
+  }
+  const char *s = strchr(shape, '(');
+  out->rank = 0;
+  if (s) {
+    ++s;
+    while (*s && *s != ')') {
+      while (*s == ' ' || *s == ',')
+        ++s;
+      if (*s == ')')
+        break;
+      char *end;
+      long long v = strtoll(s, &end, 10);
+      if (end == s || out->rank >= 16)
+        break;
+      out->shape[out->rank++] = v;
+      s = end;
+    }
+  }
+  free(header);
+  int dtype = npyDtype(out->descr);
+  if (dtype < 0) {
+    snprintf(error, errorSize, "unsupported dtype '%s'", out->descr);
+    fclose(f);
+    return -1;
+  }
+  size_t count = 1;
+  for (int d = 0; d < out->rank; ++d)
+    count *= (size_t)out->shape[d];
+  out->bytes = count * dtypeSize(dtype);
+  out->data = malloc(out->bytes ? out->bytes : 1);
+  if (fread(out->data, 1, out->bytes, f) != out->bytes) {
+    snprintf(error, errorSize, "truncated data: expected %zu bytes",
+             out->bytes);
+    free(out->data);
+    fclose(f);
+    return -1;
+  }
+  fclose(f);
+  return 0;
+}
+
+static int writeNpy(const char *path, const char *descr, const int64_t *shape,
+                    int rank, const void *data, size_t bytes) {
+  char dict[512];
+  int used = snprintf(dict, sizeof(dict),
+                      "{'descr': '%s', 'fortran_order': False, 'shape': (",
+                      descr);
+  for (int d = 0; d < rank; ++d)
+    used += snprintf(dict + used, sizeof(dict) - used, "%lld,%s",
+                     (long long)shape[d], d + 1 < rank ? " " : "");
+  used += snprintf(dict + used, sizeof(dict) - used, "), }");
+  // Pad the header so that the data starts at a multiple of 64.
+  size_t total = 10 + used + 1;
+  size_t padded = (total + 63) / 64 * 64;
+  FILE *f = fopen(path, "wb");
+  if (!f)
+    return -1;
+  unsigned char magic[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, 0, 0};
+  size_t headerLength = padded - 10;
+  magic[8] = headerLength & 0xff;
+  magic[9] = (headerLength >> 8) & 0xff;
+  fwrite(magic, 1, 10, f);
+  fwrite(dict, 1, used, f);
+  for (size_t i = 10 + used; i < padded - 1; ++i)
+    fputc(' ', f);
+  fputc('\n', f);
+  int ok = fwrite(data, 1, bytes, f) == bytes;
+  return fclose(f) == 0 && ok ? 0 : -1;
+}
+
+//===----------------------------------------------------------------------===//
+// Inputs
+//===----------------------------------------------------------------------===//
+
+/// xorshift64*: deterministic inputs for --random.
+static uint64_t nextRandom(uint64_t *state) {
+  *state ^= *state >> 12;
+  *state ^= *state << 25;
+  *state ^= *state >> 27;
+  return *state * 2685821657736338717ull;
+}
+
+static double uniform01(uint64_t *state) {
+  return ((nextRandom(state) >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+}
+
+/// Standard normal samples (Box-Muller), scaled by `scale`.
+static void fillRandom(void *buffer, const HlaTensorInfo *t, uint64_t *state,
+                       double scale) {
+  int64_t n = numElements(t);
+  for (int64_t i = 0; i < n; ++i) {
+    double u1 = uniform01(state), u2 = uniform01(state);
+    float x = (float)(scale * sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
+    switch (t->dtype) {
+    case HLA_F32:
+      ((float *)buffer)[i] = x;
+      break;
+    case HLA_F64:
+      ((double *)buffer)[i] = x;
+      break;
+    case HLA_F16:
+      ((uint16_t *)buffer)[i] = floatToHalf(x);
+      break;
+    case HLA_BF16:
+      ((uint16_t *)buffer)[i] = floatToBF16(x);
+      break;
+    }
+  }
+}
+
+/// Moves `array` into a buffer of `t`'s type; bf16 inputs take float32 files
+/// (numpy has no bfloat16). Returns 0 or prints why not.
+static int convertInput(const NpyArray *array, const HlaTensorInfo *t,
+                        void **buffer, int index, const char *path) {
+  int dtype = npyDtype(array->descr);
+  int shapeOk = array->rank == t->rank;
+  for (int d = 0; shapeOk && d < t->rank; ++d)
+    shapeOk = array->shape[d] == t->shape[d];
+  int dtypeOk = dtype == t->dtype || (t->dtype == HLA_BF16 && dtype == HLA_F32);
+  if (!shapeOk || !dtypeOk) {
+    char want[256], got[256];
+    HlaTensorInfo gotInfo;
+    gotInfo.rank = array->rank;
+    memcpy(gotInfo.shape, array->shape, sizeof(array->shape));
+    formatShape(t, want, sizeof(want));
+    formatShape(&gotInfo, got, sizeof(got));
+    fprintf(stderr,
+            "error: argument %d ('%s'): expected %s%s %s, got %s %s\n",
+            index, path, dtypeName(t->dtype),
+            t->dtype == HLA_BF16 ? " (as float32)" : "", want,
+            dtype >= 0 ? dtypeName(dtype) : array->descr, got);
+    return -1;
+  }
+  size_t count = (size_t)numElements(t);
+  *buffer = malloc(count * dtypeSize(t->dtype) + 64);
+  if (t->dtype == HLA_BF16) {
+    for (size_t i = 0; i < count; ++i)
+      ((uint16_t *)*buffer)[i] = floatToBF16(((float *)array->data)[i]);
+  } else {
+    memcpy(*buffer, array->data, count * dtypeSize(t->dtype));
+  }
+  return 0;
+}
+
+//===----------------------------------------------------------------------===//
+// main
+//===----------------------------------------------------------------------===//
+
+#ifndef HLA_RUNTIME_NO_MAIN
+
+extern void hla_entry(void *const *inputs, void *const *outputs);
+extern const char hla_entry_signature[];
+
+static double nowMs(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
+static int compareDoubles(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static void usage(const char *program, const HlaSignature *sig) {
+  fprintf(stderr,
+          "usage: %s INPUT.npy... [-o DIR] | --random SEED [-o DIR]"
+          " [--bench N]\n"
+          "entry '%s' takes %d input(s):\n",
+          program, sig->name, sig->numInputs);
+  for (int i = 0; i < sig->numInputs; ++i) {
+    char shape[256];
+    formatShape(&sig->inputs[i], shape, sizeof(shape));
+    fprintf(stderr, "  %d: %s %s\n", i, dtypeName(sig->inputs[i].dtype),
+            shape);
+  }
+}
+
+int main(int argc, char **argv) {
+  HlaSignature sig;
+  if (hla_parse_signature(hla_entry_signature, &sig)) {
+    fprintf(stderr, "error: the executable's signature is malformed\n");
+    return 2;
+  }
+  const char *outDir = NULL;
+  const char *files[64];
+  int numFiles = 0, randomInputs = 0, bench = 0;
+  uint64_t seed = 0;
+  for (int i = 1; i < argc; ++i) {
+    if (!strcmp(argv[i], "-o") || !strcmp(argv[i], "--random") ||
+        !strcmp(argv[i], "--bench")) {
+      if (i + 1 >= argc) {
+        fprintf(stderr, "error: %s needs a value\n", argv[i]);
+        return 2;
+      }
+      char *end;
+      if (!strcmp(argv[i], "-o")) {
+        outDir = argv[++i];
+      } else if (!strcmp(argv[i], "--random")) {
+        randomInputs = 1;
+        seed = strtoull(argv[++i], &end, 10);
+        if (*end) {
+          fprintf(stderr, "error: --random needs an integer seed\n");
+          return 2;
+        }
+      } else {
+        bench = (int)strtol(argv[++i], &end, 10);
+        if (*end || bench < 1) {
+          fprintf(stderr, "error: --bench needs a positive count\n");
+          return 2;
+        }
+      }
+    } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+      usage(argv[0], &sig);
+      return 0;
+    } else if (argv[i][0] == '-' && argv[i][1] == '-') {
+      fprintf(stderr, "error: unknown option '%s'\n", argv[i]);
+      usage(argv[0], &sig);
+      return 2;
+    } else {
+      if (numFiles >= 64) {
+        fprintf(stderr, "error: too many inputs\n");
+        return 2;
+      }
+      files[numFiles++] = argv[i];
+    }
+  }
+  if (randomInputs && numFiles) {
+    fprintf(stderr, "error: give either input files or --random, not both\n");
+    return 2;
+  }
+  if (!randomInputs && numFiles != sig.numInputs) {
+    fprintf(stderr, "error: '%s' takes %d input(s), got %d%s\n", sig.name,
+            sig.numInputs, numFiles,
+            numFiles < sig.numInputs ? " (missing argument)" : "");
+    usage(argv[0], &sig);
+    return 2;
+  }
+
+  void *inputs[64], *outputs[64];
+  uint64_t state = seed * 0x9E3779B97F4A7C15ull + 0x2545F4914F6CDD1Dull;
+  for (int i = 0; i < sig.numInputs; ++i) {
+    const HlaTensorInfo *t = &sig.inputs[i];
+    if (randomInputs) {
+      if (t->dtype == HLA_I32 || t->dtype == HLA_I64) {
+        fprintf(stderr,
+                "error: argument %d is an integer tensor; --random cannot "
+                "make it, pass .npy files\n",
+                i);
+        return 2;
+      }
+      inputs[i] = malloc((size_t)numElements(t) * dtypeSize(t->dtype) + 64);
+      fillRandom(inputs[i], t, &state, 0.5);
+      continue;
+    }
+    NpyArray array;
+    char error[256];
+    if (readNpy(files[i], &array, error, sizeof(error))) {
+      fprintf(stderr, "error: argument %d ('%s'): %s\n", i, files[i], error);
+      return 2;
+    }
+    int status = convertInput(&array, t, &inputs[i], i, files[i]);
+    free(array.data);
+    if (status)
+      return 2;
+  }
+  for (int j = 0; j < sig.numOutputs; ++j) {
+    const HlaTensorInfo *t = &sig.outputs[j];
+    size_t bytes = (size_t)numElements(t) * dtypeSize(t->dtype);
+    outputs[j] = malloc(bytes + 64);
+    // A poison pattern: an output the code never writes shows up as NaN.
+    memset(outputs[j], 0xff, bytes);
+  }
+
+  if (bench) {
+    hla_entry(inputs, outputs); // warm-up
+    double *times = (double *)malloc(sizeof(double) * bench);
+    for (int r = 0; r < bench; ++r) {
+      double start = nowMs();
+      hla_entry(inputs, outputs);
+      times[r] = nowMs() - start;
+    }
+    qsort(times, bench, sizeof(double), compareDoubles);
+    double median = bench % 2 ? times[bench / 2]
+                              : 0.5 * (times[bench / 2 - 1] + times[bench / 2]);
+    printf("median_ms=%.4f min_ms=%.4f runs=%d\n", median, times[0], bench);
+    free(times);
+  } else {
+    hla_entry(inputs, outputs);
+  }
+
+  if (outDir) {
+    if (mkdir(outDir, 0777) && errno != EEXIST) {
+      fprintf(stderr, "error: cannot create '%s': %s\n", outDir,
+              strerror(errno));
+      return 2;
+    }
+    for (int j = 0; j < sig.numOutputs; ++j) {
+      const HlaTensorInfo *t = &sig.outputs[j];
+      char path[4096];
+      snprintf(path, sizeof(path), "%s/out%d.npy", outDir, j);
+      size_t count = (size_t)numElements(t);
+      const char *descr = t->dtype == HLA_F32   ? "<f4"
+                          : t->dtype == HLA_F16 ? "<f2"
+                          : t->dtype == HLA_F64 ? "<f8"
+                          : t->dtype == HLA_I32 ? "<i4"
+                          : t->dtype == HLA_I64 ? "<i8"
+                                                : "<f4";
+      const void *data = outputs[j];
+      float *widened = NULL;
+      if (t->dtype == HLA_BF16) {
+        // Written as float32: numpy cannot read bfloat16.
+        widened = (float *)malloc(count * sizeof(float) + 1);
+        for (size_t i = 0; i < count; ++i)
+          widened[i] = bf16ToFloat(((uint16_t *)outputs[j])[i]);
+        data = widened;
+      }
+      size_t bytes = count * (t->dtype == HLA_BF16 ? 4 : dtypeSize(t->dtype));
+      if (writeNpy(path, descr, t->shape, t->rank, data, bytes)) {
+        fprintf(stderr, "error: cannot write '%s'\n", path);
+        return 2;
+      }
+      free(widened);
+    }
+  }
+  return 0;
+}
+
+#endif // HLA_RUNTIME_NO_MAIN
