@@ -34,6 +34,8 @@ void mlir::hla::buildCPUPipeline(OpPassManager &pm,
   // hla.combine -> linalg; nothing of hla may remain after this point.
   pm.addPass(createConvertHLAToLinalgPass());
   pm.addPass(createHLAVerifyLoweredPass());
+  // Model graphs use arith/math ops on whole tensors (residual adds, ...).
+  pm.addPass(createConvertElementwiseToLinalgPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
 
