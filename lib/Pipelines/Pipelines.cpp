@@ -74,6 +74,8 @@ void mlir::hla::buildCPUPipeline(OpPassManager &pm,
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());
+  // Run-time checks report through the runtime (stderr, exit status 2).
+  pm.addPass(createHLALowerAssertsPass());
 
   // Everything -> LLVM.
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());

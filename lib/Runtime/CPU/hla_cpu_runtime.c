@@ -92,6 +92,18 @@ void memrefCopy(int64_t elementSize, HlaUnrankedMemRef *src,
 }
 
 //===----------------------------------------------------------------------===//
+// Failed run-time checks of generated code
+//===----------------------------------------------------------------------===//
+
+/// Called by generated code when an input breaks a run-time precondition
+/// (e.g. cu_seqlens out of order). Callers from Python validate inputs first.
+void hla_abort(const char *message) {
+  fflush(stdout);
+  fprintf(stderr, "error: %s\n", message);
+  exit(2);
+}
+
+//===----------------------------------------------------------------------===//
 // Signatures
 //===----------------------------------------------------------------------===//
 
@@ -109,23 +121,8 @@ typedef struct {
   HlaTensorInfo inputs[64], outputs[64];
 } HlaSignature;
 
-static const char *dtypeName(int dtype) {
-  static const char *names[] = {"float32", "float16", "bfloat16",
-                                "float64", "int32",   "int64"};
-  return names[dtype];
-}
 
-static size_t dtypeSize(int dtype) {
-  static const size_t sizes[] = {4, 2, 2, 8, 4, 8};
-  return sizes[dtype];
-}
 
-static int64_t numElements(const HlaTensorInfo *t) {
-  int64_t n = 1;
-  for (int d = 0; d < t->rank; ++d)
-    n *= t->shape[d];
-  return n;
-}
 
 /// Parses "dtype:d0xd1" from *p up to a ',' or '|' or the end.
 static int parseTensor(const char **p, HlaTensorInfo *t) {
@@ -178,6 +175,28 @@ int hla_parse_signature(const char *text, HlaSignature *sig) {
     return -1;
   ++p;
   return parseList(&p, sig->outputs, &sig->numOutputs);
+}
+
+
+#ifndef HLA_RUNTIME_NO_MAIN
+// Everything below serves the executables' main only.
+
+static const char *dtypeName(int dtype) {
+  static const char *names[] = {"float32", "float16", "bfloat16",
+                                "float64", "int32",   "int64"};
+  return names[dtype];
+}
+
+static size_t dtypeSize(int dtype) {
+  static const size_t sizes[] = {4, 2, 2, 8, 4, 8};
+  return sizes[dtype];
+}
+
+static int64_t numElements(const HlaTensorInfo *t) {
+  int64_t n = 1;
+  for (int d = 0; d < t->rank; ++d)
+    n *= t->shape[d];
+  return n;
 }
 
 static void formatShape(const HlaTensorInfo *t, char *buffer, size_t size) {
@@ -471,8 +490,6 @@ static int convertInput(const NpyArray *array, const HlaTensorInfo *t,
 //===----------------------------------------------------------------------===//
 // main
 //===----------------------------------------------------------------------===//
-
-#ifndef HLA_RUNTIME_NO_MAIN
 
 extern void hla_entry(void *const *inputs, void *const *outputs);
 extern const char hla_entry_signature[];

@@ -31,6 +31,7 @@
 #include "hla/Dialect/HLA/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -551,6 +552,14 @@ public:
   LogicalResult rewrite(std::string &error);
 
 private:
+  /// Builds the slot table of packed sequences: per chunk slot its start
+  /// token and length (0 for unused slots), and per sequence the offset of
+  /// its first slot (N + 1 entries, the last one the number of used slots).
+  /// Checks at run time that the offsets run from 0 to T without decreasing.
+  std::tuple<Value, Value, Value> buildChunkTable(OpBuilder &b, Location loc,
+                                                  Value cuSeqlens,
+                                                  int64_t sequences,
+                                                  int64_t slots);
   /// Loads the chunk's tile of token input `input` (zero beyond `length`).
   Value loadTile(OpBuilder &b, Location loc, unsigned input, Value operand,
                  Value batch, Value start, Value length, Value head);
@@ -565,6 +574,93 @@ private:
   int64_t chunk;
   const ChunkPlan &plan;
 };
+
+std::tuple<Value, Value, Value>
+ChunkRewriter::buildChunkTable(OpBuilder &b, Location loc, Value cuSeqlens,
+                               int64_t sequences, int64_t slots) {
+  Type i64 = b.getI64Type();
+  auto zeros = [&](int64_t n) -> Value {
+    Value zero = arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(0));
+    return linalg::FillOp::create(
+               b, loc, zero, Value(tensor::EmptyOp::create(b, loc, n, i64)))
+        .getResult(0);
+  };
+  auto offsetAt = [&](OpBuilder &nb, Location l, Value i) -> Value {
+    Value v = tensor::ExtractOp::create(nb, l, cuSeqlens, ValueRange{i});
+    if (v.getType() != i64)
+      v = arith::ExtSIOp::create(nb, l, i64, v);
+    return v;
+  };
+  auto constant = [&](OpBuilder &nb, Location l, int64_t v) -> Value {
+    return arith::ConstantOp::create(nb, l, nb.getI64IntegerAttr(v));
+  };
+  // Offsets must start at 0 and end at T; each sequence must not be
+  // negative in length (checked per sequence below).
+  Value first = offsetAt(b, loc, arith::ConstantIndexOp::create(b, loc, 0));
+  Value last =
+      offsetAt(b, loc, arith::ConstantIndexOp::create(b, loc, sequences));
+  Value startsAtZero = arith::CmpIOp::create(
+      b, loc, arith::CmpIPredicate::eq, first, constant(b, loc, 0));
+  cf::AssertOp::create(b, loc, startsAtZero, "hla: cu_seqlens[0] must be 0");
+  Value endsAtT = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, last,
+                                        constant(b, loc, info.length));
+  cf::AssertOp::create(b, loc, endsAtT,
+                       "hla: cu_seqlens must end at the packed length T");
+
+  Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
+  Value c1 = arith::ConstantIndexOp::create(b, loc, 1);
+  Value numSequences = arith::ConstantIndexOp::create(b, loc, sequences);
+  llvm::SmallVector<Value> init = {zeros(slots), zeros(slots),
+                                   zeros(sequences + 1), constant(b, loc, 0)};
+  auto outer = scf::ForOp::create(
+      b, loc, c0, numSequences, c1, init,
+      [&](OpBuilder &nb, Location l, Value s, ValueRange iter) {
+        Value begin = offsetAt(nb, l, s);
+        Value end =
+            offsetAt(nb, l, arith::AddIOp::create(nb, l, s, c1).getResult());
+        Value ordered =
+            arith::CmpIOp::create(nb, l, arith::CmpIPredicate::sle, begin, end);
+        cf::AssertOp::create(nb, l, ordered,
+                             "hla: cu_seqlens must not decrease");
+        Value offset = iter[3];
+        Value offsets = tensor::InsertOp::create(nb, l, offset, iter[2],
+                                                 ValueRange{s});
+        // ceil((end - begin) / c) chunks for this sequence.
+        Value length = arith::SubIOp::create(nb, l, end, begin);
+        Value count = arith::CeilDivSIOp::create(
+            nb, l, length, constant(nb, l, chunk));
+        Value countIndex =
+            arith::IndexCastOp::create(nb, l, nb.getIndexType(), count);
+        auto inner = scf::ForOp::create(
+            nb, l, c0, countIndex, c1, ValueRange{iter[0], iter[1]},
+            [&](OpBuilder &ib, Location il, Value j, ValueRange tables) {
+              Value j64 = arith::IndexCastOp::create(ib, il, i64, j);
+              Value slot = arith::IndexCastOp::create(
+                  ib, il, ib.getIndexType(),
+                  arith::AddIOp::create(ib, il, offset, j64).getResult());
+              Value start = arith::AddIOp::create(
+                  ib, il, begin,
+                  arith::MulIOp::create(ib, il, j64, constant(ib, il, chunk))
+                      .getResult());
+              Value size = arith::MinSIOp::create(
+                  ib, il, constant(ib, il, chunk),
+                  arith::SubIOp::create(ib, il, end, start).getResult());
+              Value starts = tensor::InsertOp::create(ib, il, start, tables[0],
+                                                      ValueRange{slot});
+              Value sizes = tensor::InsertOp::create(ib, il, size, tables[1],
+                                                     ValueRange{slot});
+              scf::YieldOp::create(ib, il, ValueRange{starts, sizes});
+            });
+        Value next = arith::AddIOp::create(nb, l, offset, count);
+        scf::YieldOp::create(nb, l,
+                             ValueRange{inner.getResult(0), inner.getResult(1),
+                                        offsets, next});
+      });
+  Value offsets = tensor::InsertOp::create(b, loc, outer.getResult(3),
+                                           outer.getResult(2),
+                                           ValueRange{numSequences});
+  return {outer.getResult(0), outer.getResult(1), offsets};
+}
 
 Value ChunkRewriter::loadTile(OpBuilder &b, Location loc, unsigned input,
                               Value operand, Value batch, Value start,
@@ -664,8 +760,29 @@ LogicalResult ChunkRewriter::rewrite(std::string &error) {
   OpBuilder hoist(segment);
   DecayTiles decay(hoist, loc, chunk, plan.gamma);
 
+  // Packed sequences: chunks never straddle a sequence boundary, so each
+  // sequence gets ceil(len / c) chunk slots; a table built at run time maps
+  // slot -> (start token, length) and gives the scan its per-sequence chunk
+  // offsets. ceil(T / c) + N slots always suffice.
+  Value cuSeqlens = scan.getCuSeqlens();
+  Value slotStart, slotLength, chunkOffsets;
+  if (cuSeqlens) {
+    int64_t sequences =
+        cast<RankedTensorType>(cuSeqlens.getType()).getDimSize(0) - 1;
+    numChunks += sequences;
+    std::tie(slotStart, slotLength, chunkOffsets) =
+        buildChunkTable(b, loc, cuSeqlens, sequences, numChunks);
+  }
+
   // Per-chunk coordinates.
   auto chunkBounds = [&](OpBuilder &nb, Location l, Value n) {
+    if (cuSeqlens) {
+      auto read = [&](Value table) -> Value {
+        Value v = tensor::ExtractOp::create(nb, l, table, ValueRange{n});
+        return arith::IndexCastOp::create(nb, l, nb.getIndexType(), v);
+      };
+      return std::make_pair(read(slotStart), read(slotLength));
+    }
     Value c = arith::ConstantIndexOp::create(nb, l, chunk);
     Value start = arith::MulIOp::create(nb, l, n, c);
     Value remaining = arith::SubIOp::create(
@@ -763,7 +880,7 @@ LogicalResult ChunkRewriter::rewrite(std::string &error) {
     llvm::append_range(scanTypes, scan.getFinal().getTypes());
   auto carry = ScanOp::create(b, loc, scanTypes, scan.getMonoid(),
                               phase1.getResults(), scan.getInit(),
-                              /*cu_seqlens=*/Value(), /*exclusive=*/true,
+                              /*cu_seqlens=*/chunkOffsets, /*exclusive=*/true,
                               /*axis=*/1);
 
   // Phase 3: every readout at every position.
@@ -901,9 +1018,9 @@ struct HLAChunkPass : public hla::impl::HLAChunkPassBase<HLAChunkPass> {
     for (Value v : info.scan.getPrefix())
       if (!v.hasOneUse())
         return fail("the prefix states must feed only the readout");
-    if (info.scan.getCuSeqlens())
-      return fail("packed sequences (cu_seqlens) are not supported by the "
-                  "chunked lowering yet");
+    if (Value cu = info.scan.getCuSeqlens())
+      if (!cast<RankedTensorType>(cu.getType()).hasStaticShape())
+        return fail("cu_seqlens needs a static number of sequences");
     auto lead = cast<RankedTensorType>(info.segment.getResult(0).getType());
     if (lead.getRank() < 3 || !lead.hasStaticShape())
       return fail("the chunked lowering needs static [B, T, H, ...] shapes");

@@ -153,6 +153,8 @@ public:
   }
 
   LogicalResult lowerSequential();
+  /// Sequential, restarting at every packed-sequence offset.
+  LogicalResult lowerSequentialPacked();
   LogicalResult lowerBlelloch();
 
 private:
@@ -254,6 +256,121 @@ LogicalResult ScanLowering::lowerSequential() {
     old.replaceAllUsesWith(now);
   for (auto [old, now] :
        llvm::zip(scan.getFinal(), loop.getResults().take_front(k)))
+    old.replaceAllUsesWith(now);
+  scan.erase();
+  return success();
+}
+
+LogicalResult ScanLowering::lowerSequentialPacked() {
+  // One carry per packed sequence: for s, positions cu[s] .. cu[s+1]. Each
+  // sequence starts from its own initial state (or the identity) and ends in
+  // its own final state.
+  OpBuilder b(scan);
+  Location loc = scan.getLoc();
+  unsigned axis = scan.getAxis();
+  AxisSlicer slicer(b, loc, axis);
+  Value cu = scan.getCuSeqlens();
+  int64_t sequences = cast<RankedTensorType>(cu.getType()).getDimSize(0) - 1;
+  size_t k = carried.size();
+  bool exclusive = scan.getExclusive();
+  llvm::SmallVector<Type> sliceTypes;
+  for (Value seg : scan.getSegments())
+    sliceTypes.push_back(slicer.dropAxis(seg.getType()));
+
+  // The finals' leading dimension counts sequences: [N, ...]. Slice i of
+  // them (and of init) is a carry, [1, ...] with the batch of one kept.
+  auto carryTypeOf = [&](unsigned i) {
+    return cast<RankedTensorType>(sliceTypes[carried[i]]);
+  };
+  auto perSequence = [&](OpBuilder &nb, Location l, Value tensor, Value s,
+                         RankedTensorType slice) -> Value {
+    auto t = cast<RankedTensorType>(tensor.getType());
+    llvm::SmallVector<OpFoldResult> offsets = {s}, sizes = {nb.getIndexAttr(1)},
+                                    strides = {nb.getIndexAttr(1)};
+    for (int64_t d = 1; d < t.getRank(); ++d) {
+      offsets.push_back(nb.getIndexAttr(0));
+      sizes.push_back(nb.getIndexAttr(t.getDimSize(d)));
+      strides.push_back(nb.getIndexAttr(1));
+    }
+    return tensor::ExtractSliceOp::create(nb, l, slice, tensor, offsets, sizes,
+                                          strides);
+  };
+  auto placeSequence = [&](OpBuilder &nb, Location l, Value slice, Value dest,
+                           Value s) -> Value {
+    auto t = cast<RankedTensorType>(dest.getType());
+    llvm::SmallVector<OpFoldResult> offsets = {s}, sizes = {nb.getIndexAttr(1)},
+                                    strides = {nb.getIndexAttr(1)};
+    for (int64_t d = 1; d < t.getRank(); ++d) {
+      offsets.push_back(nb.getIndexAttr(0));
+      sizes.push_back(nb.getIndexAttr(t.getDimSize(d)));
+      strides.push_back(nb.getIndexAttr(1));
+    }
+    return tensor::InsertSliceOp::create(nb, l, slice, dest, offsets, sizes,
+                                         strides);
+  };
+  auto offsetAt = [&](OpBuilder &nb, Location l, Value i) -> Value {
+    Value v = tensor::ExtractOp::create(nb, l, cu, ValueRange{i});
+    return arith::IndexCastOp::create(nb, l, nb.getIndexType(), v);
+  };
+
+  llvm::SmallVector<Value> iterInit;
+  for (Value r : scan.getPrefix()) {
+    auto t = cast<RankedTensorType>(r.getType());
+    iterInit.push_back(
+        tensor::EmptyOp::create(b, loc, t.getShape(), t.getElementType()));
+  }
+  for (unsigned i = 0; i < k; ++i) {
+    auto t = carryTypeOf(i);
+    llvm::SmallVector<int64_t> shape(t.getShape());
+    shape[0] = sequences;
+    iterInit.push_back(
+        tensor::EmptyOp::create(b, loc, shape, t.getElementType()));
+  }
+  Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
+  Value c1 = arith::ConstantIndexOp::create(b, loc, 1);
+  auto outer = scf::ForOp::create(
+      b, loc, c0, arith::ConstantIndexOp::create(b, loc, sequences), c1,
+      iterInit, [&](OpBuilder &nb, Location l, Value s, ValueRange iter) {
+        ValueRange prefix = iter.take_front(k);
+        ValueRange finals = iter.drop_front(k);
+        llvm::SmallVector<Value> carry0;
+        for (unsigned i = 0; i < k; ++i)
+          carry0.push_back(
+              scan.getInit().empty()
+                  ? identityOf(nb, l, spec, carried[i], carryTypeOf(i))
+                  : perSequence(nb, l, scan.getInit()[i], s, carryTypeOf(i)));
+        Value begin = offsetAt(nb, l, s);
+        Value end = offsetAt(nb, l, arith::AddIOp::create(nb, l, s, c1));
+        llvm::SmallVector<Value> innerInit(carry0);
+        llvm::append_range(innerInit, prefix);
+        auto inner = scf::ForOp::create(
+            nb, l, begin, end, c1, innerInit,
+            [&](OpBuilder &ib, Location il, Value i, ValueRange it) {
+              AxisSlicer sl(ib, il, axis);
+              ValueRange carry = it.take_front(k);
+              ValueRange prefixes = it.drop_front(k);
+              llvm::SmallVector<Value> segment;
+              for (Value seg : scan.getSegments())
+                segment.push_back(sl.extract(seg, i));
+              llvm::SmallVector<Value> next =
+                  combineCarried(ib, il, carry, segment, sliceTypes);
+              llvm::SmallVector<Value> yielded(next);
+              ValueRange stored = exclusive ? carry : ValueRange(next);
+              for (auto [value, tensor] : llvm::zip(stored, prefixes))
+                yielded.push_back(sl.insert(value, tensor, i));
+              scf::YieldOp::create(ib, il, yielded);
+            });
+        llvm::SmallVector<Value> yielded(inner.getResults().drop_front(k));
+        for (auto [i, final] : llvm::enumerate(finals))
+          yielded.push_back(
+              placeSequence(nb, l, inner.getResult(i), final, s));
+        scf::YieldOp::create(nb, l, yielded);
+      });
+  for (auto [old, now] :
+       llvm::zip(scan.getPrefix(), outer.getResults().take_front(k)))
+    old.replaceAllUsesWith(now);
+  for (auto [old, now] :
+       llvm::zip(scan.getFinal(), outer.getResults().drop_front(k)))
     old.replaceAllUsesWith(now);
   scan.erase();
   return success();
@@ -496,9 +613,18 @@ struct HLALowerScansPass
     getOperation()->walk([&](ScanOp op) { scans.push_back(op); });
     for (ScanOp scan : scans) {
       if (scan.getCuSeqlens()) {
-        scan.emitError() << "hla-lower-scans: packed sequences are not "
-                            "supported yet";
-        return signalPassFailure();
+        // Packed sequences are independent scans of run-time lengths; they
+        // run one after the other (the chunk phases around the scan stay
+        // parallel).
+        if (schedule == "blelloch") {
+          scan.emitError() << "hla-lower-scans: the Blelloch schedule does "
+                              "not support packed sequences (cu_seqlens); "
+                              "use sequential or auto";
+          return signalPassFailure();
+        }
+        if (failed(ScanLowering(scan).lowerSequentialPacked()))
+          return signalPassFailure();
+        continue;
       }
       auto type = cast<RankedTensorType>(scan.getSegments()[0].getType());
       if (!type.hasStaticShape()) {

@@ -125,6 +125,7 @@ def HLAChunkPass : Pass<"hla-chunk"> {
   ];
   let dependentDialects = [
     "::mlir::hla::HLADialect", "::mlir::arith::ArithDialect",
+    "::mlir::cf::ControlFlowDialect",
     "::mlir::linalg::LinalgDialect", "::mlir::math::MathDialect",
     "::mlir::scf::SCFDialect", "::mlir::tensor::TensorDialect"
   ];
@@ -213,6 +214,20 @@ def HLAEmitEntryABIPass : Pass<"hla-emit-entry-abi", "::mlir::ModuleOp"> {
     Option<"entry", "entry", "std::string", "\"\"",
            "Function to export as hla_entry (executables)">
   ];
+}
+
+def HLALowerAssertsPass : Pass<"hla-lower-asserts", "::mlir::ModuleOp"> {
+  let summary = "Turn cf.assert into a call of the artefact runtime's hla_abort";
+  let description = [{
+    Run-time checks of generated code (such as the order of `cu_seqlens`)
+    are `cf.assert`s. Upstream lowers them to `abort()` after writing the
+    message to buffered stdout, where it is lost. This pass (after
+    `convert-scf-to-cf`) branches to a call of `void hla_abort(const char *)`
+    instead, which the runtime defines: it prints `error: <message>` on
+    stderr and exits with status 2.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect",
+                           "::mlir::cf::ControlFlowDialect"];
 }
 
 #endif // HLA_DIALECT_HLA_TRANSFORMS_PASSES_TD
