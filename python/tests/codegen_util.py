@@ -1,0 +1,108 @@
+"""Helpers of the code-generation tests: write a model graph, compile it with
+hla-opt (cached per session), run the executable on .npy inputs."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import tempfile
+
+import numpy as np
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+HLA_OPT = os.environ.get("HLA_OPT", os.path.join(REPO, "build", "bin", "hla-opt"))
+_CACHE = tempfile.mkdtemp(prefix="hla-test-exes-")
+
+_MLIR_DTYPES = {"f32": "f32", "f16": "f16", "bf16": "bf16"}
+
+
+def tensor_type(shape, dtype="f32"):
+    return "tensor<" + "x".join(str(s) for s in shape) + ("x" if shape else "") + dtype + ">"
+
+
+def _attr(key, value):
+    if isinstance(value, bool):
+        return f"{key} = {'true' if value else 'false'}"
+    return f"{key} = {float(value)!r} : f64"
+
+
+def attention_graph(op, qshape, kshape, vshape, options, dtype="f32",
+                    state_shapes=None, final_state=False, cu_seqlens=None):
+    """A func.func @main applying hla.<op> to its arguments."""
+    state_shapes = list(state_shapes or [])
+    out_shape = (qshape[0], qshape[1], qshape[2], vshape[3])
+    args = [("q", tensor_type(qshape, dtype)), ("k", tensor_type(kshape, dtype)),
+            ("v", tensor_type(vshape, dtype))]
+    args += [(f"s{i}", tensor_type(s)) for i, s in enumerate(state_shapes)]
+    if cu_seqlens:
+        args.append(("cu", tensor_type((cu_seqlens,), "i32")))
+    results = [tensor_type(out_shape, dtype)]
+    if final_state:
+        results += [tensor_type(s) for s in state_shapes]
+    operands = "%q, %k, %v"
+    if state_shapes:
+        operands += " initial_state(" + ", ".join(f"%s{i}" for i in range(len(state_shapes))) + ")"
+    if cu_seqlens:
+        operands += " cu_seqlens(%cu)"
+    attrs = ", ".join(_attr(k, v) for k, v in sorted(options.items()))
+    attrs = " {" + attrs + "}" if attrs else ""
+    arg_list = ", ".join(f"%{n}: {t}" for n, t in args)
+    in_types = ", ".join(t for _, t in args)
+    res_list = ", ".join(results)
+    names = ", ".join(f"%r#{i}" for i in range(len(results))) if len(results) > 1 else "%r"
+    lhs = f"%r:{len(results)}" if len(results) > 1 else "%r"
+    return (
+        f"func.func @main({arg_list}) -> ({res_list}) {{\n"
+        f"  {lhs} = hla.{op} {operands}{attrs} : ({in_types}) -> ({res_list})\n"
+        f"  return {names} : {res_list}\n"
+        f"}}\n"
+    )
+
+
+def compile_graph(graph, chunk=64, schedule="auto", emit="exe", extra=()):
+    """Compiles `graph` (MLIR text) and returns the artefact's path."""
+    key = hashlib.sha256(
+        (graph + f"|{chunk}|{schedule}|{emit}|{' '.join(extra)}").encode()).hexdigest()[:16]
+    out = os.path.join(_CACHE, key + (".so" if emit == "shared" else ""))
+    if os.path.exists(out):
+        return out
+    src = os.path.join(_CACHE, key + ".mlir")
+    with open(src, "w") as f:
+        f.write(graph)
+    cmd = [HLA_OPT, src, "--hla-target=cpu", f"--emit={emit}", "-o", out,
+           f"--chunk-size={chunk}", f"--schedule={schedule}", *extra]
+    result = subprocess.run(cmd, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise RuntimeError(f"hla-opt failed: {' '.join(cmd)}\n{result.stderr}")
+    return out
+
+
+def run_exe(exe, inputs, workdir, extra=()):
+    """Runs `exe` on the arrays `inputs`; returns its outputs."""
+    workdir = str(workdir)
+    paths = []
+    for i, a in enumerate(inputs):
+        path = os.path.join(workdir, f"in{i}.npy")
+        np.save(path, a)
+        paths.append(path)
+    outdir = os.path.join(workdir, "out")
+    result = subprocess.run([exe, *paths, "-o", outdir, *extra], capture_output=True, text=True)
+    if result.returncode != 0:
+        raise RuntimeError(f"{exe} failed ({result.returncode}): {result.stderr}")
+    outs = []
+    j = 0
+    while os.path.exists(os.path.join(outdir, f"out{j}.npy")):
+        outs.append(np.load(os.path.join(outdir, f"out{j}.npy")))
+        os.remove(os.path.join(outdir, f"out{j}.npy"))
+        j += 1
+    return outs
+
+
+def relative_error(got, want):
+    got = np.asarray(got, np.float64)
+    want = np.asarray(want, np.float64)
+    assert got.shape == want.shape, (got.shape, want.shape)
+    if not np.all(np.isfinite(got)):
+        return float("inf")
+    return float(np.linalg.norm(got - want) / max(np.linalg.norm(want), 1e-300))
