@@ -37,6 +37,8 @@ if os.environ.get("HLA_TEST_VERIFY_ROUNDTRIP") == "1":
     hla_opt_extra.append("--verify-roundtrip")
 tools = [
     ToolSubst("hla-opt", extra_args=hla_opt_extra, unresolved="fatal"),
+    ToolSubst("not", unresolved="fatal"),
+    ToolSubst("count", unresolved="fatal"),
     "mlir-runner",
 ]
 llvm_config.add_tool_substitutions(tools, tool_dirs)

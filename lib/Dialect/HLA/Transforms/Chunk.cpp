@@ -981,7 +981,7 @@ struct HLAChunkPass : public hla::impl::HLAChunkPassBase<HLAChunkPass> {
     if (chunkSize < 1) {
       getOperation()->emitError() << "hla-chunk: chunk-size must be at least "
                                      "1, got "
-                                  << chunkSize;
+                                  << int64_t(chunkSize);
       return signalPassFailure();
     }
     llvm::SmallVector<ReadoutOp> readouts;
