@@ -10,12 +10,14 @@
 #include "hla/Dialect/HLA/Transforms/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
+#include "mlir/Conversion/VectorToSCF/VectorToSCF.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Dialect/SCF/Transforms/Passes.h"
+#include "mlir/Dialect/Vector/Transforms/Passes.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 
@@ -37,6 +39,11 @@ void mlir::hla::buildCPUPipeline(OpPassManager &pm,
   // Model graphs use arith/math ops on whole tensors (residual adds, ...).
   pm.addPass(createConvertElementwiseToLinalgPass());
   pm.addPass(createCanonicalizerPass());
+  if (options.vectorize) {
+    // Register tiles: the chunk math becomes vector code.
+    pm.addPass(createHLAVectorizeTilesPass());
+    pm.addPass(createCanonicalizerPass());
+  }
   pm.addPass(createCSEPass());
 
   // The artefact ABI needs the tensor signatures, which bufferization drops.
@@ -61,7 +68,21 @@ void mlir::hla::buildCPUPipeline(OpPassManager &pm,
   bufferization::buildBufferDeallocationPipeline(pm, dealloc);
   pm.addPass(createCanonicalizerPass());
 
-  // linalg -> loops.
+  // Bufferization leaves copies of a subview onto an identical subview;
+  // once CSE makes the two one value, canonicalization drops the copy.
+  pm.addPass(createCSEPass());
+  pm.addPass(createCanonicalizerPass());
+  if (options.vectorize) {
+    // Multi-dimensional vector ops -> 1-D vector operations.
+    pm.addNestedPass<func::FuncOp>(vector::createLowerVectorMultiReductionPass());
+    // Fully unrolled: transfers of 2-D tiles become 1-D vector accesses
+    // without stack buffers (an alloca would pin scf-to-openmp's
+    // alloca_scope, which must be gone before the CFG conversion).
+    pm.addPass(createConvertVectorToSCFPass(
+        VectorTransferToSCFOptions().enableFullUnroll()));
+    pm.addPass(createCanonicalizerPass());
+  }
+  // linalg -> loops (what the vectoriser did not take).
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   // Parallel chunk loops -> OpenMP worksharing.
   pm.addPass(createForallToParallelLoopPass());
@@ -78,12 +99,22 @@ void mlir::hla::buildCPUPipeline(OpPassManager &pm,
   pm.addPass(createHLALowerAssertsPass());
 
   // Everything -> LLVM.
+  ConvertVectorToLLVMPassOptions vectorOptions;
+  // The reductions here are sums of products of a chunk's tiles; their order
+  // changes rounding only.
+  vectorOptions.reassociateFPReductions = true;
+  // Contractions as outer products: per reduction step, a broadcast of the
+  // row operand times one vector row (fused multiply-adds).
+  vectorOptions.vectorContractLowering =
+      vector::VectorContractLowering::OuterProduct;
+  pm.addPass(createConvertVectorToLLVMPass(vectorOptions));
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createArithToLLVMConversionPass());
   pm.addPass(createConvertIndexToLLVMPass());
   pm.addPass(createConvertControlFlowToLLVMPass());
   pm.addPass(createConvertFuncToLLVMPass());
+  pm.addPass(createUBToLLVMConversionPass());
   if (options.parallel)
     pm.addPass(createConvertOpenMPToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());

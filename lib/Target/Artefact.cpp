@@ -60,6 +60,9 @@ static std::unique_ptr<llvm::TargetMachine> hostTargetMachine(std::string &error
   for (auto &feature : llvm::sys::getHostCPUFeatures())
     features.AddFeature(feature.first(), feature.second);
   llvm::TargetOptions options;
+  // Fuse multiplies and adds into FMAs wherever the code computes a*b+c (the
+  // tests hold f32 results to 1e-5, well above the rounding change).
+  options.AllowFPOpFusion = llvm::FPOpFusion::Fast;
   std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
       triple, llvm::sys::getHostCPUName(), features.getString(), options,
       llvm::Reloc::PIC_, std::nullopt, llvm::CodeGenOptLevel::Aggressive));

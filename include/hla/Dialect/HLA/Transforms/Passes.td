@@ -230,4 +230,38 @@ def HLALowerAssertsPass : Pass<"hla-lower-asserts", "::mlir::ModuleOp"> {
                            "::mlir::cf::ControlFlowDialect"];
 }
 
+def HLAVectorizeTilesPass : Pass<"hla-vectorize-tiles"> {
+  let summary = "Tile linalg ops into register tiles and vectorise them";
+  let description = [{
+    Contractions (C += A·B over one reduction index, any layout and batch
+    dimensions) become loops over register tiles of at most 8 rows by
+    `vector-lanes` columns whose accumulator vector is carried through the
+    reduction, one `vector.outerproduct` (fused multiply-adds) per step.
+    Every other statically shaped linalg op is tiled into rows of at most
+    4 x `vector-lanes` contiguous elements and vectorised. Tile sizes divide
+    the dimensions, so tiles are static; ops the vectoriser refuses keep
+    their scalar form.
+
+    ```mlir
+    %c = linalg.generic {... ["parallel", "reduction", "parallel"]}
+           ins(%a, %b : tensor<64x64xf32>, tensor<64x32xf32>) ...
+    // becomes, per 8 x 16 tile of C,
+    %acc = scf.for %k = %c0 to %c64 step %c1 iter_args(%a = %c_tile) {
+      %col = vector.transfer_read %a_op[%i, %k] ... : vector<8xf32>
+      %row = vector.transfer_read %b_op[%k, %j] ... : vector<16xf32>
+      %n = vector.outerproduct %col, %row, %a : vector<8xf32>, vector<16xf32>
+      scf.yield %n : vector<8x16xf32>
+    }
+    ```
+  }];
+  let options = [
+    Option<"vectorLanes", "vector-lanes", "int64_t", "16",
+           "f32 lanes of the target's vectors (16 for AVX-512)">
+  ];
+  let dependentDialects = [
+    "::mlir::linalg::LinalgDialect", "::mlir::scf::SCFDialect",
+    "::mlir::tensor::TensorDialect", "::mlir::vector::VectorDialect"
+  ];
+}
+
 #endif // HLA_DIALECT_HLA_TRANSFORMS_PASSES_TD
