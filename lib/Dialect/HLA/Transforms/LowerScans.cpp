@@ -582,9 +582,59 @@ LogicalResult ScanLowering::lowerBlelloch() {
   return success();
 }
 
-/// `auto`: Blelloch when the scan is long enough for its extra combines to
-/// pay for themselves in parallelism, i.e. when the other axes alone leave
-/// threads idle.
+/// Floating-point operations of one combine of two elements (every
+/// component, every term, matrix chains evaluated left to right).
+static double combineFlops(ScanOp scan) {
+  const MonoidSpec &spec = scan.getMonoid().getSpec();
+  // The symbols' sizes, from the segments' trailing dimensions.
+  MonoidDimBinder binder;
+  for (auto [c, seg] : llvm::enumerate(scan.getSegments())) {
+    auto type = cast<RankedTensorType>(seg.getType());
+    std::string ignored;
+    (void)binder.bind(spec.components[c],
+                      type.getShape().take_back(spec.components[c].getRank()),
+                      ignored);
+  }
+  auto extent = [&](const std::string &symbol) -> double {
+    if (symbol == "1")
+      return 1.0;
+    int64_t v = binder.lookup(symbol);
+    return ShapedType::isDynamic(v) ? 64.0 : double(v);
+  };
+  double flops = 0.0;
+  for (const MonoidExpr &rule : spec.combine) {
+    for (const MonoidTerm &term : rule) {
+      std::optional<std::pair<double, double>> current;
+      for (const MonoidFactor &f : term.factors) {
+        const MonoidSlot *slot = spec.getFactorSlot(f);
+        if (!slot || slot->getRank() == 0)
+          continue;
+        MonoidMatrixShape shape = MonoidSpec::getMatrixShape(*slot);
+        if (f.transposed)
+          std::swap(shape.rows, shape.cols);
+        std::pair<double, double> next = {extent(shape.rows),
+                                          extent(shape.cols)};
+        if (current) {
+          flops += 2.0 * current->first * current->second * next.second;
+          current->second = next.second;
+        } else {
+          current = next;
+        }
+      }
+      if (current)
+        flops += current->first * current->second; // the sum
+    }
+  }
+  return flops;
+}
+
+/// `auto`: the Blelloch schedule does about twice the combines of the
+/// sequential one but runs them in 2 log2 N parallel levels. It pays when
+/// the other axes hold fewer independent scans than there are threads (so
+/// the sequential scan leaves threads idle), the scan is long enough to
+/// split, and its sequential work (N combines of this monoid's state) is
+/// large enough to matter next to the chunk phases (about 2 MFLOP, a
+/// millisecond's fraction on one core).
 static bool chooseBlelloch(ScanOp scan, int64_t threads) {
   auto type = cast<RankedTensorType>(scan.getSegments()[0].getType());
   int64_t length = type.getDimSize(scan.getAxis());
@@ -594,7 +644,8 @@ static bool chooseBlelloch(ScanOp scan, int64_t threads) {
   for (int64_t d = 0; d < lead; ++d)
     if (d != int64_t(scan.getAxis()))
       batch *= type.getDimSize(d);
-  return batch < threads && length >= 4 * threads;
+  double sequentialWork = double(length) * combineFlops(scan);
+  return batch < threads && length >= 4 * threads && sequentialWork >= 2e6;
 }
 
 struct HLALowerScansPass

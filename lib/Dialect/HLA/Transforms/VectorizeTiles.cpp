@@ -143,7 +143,58 @@ static void vectorizeContraction(IRRewriter &rewriter, linalg::GenericOp op,
   // else along i; the other output dimension is blocked by up to 8 rows.
   int64_t lanesDim = dims.j ? *dims.j : *dims.i;
   std::optional<unsigned> rowDim = dims.j ? dims.i : std::nullopt;
-  int64_t lanes = divisorUpTo(ranges[lanesDim], vectorLanes);
+  // Two vectors per row when the dimension allows: twice the fused
+  // multiply-adds per broadcast element of the row operand.
+  int64_t lanes = divisorUpTo(ranges[lanesDim], 2 * vectorLanes);
+  if (lanes < vectorLanes)
+    lanes = divisorUpTo(ranges[lanesDim], vectorLanes);
+
+  // The lane operand is read one vector per reduction step; if its lane
+  // dimension is not its contiguous (last) one, each read would gather
+  // strided elements. Copy it once into a layout where it is (a transpose
+  // of a few KB, against a reduction's worth of gathers).
+  {
+    Value &laneOperand = dims.j ? b : a;
+    AffineMap &laneMap = dims.j ? mapB : mapA;
+    unsigned rank = laneMap.getNumResults();
+    std::optional<unsigned> pos =
+        laneMap.getResultPosition(rewriter.getAffineDimExpr(lanesDim));
+    if (pos && *pos != rank - 1) {
+      // New order: every other dimension in place, the lane one last.
+      llvm::SmallVector<unsigned> order;
+      for (unsigned r = 0; r < rank; ++r)
+        if (r != *pos)
+          order.push_back(r);
+      order.push_back(*pos);
+      auto type = cast<RankedTensorType>(laneOperand.getType());
+      llvm::SmallVector<int64_t> shape;
+      llvm::SmallVector<AffineExpr> newResults;
+      for (unsigned r : order) {
+        shape.push_back(type.getDimSize(r));
+        newResults.push_back(laneMap.getResult(r));
+      }
+      // copy[order...] = operand[...]: iterate over the operand's dims.
+      llvm::SmallVector<AffineExpr> outExprs;
+      for (unsigned r : order)
+        outExprs.push_back(rewriter.getAffineDimExpr(r));
+      MLIRContext *ctx = rewriter.getContext();
+      Value init = tensor::EmptyOp::create(rewriter, loc, shape,
+                                           type.getElementType());
+      llvm::SmallVector<utils::IteratorType> iters(
+          rank, utils::IteratorType::parallel);
+      auto copy = linalg::GenericOp::create(
+          rewriter, loc, TypeRange{init.getType()}, ValueRange{laneOperand},
+          ValueRange{init},
+          llvm::ArrayRef<AffineMap>{rewriter.getMultiDimIdentityMap(rank),
+                                    AffineMap::get(rank, 0, outExprs, ctx)},
+          iters, "", "",
+          [](OpBuilder &nb, Location l, ValueRange args) {
+            linalg::YieldOp::create(nb, l, args[0]);
+          });
+      laneOperand = copy.getResult(0);
+      laneMap = AffineMap::get(laneMap.getNumDims(), 0, newResults, ctx);
+    }
+  }
   int64_t rows = rowDim ? divisorUpTo(ranges[*rowDim], 8) : 1;
   auto vectorOf = [&](llvm::ArrayRef<int64_t> shape) {
     return VectorType::get(shape, element);
