@@ -14,7 +14,7 @@ config.suffixes = [".mlir", ".py", ".c", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.hla_obj_root, "test")
 config.excludes = ["CMakeLists.txt", "README.md", "lit.cfg.py", "lit.site.cfg.py",
-                   "lib", "Inputs"]
+                   "lib", "Inputs", "hla-capi-test.c"]
 
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%PYTHON", config.python_executable))
@@ -39,6 +39,7 @@ tools = [
     ToolSubst("hla-opt", extra_args=hla_opt_extra, unresolved="fatal"),
     ToolSubst("not", unresolved="fatal"),
     ToolSubst("count", unresolved="fatal"),
+    ToolSubst("hla-capi-test", unresolved="fatal"),
     "mlir-runner",
 ]
 llvm_config.add_tool_substitutions(tools, tool_dirs)

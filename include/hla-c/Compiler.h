@@ -1,0 +1,53 @@
+/*===- Compiler.h - Coarse C entry points of the hla compiler ------*- C -*-===*\
+|*                                                                            *|
+|* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception                    *|
+|*                                                                            *|
+\*===----------------------------------------------------------------------===*/
+/*
+ * What `hla-opt FILE --hla-target=T --emit=E -o OUT` does, as one call, for
+ * programs (and the Python package) that embed the compiler:
+ *
+ *   char *diagnostics = NULL;
+ *   if (!hlaCompile(ir, "cpu", "shared", "chunk-size=64", "model.so",
+ *                   &diagnostics))
+ *     fprintf(stderr, "%s", diagnostics);
+ *   hlaFreeString(diagnostics);
+ *
+ * The options string holds space-separated key=value pairs: chunk-size,
+ * schedule (auto|sequential|blelloch), scan-threads, vectorize (true|false)
+ * and entry (the function an executable runs). An unknown key is an error.
+ */
+
+#ifndef HLA_C_COMPILER_H
+#define HLA_C_COMPILER_H
+
+#include "mlir-c/Support.h"
+
+#include <stdbool.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Parses `irText` (MLIR assembly of a module), runs the target's pipeline and
+ * writes the artefact `emit` (llvm, obj, shared or exe) to `outputPath`.
+ * Returns true on success. Every diagnostic the compiler produced (errors,
+ * warnings, notes, with their locations) is returned as text through
+ * `*diagnostics` when it is not NULL; free it with hlaFreeString. Thread
+ * safe: each call uses its own MLIRContext. */
+MLIR_CAPI_EXPORTED bool hlaCompile(const char *irText, const char *target,
+                                   const char *emit, const char *options,
+                                   const char *outputPath, char **diagnostics);
+
+/* Releases a string returned by this API. NULL is allowed. */
+MLIR_CAPI_EXPORTED void hlaFreeString(char *string);
+
+/* The compiler's version: the project version and the LLVM it was built
+ * against, e.g. "hla 0.1.0 (LLVM 22.1.8)". Artefact caches key on it. */
+MLIR_CAPI_EXPORTED const char *hlaCompilerVersion(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* HLA_C_COMPILER_H */

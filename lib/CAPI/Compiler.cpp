@@ -1,0 +1,163 @@
+//===- Compiler.cpp - Coarse C entry points of the hla compiler ---*- C++ -*-===//
+//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+
+#include "hla-c/Compiler.h"
+
+#include "hla/InitAll.h"
+#include "hla/Target/Artefact.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Location.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Config/llvm-config.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdlib>
+#include <cstring>
+
+using namespace mlir;
+
+/// A malloc'ed copy of `text`, which the caller frees with hlaFreeString.
+static char *copyToC(llvm::StringRef text) {
+  char *copy = static_cast<char *>(std::malloc(text.size() + 1));
+  if (!copy)
+    return nullptr;
+  std::memcpy(copy, text.data(), text.size());
+  copy[text.size()] = '\0';
+  return copy;
+}
+
+/// Fills `options` from "key=value key=value"; on a bad pair, says why in
+/// `error`.
+static LogicalResult parseOptions(llvm::StringRef text,
+                                  hla::ArtefactOptions &options,
+                                  std::string &error) {
+  llvm::SmallVector<llvm::StringRef> pairs;
+  llvm::SplitString(text, pairs, " \t\n");
+  for (llvm::StringRef pair : pairs) {
+    llvm::StringRef key, value;
+    std::tie(key, value) = pair.split('=');
+    if (value.empty()) {
+      error = "option '" + pair.str() + "' is not of the form key=value";
+      return failure();
+    }
+    auto integer = [&](int64_t &out, int64_t min) -> LogicalResult {
+      if (value.getAsInteger(10, out) || out < min) {
+        error = "option '" + key.str() + "' needs an integer >= " +
+                std::to_string(min) + ", not '" + value.str() + "'";
+        return failure();
+      }
+      return success();
+    };
+    if (key == "chunk-size") {
+      if (failed(integer(options.chunkSize, 1)))
+        return failure();
+    } else if (key == "scan-threads") {
+      if (failed(integer(options.threads, 1)))
+        return failure();
+    } else if (key == "schedule") {
+      options.schedule = value.str();
+    } else if (key == "entry") {
+      options.entry = value.str();
+    } else if (key == "vectorize") {
+      if (value != "true" && value != "false") {
+        error = "option 'vectorize' needs true or false, not '" +
+                value.str() + "'";
+        return failure();
+      }
+      options.vectorize = value == "true";
+    } else {
+      error = "unknown option '" + key.str() +
+              "' (known: chunk-size, schedule, scan-threads, vectorize, entry)";
+      return failure();
+    }
+  }
+  return success();
+}
+
+/// Renders a diagnostic the way hla-opt prints it: "loc: error: message",
+/// then its notes.
+static void printDiagnostic(Diagnostic &diag, llvm::raw_ostream &os) {
+  auto severity = [](DiagnosticSeverity s) {
+    switch (s) {
+    case DiagnosticSeverity::Error:
+      return "error";
+    case DiagnosticSeverity::Warning:
+      return "warning";
+    case DiagnosticSeverity::Note:
+      return "note";
+    case DiagnosticSeverity::Remark:
+      return "remark";
+    }
+    return "error";
+  };
+  if (auto fileLoc = dyn_cast<FileLineColLoc>(diag.getLocation()))
+    os << fileLoc.getFilename().getValue() << ":" << fileLoc.getLine() << ":"
+       << fileLoc.getColumn();
+  else
+    os << diag.getLocation();
+  os << ": " << severity(diag.getSeverity()) << ": "
+     << diag.str() << "\n";
+  for (Diagnostic &note : diag.getNotes())
+    printDiagnostic(note, os);
+}
+
+bool hlaCompile(const char *irText, const char *target, const char *emit,
+                const char *options, const char *outputPath,
+                char **diagnostics) {
+  std::string messages;
+  llvm::raw_string_ostream os(messages);
+  auto finish = [&](bool ok) {
+    if (diagnostics)
+      *diagnostics = copyToC(messages);
+    return ok;
+  };
+  if (!irText || !target || !emit || !outputPath) {
+    os << "hlaCompile: the IR text, target, emit kind and output path must "
+          "not be NULL\n";
+    return finish(false);
+  }
+
+  hla::ArtefactOptions artefact;
+  artefact.target = target;
+  artefact.emit = emit;
+  artefact.outputPath = outputPath;
+  std::string error;
+  if (failed(parseOptions(options ? options : "", artefact, error))) {
+    os << "hlaCompile: " << error << "\n";
+    return finish(false);
+  }
+
+  DialectRegistry registry;
+  hla::registerAllDialects(registry);
+  // Compilation runs passes in one thread: callers that compile in parallel
+  // call hlaCompile from several threads, each with its own context.
+  MLIRContext context(registry, MLIRContext::Threading::DISABLED);
+  context.loadAllAvailableDialects();
+  // Callers show these messages to users: the op dump is noise there.
+  context.printOpOnDiagnostic(false);
+  ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
+    printDiagnostic(diag, os);
+    return success();
+  });
+  ParserConfig config(&context);
+  OwningOpRef<ModuleOp> module =
+      parseSourceString<ModuleOp>(irText, config, "<input>");
+  if (!module)
+    return finish(false);
+  return finish(succeeded(hla::compileToArtefact(*module, artefact)));
+}
+
+void hlaFreeString(char *string) { std::free(string); }
+
+const char *hlaCompilerVersion(void) {
+  return "hla " HLA_VERSION " (LLVM " LLVM_VERSION_STRING ")";
+}
