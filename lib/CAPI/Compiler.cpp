@@ -63,6 +63,13 @@ static LogicalResult parseOptions(llvm::StringRef text,
     } else if (key == "scan-threads") {
       if (failed(integer(options.threads, 1)))
         return failure();
+    } else if (key == "chunk-form") {
+      if (value != "phased" && value != "fused") {
+        error = "option 'chunk-form' needs phased or fused, not '" +
+                value.str() + "'";
+        return failure();
+      }
+      options.chunkForm = value.str();
     } else if (key == "schedule") {
       options.schedule = value.str();
     } else if (key == "entry") {
@@ -76,7 +83,8 @@ static LogicalResult parseOptions(llvm::StringRef text,
       options.vectorize = value == "true";
     } else {
       error = "unknown option '" + key.str() +
-              "' (known: chunk-size, schedule, scan-threads, vectorize, entry)";
+              "' (known: chunk-size, chunk-form, schedule, scan-threads, "
+              "vectorize, entry)";
       return failure();
     }
   }

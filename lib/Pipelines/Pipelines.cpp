@@ -29,7 +29,8 @@ void mlir::hla::buildCPUPipeline(OpPassManager &pm,
   // Attention ops -> segment / scan / readout under their monoids.
   pm.addPass(createHLAExpandPass());
   // Token scans -> chunk summaries, a scan over chunks, chunk readouts.
-  pm.addPass(createHLAChunkPass(HLAChunkPassOptions{options.chunkSize}));
+  pm.addPass(createHLAChunkPass(
+      HLAChunkPassOptions{options.chunkSize, options.chunkForm}));
   // The scan over chunk summaries -> loops of hla.combine.
   pm.addPass(createHLALowerScansPass(
       HLALowerScansPassOptions{options.schedule, options.threads}));

@@ -68,7 +68,7 @@ static std::unique_ptr<llvm::TargetMachine> hostTargetMachine(std::string &error
       llvm::Reloc::PIC_, std::nullopt, llvm::CodeGenOptLevel::Aggressive));
   if (!machine)
     error = "cannot create a target machine for " + triple.str();
-  return std::move(machine);
+  return machine;
 }
 
 static LogicalResult writeObject(llvm::Module &module,
@@ -136,6 +136,7 @@ LogicalResult mlir::hla::compileToArtefact(ModuleOp module,
   // The target pipeline, down to the LLVM dialect with the artefact ABI.
   CPUPipelineOptions pipeline;
   pipeline.chunkSize = options.chunkSize;
+  pipeline.chunkForm = options.chunkForm;
   pipeline.schedule = options.schedule;
   pipeline.threads = options.threads;
   pipeline.vectorize = options.vectorize;

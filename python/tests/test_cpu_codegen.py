@@ -211,3 +211,53 @@ def test_long_sequence(tmp_path, op):
     (out,) = run_exe(exe, [q, k, v], tmp_path)
     expected = getattr(ref, op)(q, k, v)
     assert relative_error(out, expected) <= 1e-3
+
+
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("T", [1, 65, 200])
+def test_fused_form(tmp_path, op, T):
+    """hla-chunk's fused form (one carried chunk loop per sequence and head,
+    the GPU's persistent schedule) agrees with the phased form and the
+    reference, with decay, normalisation, grouped heads and both states."""
+    rng = np.random.default_rng(41 + T)
+    hq, hkv, d, dv = 4, 2, 8, 6
+    q, k, v = make_inputs(rng, op, T, hq, hkv, d, dv, positive=True)
+    options = dict(decay=0.95, normalize=True)
+    q0, k0, v0 = make_inputs(rng, op, 30, hq, hkv, d, dv, positive=True)
+    _, state = getattr(ref, op)(q0, k0, v0, output_final_state=True, **options)
+    state = tuple(s.astype(np.float32) for s in state)
+    graph = attention_graph(op, q.shape, k.shape, v.shape, options,
+                            state_shapes=[s.shape for s in state], final_state=True)
+    fused = run_exe(compile_graph(graph, chunk=16, extra=("--chunk-form=fused",)),
+                    [q, k, v, *state], tmp_path)
+    phased = run_exe(compile_graph(graph, chunk=16), [q, k, v, *state], tmp_path)
+    expected, final = getattr(ref, op)(q, k, v, initial_state=state,
+                                       output_final_state=True, **options)
+    assert relative_error(fused[0], expected) <= 1e-5
+    assert relative_error(fused[0], phased[0]) <= 1e-6
+    for got, want in zip(fused[1:], final):
+        assert relative_error(got, want) <= 1e-5
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_fused_form_packed(tmp_path, op):
+    rng = np.random.default_rng(35)
+    T, hq, hkv, d, dv = 150, 2, 1, 8, 6
+    q, k, v = make_inputs(rng, op, T, hq, hkv, d, dv)
+    cu = np.array([0, 1, 1, 70, 150], np.int32)  # includes an empty sequence
+    options = dict(decay=0.93)
+    n = len(cu) - 1
+    _, like = getattr(ref, op)(q[:, :1], k[:, :1], v[:, :1], output_final_state=True,
+                                **options)
+    state = tuple((rng.standard_normal((n,) + s.shape[1:]) * 0.2).astype(np.float32)
+                  for s in like)
+    graph = attention_graph(op, q.shape, k.shape, v.shape, options,
+                            state_shapes=[s.shape for s in state], final_state=True,
+                            cu_seqlens=len(cu))
+    exe = compile_graph(graph, chunk=16, extra=("--chunk-form=fused",))
+    outs = run_exe(exe, [q, k, v, *state, cu], tmp_path)
+    expected, final = getattr(ref, op)(q, k, v, initial_state=state,
+                                       output_final_state=True, cu_seqlens=cu, **options)
+    assert relative_error(outs[0], expected) <= 1e-5
+    for got, want in zip(outs[1:], final):
+        assert relative_error(got, want) <= 1e-5

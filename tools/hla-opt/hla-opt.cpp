@@ -46,6 +46,10 @@ llvm::cl::opt<int64_t> chunkSize("chunk-size",
                                  llvm::cl::init(64),
                                  llvm::cl::cat(artefactCategory));
 llvm::cl::opt<std::string>
+    chunkForm("chunk-form",
+              llvm::cl::desc("Chunked form: phased or fused"),
+              llvm::cl::init("phased"), llvm::cl::cat(artefactCategory));
+llvm::cl::opt<std::string>
     schedule("schedule",
              llvm::cl::desc("Scan over chunks: sequential, blelloch, auto"),
              llvm::cl::init("auto"), llvm::cl::cat(artefactCategory));
@@ -84,6 +88,7 @@ static int compileArtefact(llvm::StringRef inputPath,
   options.entry = entry;
   options.chunkSize = chunkSize;
   options.schedule = schedule;
+  options.chunkForm = chunkForm;
   options.threads = threads;
   options.vectorize = vectorize;
   return mlir::failed(mlir::hla::compileToArtefact(*module, options)) ? 1 : 0;

@@ -17,6 +17,11 @@ struct CPUPipelineOptions : public PassPipelineOptions<CPUPipelineOptions> {
   PassOptions::Option<int64_t> chunkSize{
       *this, "chunk-size", llvm::cl::desc("Tokens per chunk"),
       llvm::cl::init(64)};
+  PassOptions::Option<std::string> chunkForm{
+      *this, "chunk-form",
+      llvm::cl::desc("Chunked form: phased (parallel over chunks) or fused "
+                     "(one carried loop per sequence and head)"),
+      llvm::cl::init("phased")};
   PassOptions::Option<std::string> schedule{
       *this, "schedule",
       llvm::cl::desc("Scan over chunks: sequential, blelloch or auto"),

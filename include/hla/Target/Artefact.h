@@ -25,6 +25,8 @@ struct ArtefactOptions {
   /// The function an executable runs.
   std::string entry = "main";
   int64_t chunkSize = 64;
+  /// "phased" or "fused" (hla-chunk's form).
+  std::string chunkForm = "phased";
   std::string schedule = "auto";
   int64_t threads = 2;
   bool vectorize = true;

@@ -343,8 +343,9 @@ namespace {
 /// with a common leading shape, binding the slots' symbols.
 class SlotChecker {
 public:
-  SlotChecker(Operation *op, MonoidDimBinder &binder)
-      : op(op), binder(binder) {}
+  /// `minLead`: how many leading dimensions a tensor needs at least.
+  SlotChecker(Operation *op, MonoidDimBinder &binder, int64_t minLead = 1)
+      : op(op), binder(binder), minLead(minLead) {}
 
   /// Checks `type` as `[lead..., slot]`. The first call fixes the leading
   /// shape (unless `expectLead` was set); with `headDivides`, the last
@@ -354,7 +355,7 @@ public:
                       bool headDivides = false) {
     auto tensor = cast<RankedTensorType>(type);
     int64_t leadRank = tensor.getRank() - int64_t(slot.getRank());
-    if (leadRank < 1 || (lead && leadRank != int64_t(lead->size())))
+    if (leadRank < minLead || (lead && leadRank != int64_t(lead->size())))
       return op->emitOpError()
              << what << " #" << index << " ('" << slot.name << "') has rank "
              << tensor.getRank() << " but needs "
@@ -395,6 +396,7 @@ public:
 private:
   Operation *op;
   MonoidDimBinder &binder;
+  int64_t minLead;
   std::optional<llvm::SmallVector<int64_t>> lead;
 };
 } // namespace
@@ -463,7 +465,8 @@ LogicalResult CombineOp::verify() {
   if (failed(verifyCommonFloat(*this, "operands", getOperandTypes())))
     return failure();
   MonoidDimBinder binder;
-  SlotChecker checker(*this, binder);
+  // One pair of states may have no leading dimensions at all.
+  SlotChecker checker(*this, binder, /*minLead=*/0);
   for (size_t i = 0; i < n; ++i) {
     Type lhs = getLhs()[i].getType(), rhs = getRhs()[i].getType();
     Type result = getResults()[i].getType();

@@ -549,9 +549,15 @@ public:
       : info(info), spec(info.readout.getMonoid().getSpec()), chunk(chunk),
         plan(plan) {}
 
-  LogicalResult rewrite(std::string &error);
+  /// The three-phase form (summaries, scan over chunks, readouts).
+  LogicalResult rewritePhased(std::string &error);
+  /// One loop over a sequence's chunks per (sequence, head), carrying the
+  /// state from chunk to chunk.
+  LogicalResult rewriteFused(std::string &error);
 
 private:
+  /// Shapes, operands, the constant tiles and (packed) the slot table.
+  void prepare(OpBuilder &b, OpBuilder &hoist, Location loc);
   /// Builds the slot table of packed sequences: per chunk slot its start
   /// token and length (0 for unused slots), and per sequence the offset of
   /// its first slot (N + 1 entries, the last one the number of used slots).
@@ -563,17 +569,92 @@ private:
   /// Loads the chunk's tile of token input `input` (zero beyond `length`).
   Value loadTile(OpBuilder &b, Location loc, unsigned input, Value operand,
                  Value batch, Value start, Value length, Value head);
+  /// (start token, valid length) of chunk slot `n`.
+  std::pair<Value, Value> chunkBounds(OpBuilder &b, Location loc, Value n);
+  /// Loads the tiles of `inputs` for the chunk at `start`.
+  void loadTokens(OpBuilder &b, Location loc, ChunkTiles &tiles, Value batch,
+                  Value start, Value head, llvm::ArrayRef<unsigned> inputs);
+  /// The token inputs the terms of `outputs` read.
+  llvm::SmallVector<unsigned>
+  usedInputs(llvm::ArrayRef<PlannedOutput> outputs) const;
   /// Sums the terms of one planned output.
   FailureOr<Value> emitOutput(TileBuilder &tb, const PlannedOutput &out,
-                              const ChunkTiles &tiles, DecayTiles &decay,
-                              bool isSummary, llvm::ArrayRef<int64_t> shape,
+                              const ChunkTiles &tiles, bool isSummary,
+                              llvm::ArrayRef<int64_t> shape,
                               std::string &error);
+  /// Every component's chunk summary (decay components: γ^length).
+  FailureOr<llvm::SmallVector<Value>>
+  emitSummaries(OpBuilder &b, Location loc, const ChunkTiles &tiles,
+                std::string &error);
+  /// The readout rows of the chunk, [c, width] in the output's element
+  /// type (rows beyond the chunk's length are garbage).
+  FailureOr<Value> emitReadoutRows(OpBuilder &b, Location loc,
+                                   const ChunkTiles &tiles,
+                                   std::string &error);
+  /// The carried components of the scan's initial state (or the identity)
+  /// for `sequence` and `head`.
+  llvm::SmallVector<Value> initialCarry(OpBuilder &b, Location loc,
+                                        Value sequence, Value head);
 
   ChainInfo info;
   const MonoidSpec &spec;
   int64_t chunk;
   const ChunkPlan &plan;
+
+  // Set by prepare().
+  llvm::SmallVector<unsigned> carried;
+  llvm::SmallVector<llvm::SmallVector<int64_t>> componentShapes;
+  llvm::SmallVector<Value> operandOfInput;
+  std::unique_ptr<DecayTiles> decay;
+  int64_t numChunks = 0;
+  int64_t sequences = 0;
+  Value cuSeqlens, slotStart, slotLength, chunkOffsets;
 };
+
+void ChunkRewriter::prepare(OpBuilder &b, OpBuilder &hoist, Location loc) {
+  SegmentOp segment = info.segment;
+  ReadoutOp readout = info.readout;
+  carried = spec.getCarryComponents();
+  numChunks = (info.length + chunk - 1) / chunk;
+
+  // Sizes of every symbol, from the segment results.
+  MonoidDimBinder binder;
+  for (auto [c, result] : llvm::enumerate(segment.getResults())) {
+    std::string ignored;
+    (void)binder.bind(spec.components[c],
+                      cast<RankedTensorType>(result.getType())
+                          .getShape()
+                          .drop_front(3),
+                      ignored);
+  }
+  for (unsigned c = 0; c < spec.components.size(); ++c)
+    componentShapes.push_back(
+        llvm::to_vector(binder.resolve(spec.components[c])));
+
+  // Token inputs: segment operands (by monoid input), then readout inputs.
+  operandOfInput.assign(spec.inputs.size(), Value());
+  for (auto [i, input] : llvm::enumerate(spec.getTokenInputs()))
+    operandOfInput[input] = segment.getInputs()[i];
+  for (auto [i, input] : llvm::enumerate(spec.getReadoutInputs()))
+    operandOfInput[input] = readout.getInputs()[i];
+
+  // Constant tiles are built before the whole chain (they have no operands)
+  // so that every chunk loop can use them.
+  decay = std::make_unique<DecayTiles>(hoist, loc, chunk, plan.gamma);
+
+  // Packed sequences: chunks never straddle a sequence boundary, so each
+  // sequence gets ceil(len / c) chunk slots; a table built at run time maps
+  // slot -> (start token, length) and gives the scan its per-sequence chunk
+  // offsets. ceil(T / c) + N slots always suffice.
+  cuSeqlens = info.scan.getCuSeqlens();
+  sequences = info.batch;
+  if (cuSeqlens) {
+    sequences = cast<RankedTensorType>(cuSeqlens.getType()).getDimSize(0) - 1;
+    numChunks += sequences;
+    std::tie(slotStart, slotLength, chunkOffsets) =
+        buildChunkTable(b, loc, cuSeqlens, sequences, numChunks);
+  }
+}
 
 std::tuple<Value, Value, Value>
 ChunkRewriter::buildChunkTable(OpBuilder &b, Location loc, Value cuSeqlens,
@@ -706,13 +787,51 @@ Value ChunkRewriter::loadTile(OpBuilder &b, Location loc, unsigned input,
   return tb.castTo(padded, b.getF32Type());
 }
 
+std::pair<Value, Value> ChunkRewriter::chunkBounds(OpBuilder &b,
+                                                   Location loc, Value n) {
+  if (cuSeqlens) {
+    auto read = [&](Value table) -> Value {
+      Value v = tensor::ExtractOp::create(b, loc, table, ValueRange{n});
+      return arith::IndexCastOp::create(b, loc, b.getIndexType(), v);
+    };
+    return {read(slotStart), read(slotLength)};
+  }
+  Value c = arith::ConstantIndexOp::create(b, loc, chunk);
+  Value start = arith::MulIOp::create(b, loc, n, c);
+  Value remaining = arith::SubIOp::create(
+      b, loc, arith::ConstantIndexOp::create(b, loc, info.length), start);
+  Value length = arith::MinSIOp::create(b, loc, remaining, c);
+  return {start, length};
+}
+
+void ChunkRewriter::loadTokens(OpBuilder &b, Location loc, ChunkTiles &tiles,
+                               Value batch, Value start, Value head,
+                               llvm::ArrayRef<unsigned> inputs) {
+  tiles.tokens.assign(spec.inputs.size(), Value());
+  for (unsigned input : inputs)
+    tiles.tokens[input] = loadTile(b, loc, input, operandOfInput[input], batch,
+                                   start, tiles.length, head);
+}
+
+llvm::SmallVector<unsigned>
+ChunkRewriter::usedInputs(llvm::ArrayRef<PlannedOutput> outputs) const {
+  llvm::SmallVector<unsigned> inputs;
+  for (const PlannedOutput &out : outputs)
+    for (const IndexTerm &t : out.terms)
+      for (const ChainFactor &f : t.chain)
+        if (f.kind == ChainFactor::Kind::Token &&
+            !llvm::is_contained(inputs, f.slot))
+          inputs.push_back(f.slot);
+  return inputs;
+}
+
 FailureOr<Value> ChunkRewriter::emitOutput(TileBuilder &tb,
                                            const PlannedOutput &out,
                                            const ChunkTiles &tiles,
-                                           DecayTiles &decay, bool isSummary,
+                                           bool isSummary,
                                            llvm::ArrayRef<int64_t> shape,
                                            std::string &error) {
-  TermEmitter emitter(tb, spec, tiles, decay);
+  TermEmitter emitter(tb, spec, tiles, *decay);
   Value sum;
   for (const IndexTerm &term : out.terms) {
     FailureOr<Value> value = emitter.emit(term, isSummary, error);
@@ -723,103 +842,110 @@ FailureOr<Value> ChunkRewriter::emitOutput(TileBuilder &tb,
   return sum ? sum : tb.zeros(shape);
 }
 
-LogicalResult ChunkRewriter::rewrite(std::string &error) {
+FailureOr<llvm::SmallVector<Value>>
+ChunkRewriter::emitSummaries(OpBuilder &b, Location loc,
+                             const ChunkTiles &tiles, std::string &error) {
+  TileBuilder tb(b, loc);
+  llvm::SmallVector<Value> values(spec.components.size());
+  for (const PlannedOutput &out : plan.summaries) {
+    FailureOr<Value> v = emitOutput(tb, out, tiles, true,
+                                    componentShapes[out.index], error);
+    if (failed(v))
+      return failure();
+    values[out.index] = *v;
+  }
+  // Decay components: γ^length.
+  for (unsigned c = 0; c < spec.components.size(); ++c) {
+    if (values[c])
+      continue;
+    Value w = DecayTiles::decayOf(b, loc, tiles.length, decay->getLogGamma());
+    values[c] = tensor::FromElementsOp::create(
+        b, loc, RankedTensorType::get({}, b.getF32Type()), ValueRange{w});
+  }
+  return values;
+}
+
+FailureOr<Value> ChunkRewriter::emitReadoutRows(OpBuilder &b, Location loc,
+                                                const ChunkTiles &tiles,
+                                                std::string &error) {
+  RankedTensorType outType = info.readout.getOutput().getType();
+  int64_t width = outType.getDimSize(3);
+  TileBuilder tb(b, loc);
+  Value num, den;
+  for (const PlannedOutput &out : plan.readouts) {
+    llvm::SmallVector<int64_t> shape = {chunk};
+    if (out.name == "num")
+      shape.push_back(width);
+    FailureOr<Value> v = emitOutput(tb, out, tiles, false, shape, error);
+    if (failed(v))
+      return failure();
+    (out.name == "num" ? num : den) = *v;
+  }
+  Value result = num;
+  if (den) {
+    // num / (den + eps), row by row.
+    double eps = info.readout.getEpsAttr().getValueAsDouble();
+    AffineMap id = b.getMultiDimIdentityMap(1);
+    Value inverse = tb.generic(
+        {den}, tb.empty({chunk}), {id, id}, {IteratorType::parallel},
+        [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+          Value shifted = arith::AddFOp::create(
+              nb, l, args[0],
+              arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(eps)));
+          Value one = arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(1));
+          return arith::DivFOp::create(nb, l, one, shifted);
+        });
+    result = tb.scaleRows(num, inverse);
+  }
+  return tb.castTo(result, outType.getElementType());
+}
+
+llvm::SmallVector<Value> ChunkRewriter::initialCarry(OpBuilder &b,
+                                                     Location loc,
+                                                     Value sequence,
+                                                     Value head) {
+  llvm::SmallVector<Value> carry;
+  Type f32 = b.getF32Type();
+  for (auto [i, c] : llvm::enumerate(carried)) {
+    llvm::ArrayRef<int64_t> shape = componentShapes[c];
+    auto type = RankedTensorType::get(shape, f32);
+    if (info.scan.getInit().empty()) {
+      carry.push_back(buildMonoidIdentity(b, loc, spec, c, type));
+      continue;
+    }
+    llvm::SmallVector<OpFoldResult> offsets = {sequence, head};
+    llvm::SmallVector<OpFoldResult> sizes = {idx(b, 1), idx(b, 1)};
+    for (int64_t s : shape) {
+      offsets.push_back(idx(b, 0));
+      sizes.push_back(idx(b, s));
+    }
+    llvm::SmallVector<OpFoldResult> strides(offsets.size(), idx(b, 1));
+    carry.push_back(tensor::ExtractSliceOp::create(
+        b, loc, type, info.scan.getInit()[i], offsets, sizes, strides));
+  }
+  return carry;
+}
+
+LogicalResult ChunkRewriter::rewritePhased(std::string &error) {
   ReadoutOp readout = info.readout;
   ScanOp scan = info.scan;
   SegmentOp segment = info.segment;
   Location loc = readout.getLoc();
   OpBuilder b(readout);
-  MLIRContext *ctx = b.getContext();
-  Type f32 = b.getF32Type();
-  int64_t numChunks = (info.length + chunk - 1) / chunk;
-  llvm::SmallVector<unsigned> carried = spec.getCarryComponents();
-
-  // Sizes of every symbol, from the segment results.
-  MonoidDimBinder binder;
-  for (auto [c, result] : llvm::enumerate(segment.getResults())) {
-    std::string ignored;
-    (void)binder.bind(spec.components[c],
-                      cast<RankedTensorType>(result.getType())
-                          .getShape()
-                          .drop_front(3),
-                      ignored);
-  }
-  auto componentShape = [&](unsigned c) {
-    return binder.resolve(spec.components[c]);
-  };
-
-  // Token inputs: segment operands (by monoid input), then readout inputs.
-  llvm::SmallVector<Value> operandOfInput(spec.inputs.size());
-  for (auto [i, input] : llvm::enumerate(spec.getTokenInputs()))
-    operandOfInput[input] = segment.getInputs()[i];
-  for (auto [i, input] : llvm::enumerate(spec.getReadoutInputs()))
-    operandOfInput[input] = readout.getInputs()[i];
-
-  // Constant tiles are built before the whole chain (they have no operands)
-  // so that both chunk loops can use them.
   OpBuilder hoist(segment);
-  DecayTiles decay(hoist, loc, chunk, plan.gamma);
-
-  // Packed sequences: chunks never straddle a sequence boundary, so each
-  // sequence gets ceil(len / c) chunk slots; a table built at run time maps
-  // slot -> (start token, length) and gives the scan its per-sequence chunk
-  // offsets. ceil(T / c) + N slots always suffice.
-  Value cuSeqlens = scan.getCuSeqlens();
-  Value slotStart, slotLength, chunkOffsets;
-  if (cuSeqlens) {
-    int64_t sequences =
-        cast<RankedTensorType>(cuSeqlens.getType()).getDimSize(0) - 1;
-    numChunks += sequences;
-    std::tie(slotStart, slotLength, chunkOffsets) =
-        buildChunkTable(b, loc, cuSeqlens, sequences, numChunks);
-  }
-
-  // Per-chunk coordinates.
-  auto chunkBounds = [&](OpBuilder &nb, Location l, Value n) {
-    if (cuSeqlens) {
-      auto read = [&](Value table) -> Value {
-        Value v = tensor::ExtractOp::create(nb, l, table, ValueRange{n});
-        return arith::IndexCastOp::create(nb, l, nb.getIndexType(), v);
-      };
-      return std::make_pair(read(slotStart), read(slotLength));
-    }
-    Value c = arith::ConstantIndexOp::create(nb, l, chunk);
-    Value start = arith::MulIOp::create(nb, l, n, c);
-    Value remaining = arith::SubIOp::create(
-        nb, l, arith::ConstantIndexOp::create(nb, l, info.length), start);
-    Value length = arith::MinSIOp::create(nb, l, remaining, c);
-    return std::make_pair(start, length);
-  };
-  auto loadTokens = [&](OpBuilder &nb, Location l, ChunkTiles &tiles,
-                        Value batch, Value start, Value head,
-                        llvm::ArrayRef<unsigned> inputs) {
-    tiles.tokens.assign(spec.inputs.size(), Value());
-    for (unsigned input : inputs)
-      tiles.tokens[input] = loadTile(nb, l, input, operandOfInput[input],
-                                     batch, start, tiles.length, head);
-  };
-  auto usedInputs = [&](llvm::ArrayRef<PlannedOutput> outputs) {
-    llvm::SmallVector<unsigned> inputs;
-    for (const PlannedOutput &out : outputs)
-      for (const IndexTerm &t : out.terms)
-        for (const ChainFactor &f : t.chain)
-          if (f.kind == ChainFactor::Kind::Token &&
-              !llvm::is_contained(inputs, f.slot))
-            inputs.push_back(f.slot);
-    return inputs;
-  };
+  Type f32 = b.getF32Type();
+  prepare(b, hoist, loc);
 
   // Phase 1: chunk summaries of every component.
   llvm::SmallVector<Value> summaryInits;
   llvm::SmallVector<llvm::SmallVector<int64_t>> summaryShapes;
   for (unsigned c = 0; c < spec.components.size(); ++c) {
     llvm::SmallVector<int64_t> shape = {info.batch, numChunks, info.heads};
-    llvm::append_range(shape, componentShape(c));
+    llvm::append_range(shape, componentShapes[c]);
     summaryShapes.push_back(shape);
     summaryInits.push_back(tensor::EmptyOp::create(b, loc, shape, f32));
   }
   llvm::SmallVector<unsigned> summaryInputs = usedInputs(plan.summaries);
-  bool failedEmission = false;
   auto phase1 = scf::ForallOp::create(
       b, loc, {idx(b, info.batch), idx(b, numChunks), idx(b, info.heads)},
       summaryInits, std::nullopt);
@@ -834,38 +960,21 @@ LogicalResult ChunkRewriter::rewrite(std::string &error) {
     tiles.chunk = chunk;
     tiles.length = length;
     loadTokens(b, loc, tiles, bi, start, hi, summaryInputs);
-    TileBuilder tb(b, loc);
-    llvm::SmallVector<Value> values(spec.components.size());
-    for (const PlannedOutput &out : plan.summaries) {
-      FailureOr<Value> v = emitOutput(tb, out, tiles, decay, true,
-                                      componentShape(out.index), error);
-      if (failed(v)) {
-        failedEmission = true;
-        break;
-      }
-      values[out.index] = *v;
-    }
-    // Decay components: γ^length.
-    for (unsigned c = 0; c < spec.components.size(); ++c) {
-      if (values[c])
-        continue;
-      Value w = DecayTiles::decayOf(b, loc, length, decay.getLogGamma());
-      values[c] = tensor::FromElementsOp::create(
-          b, loc, RankedTensorType::get({}, f32), ValueRange{w});
-    }
-    if (failedEmission)
+    FailureOr<llvm::SmallVector<Value>> values =
+        emitSummaries(b, loc, tiles, error);
+    if (failed(values))
       return failure();
     b.setInsertionPointToStart(phase1.getTerminator().getBody());
     for (unsigned c = 0; c < spec.components.size(); ++c) {
       unsigned rank = summaryShapes[c].size();
       llvm::SmallVector<OpFoldResult> offsets = {bi, ni, hi};
       llvm::SmallVector<OpFoldResult> sizes = {idx(b, 1), idx(b, 1), idx(b, 1)};
-      for (int64_t s : componentShape(c)) {
+      for (int64_t s : componentShapes[c]) {
         offsets.push_back(idx(b, 0));
         sizes.push_back(idx(b, s));
       }
       llvm::SmallVector<OpFoldResult> strides(rank, idx(b, 1));
-      tensor::ParallelInsertSliceOp::create(b, loc, values[c],
+      tensor::ParallelInsertSliceOp::create(b, loc, (*values)[c],
                                             body->getArgument(3 + c), offsets,
                                             sizes, strides);
     }
@@ -886,8 +995,8 @@ LogicalResult ChunkRewriter::rewrite(std::string &error) {
   // Phase 3: every readout at every position.
   RankedTensorType outType = readout.getOutput().getType();
   int64_t width = outType.getDimSize(3);
-  Value outInit =
-      tensor::EmptyOp::create(b, loc, outType.getShape(), outType.getElementType());
+  Value outInit = tensor::EmptyOp::create(b, loc, outType.getShape(),
+                                          outType.getElementType());
   llvm::SmallVector<unsigned> readoutInputs = usedInputs(plan.readouts);
   auto phase3 = scf::ForallOp::create(
       b, loc, {idx(b, info.batch), idx(b, numChunks), idx(b, info.heads)},
@@ -905,7 +1014,7 @@ LogicalResult ChunkRewriter::rewrite(std::string &error) {
     loadTokens(b, loc, tiles, bi, start, hi, readoutInputs);
     tiles.carried.assign(spec.components.size(), Value());
     for (auto [i, c] : llvm::enumerate(carried)) {
-      llvm::SmallVector<int64_t> shape = componentShape(c);
+      llvm::ArrayRef<int64_t> shape = componentShapes[c];
       llvm::SmallVector<OpFoldResult> offsets = {bi, ni, hi};
       llvm::SmallVector<OpFoldResult> sizes = {idx(b, 1), idx(b, 1), idx(b, 1)};
       for (int64_t s : shape) {
@@ -917,40 +1026,14 @@ LogicalResult ChunkRewriter::rewrite(std::string &error) {
           b, loc, RankedTensorType::get(shape, f32), carry.getResult(i),
           offsets, sizes, strides);
     }
-    TileBuilder tb(b, loc);
-    Value num, den;
-    for (const PlannedOutput &out : plan.readouts) {
-      llvm::SmallVector<int64_t> shape = {chunk};
-      if (out.name == "num")
-        shape.push_back(width);
-      FailureOr<Value> v =
-          emitOutput(tb, out, tiles, decay, false, shape, error);
-      if (failed(v))
-        return failure();
-      (out.name == "num" ? num : den) = *v;
-    }
-    Value result = num;
-    if (den) {
-      // num / (den + eps), row by row.
-      double eps = readout.getEpsAttr().getValueAsDouble();
-      AffineMap id = b.getMultiDimIdentityMap(1);
-      Value inverse = tb.generic(
-          {den}, tb.empty({chunk}), {id, id}, {IteratorType::parallel},
-          [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
-            Value shifted = arith::AddFOp::create(
-                nb, l, args[0],
-                arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(eps)));
-            Value one = arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(1));
-            return arith::DivFOp::create(nb, l, one, shifted);
-          });
-      result = tb.scaleRows(num, inverse);
-    }
-    result = tb.castTo(result, outType.getElementType());
+    FailureOr<Value> result = emitReadoutRows(b, loc, tiles, error);
+    if (failed(result))
+      return failure();
     Value rows = tensor::ExtractSliceOp::create(
         b, loc,
         RankedTensorType::get({ShapedType::kDynamic, width},
                               outType.getElementType()),
-        result, llvm::ArrayRef<OpFoldResult>{idx(b, 0), idx(b, 0)},
+        *result, llvm::ArrayRef<OpFoldResult>{idx(b, 0), idx(b, 0)},
         llvm::ArrayRef<OpFoldResult>{length, idx(b, width)},
         llvm::ArrayRef<OpFoldResult>{idx(b, 1), idx(b, 1)});
     b.setInsertionPointToStart(phase3.getTerminator().getBody());
@@ -962,7 +1045,6 @@ LogicalResult ChunkRewriter::rewrite(std::string &error) {
         llvm::ArrayRef<OpFoldResult>{idx(b, 1), idx(b, 1), idx(b, 1),
                                      idx(b, 1)});
   }
-  (void)ctx;
 
   readout.getOutput().replaceAllUsesWith(phase3.getResult(0));
   for (auto [old, now] :
@@ -974,10 +1056,165 @@ LogicalResult ChunkRewriter::rewrite(std::string &error) {
   return success();
 }
 
+LogicalResult ChunkRewriter::rewriteFused(std::string &error) {
+  ReadoutOp readout = info.readout;
+  ScanOp scan = info.scan;
+  SegmentOp segment = info.segment;
+  Location loc = readout.getLoc();
+  OpBuilder b(readout);
+  OpBuilder hoist(segment);
+  Type f32 = b.getF32Type();
+  prepare(b, hoist, loc);
+
+  RankedTensorType outType = readout.getOutput().getType();
+  Type outElement = outType.getElementType();
+  int64_t width = outType.getDimSize(3);
+  bool wantFinal = !scan.getFinal().empty();
+  llvm::SmallVector<Value> inits = {tensor::EmptyOp::create(
+      b, loc, outType.getShape(), outType.getElementType())};
+  if (wantFinal)
+    for (unsigned c : carried) {
+      llvm::SmallVector<int64_t> shape = {sequences, info.heads};
+      llvm::append_range(shape, componentShapes[c]);
+      inits.push_back(tensor::EmptyOp::create(b, loc, shape, f32));
+    }
+  llvm::SmallVector<unsigned> inputs = usedInputs(plan.summaries);
+  for (unsigned input : usedInputs(plan.readouts))
+    if (!llvm::is_contained(inputs, input))
+      inputs.push_back(input);
+  llvm::SmallVector<Type> summaryTypes;
+  for (unsigned c = 0; c < spec.components.size(); ++c)
+    summaryTypes.push_back(RankedTensorType::get(componentShapes[c], f32));
+
+  auto loop = scf::ForallOp::create(b, loc,
+                                    {idx(b, sequences), idx(b, info.heads)},
+                                    inits, std::nullopt);
+  OpBuilder::InsertionGuard guard(b);
+  Block *body = loop.getBody();
+  b.setInsertionPointToStart(body);
+  Value si = body->getArgument(0), hi = body->getArgument(1);
+  Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
+  Value c1 = arith::ConstantIndexOp::create(b, loc, 1);
+
+  // The sequence's tokens [first, first + length) and chunk slots
+  // [firstSlot, endSlot); unpacked, sequence = batch entry.
+  Value batch = si, first = c0, seqLength, firstSlot = c0, endSlot;
+  if (cuSeqlens) {
+    batch = c0;
+    auto at = [&](Value table, Value i) -> Value {
+      Value v = tensor::ExtractOp::create(b, loc, table, ValueRange{i});
+      return arith::IndexCastOp::create(b, loc, b.getIndexType(), v);
+    };
+    Value next = arith::AddIOp::create(b, loc, si, c1);
+    first = at(cuSeqlens, si);
+    seqLength = arith::SubIOp::create(b, loc, at(cuSeqlens, next), first);
+    firstSlot = at(chunkOffsets, si);
+    endSlot = at(chunkOffsets, next);
+  } else {
+    seqLength = arith::ConstantIndexOp::create(b, loc, info.length);
+    endSlot = arith::ConstantIndexOp::create(b, loc, numChunks);
+  }
+  auto rowsType = RankedTensorType::get({ShapedType::kDynamic, width},
+                                        outElement);
+  Value rowsOut = tensor::ExtractSliceOp::create(
+      b, loc, rowsType, body->getArgument(2),
+      llvm::ArrayRef<OpFoldResult>{batch, first, hi, idx(b, 0)},
+      llvm::ArrayRef<OpFoldResult>{idx(b, 1), seqLength, idx(b, 1),
+                                   idx(b, width)},
+      llvm::ArrayRef<OpFoldResult>{idx(b, 1), idx(b, 1), idx(b, 1),
+                                   idx(b, 1)});
+  llvm::SmallVector<Value> iterInit = initialCarry(b, loc, si, hi);
+  iterInit.push_back(rowsOut);
+  size_t k = carried.size();
+
+  bool failedEmission = false;
+  auto chunks = scf::ForOp::create(
+      b, loc, firstSlot, endSlot, c1, iterInit,
+      [&](OpBuilder &nb, Location l, Value n, ValueRange iter) {
+        auto [start, length] = chunkBounds(nb, l, n);
+        ChunkTiles tiles;
+        tiles.chunk = chunk;
+        tiles.length = length;
+        loadTokens(nb, l, tiles, batch, start, hi, inputs);
+        tiles.carried.assign(spec.components.size(), Value());
+        for (auto [i, c] : llvm::enumerate(carried))
+          tiles.carried[c] = iter[i];
+        FailureOr<Value> result = emitReadoutRows(nb, l, tiles, error);
+        FailureOr<llvm::SmallVector<Value>> summaries = failure();
+        if (succeeded(result))
+          summaries = emitSummaries(nb, l, tiles, error);
+        if (failed(summaries)) {
+          failedEmission = true;
+          scf::YieldOp::create(nb, l, iter);
+          return;
+        }
+        Value rows = tensor::ExtractSliceOp::create(
+            nb, l, rowsType, *result,
+            llvm::ArrayRef<OpFoldResult>{idx(nb, 0), idx(nb, 0)},
+            llvm::ArrayRef<OpFoldResult>{length, idx(nb, width)},
+            llvm::ArrayRef<OpFoldResult>{idx(nb, 1), idx(nb, 1)});
+        Value offset = arith::SubIOp::create(nb, l, start, first);
+        Value written = tensor::InsertSliceOp::create(
+            nb, l, rows, iter[k],
+            llvm::ArrayRef<OpFoldResult>{offset, idx(nb, 0)},
+            llvm::ArrayRef<OpFoldResult>{length, idx(nb, width)},
+            llvm::ArrayRef<OpFoldResult>{idx(nb, 1), idx(nb, 1)});
+        llvm::SmallVector<Value> next = ::mlir::hla::combineCarried(
+            nb, l, scan.getMonoid(), iter.take_front(k), *summaries,
+            summaryTypes);
+        // The new state is copied into the carried one: the loop then
+        // updates one buffer per component in place instead of yielding a
+        // fresh allocation per chunk (which bufferization could only free
+        // with run-time ownership checks).
+        for (size_t i = 0; i < k; ++i)
+          next[i] = linalg::CopyOp::create(nb, l, next[i], iter[i])
+                        .getResult(0);
+        next.push_back(written);
+        scf::YieldOp::create(nb, l, next);
+      });
+  if (failedEmission)
+    return failure();
+
+  b.setInsertionPointToStart(loop.getTerminator().getBody());
+  tensor::ParallelInsertSliceOp::create(
+      b, loc, chunks.getResult(k), body->getArgument(2),
+      llvm::ArrayRef<OpFoldResult>{batch, first, hi, idx(b, 0)},
+      llvm::ArrayRef<OpFoldResult>{idx(b, 1), seqLength, idx(b, 1),
+                                   idx(b, width)},
+      llvm::ArrayRef<OpFoldResult>{idx(b, 1), idx(b, 1), idx(b, 1),
+                                   idx(b, 1)});
+  if (wantFinal)
+    for (auto [i, c] : llvm::enumerate(carried)) {
+      llvm::SmallVector<OpFoldResult> offsets = {si, hi};
+      llvm::SmallVector<OpFoldResult> sizes = {idx(b, 1), idx(b, 1)};
+      for (int64_t s : componentShapes[c]) {
+        offsets.push_back(idx(b, 0));
+        sizes.push_back(idx(b, s));
+      }
+      llvm::SmallVector<OpFoldResult> strides(offsets.size(), idx(b, 1));
+      tensor::ParallelInsertSliceOp::create(b, loc, chunks.getResult(i),
+                                            body->getArgument(3 + i), offsets,
+                                            sizes, strides);
+    }
+
+  readout.getOutput().replaceAllUsesWith(loop.getResult(0));
+  for (auto [old, now] : llvm::zip(scan.getFinal(), loop.getResults().drop_front()))
+    old.replaceAllUsesWith(now);
+  readout.erase();
+  scan.erase();
+  segment.erase();
+  return success();
+}
+
 struct HLAChunkPass : public hla::impl::HLAChunkPassBase<HLAChunkPass> {
   using HLAChunkPassBase::HLAChunkPassBase;
 
   void runOnOperation() override {
+    if (form != "phased" && form != "fused") {
+      getOperation()->emitError()
+          << "hla-chunk: form must be phased or fused, got '" << form << "'";
+      return signalPassFailure();
+    }
     if (chunkSize < 1) {
       getOperation()->emitError() << "hla-chunk: chunk-size must be at least "
                                      "1, got "
@@ -1038,7 +1275,9 @@ struct HLAChunkPass : public hla::impl::HLAChunkPassBase<HLAChunkPass> {
     FailureOr<ChunkPlan> plan = buildChunkPlan(spec(readout), error);
     if (failed(plan))
       return fail(error);
-    if (failed(ChunkRewriter(info, chunkSize, *plan).rewrite(error)))
+    ChunkRewriter rewriter(info, chunkSize, *plan);
+    if (failed(form == "fused" ? rewriter.rewriteFused(error)
+                               : rewriter.rewritePhased(error)))
       return fail(error);
     return success();
   }

@@ -24,6 +24,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "hla/Dialect/HLA/IR/HLAAttrs.h"
+#include "TileBuilder.h"
+
 #include "hla/Dialect/HLA/IR/HLAOps.h"
 #include "hla/Dialect/HLA/Transforms/Passes.h"
 
@@ -107,45 +109,6 @@ private:
   unsigned axis;
 };
 
-/// The monoid's identity for component `c`, shaped like `type`.
-static Value identityOf(OpBuilder &b, Location loc, const MonoidSpec &spec,
-                        unsigned c, RankedTensorType type) {
-  Type element = type.getElementType();
-  Value zero = arith::ConstantOp::create(b, loc, b.getFloatAttr(element, 0.0));
-  Value zeros = linalg::FillOp::create(
-                    b, loc, zero,
-                    Value(tensor::EmptyOp::create(b, loc, type.getShape(),
-                                                  element)))
-                    .getResult(0);
-  const MonoidSlot &slot = spec.components[c];
-  if (!slot.eyeIdentity)
-    return zeros;
-  // 1 on the diagonal of the trailing matrix (or everywhere for a scalar).
-  int64_t rank = type.getRank();
-  AffineMap id = b.getMultiDimIdentityMap(rank);
-  llvm::SmallVector<utils::IteratorType> iters(rank,
-                                               utils::IteratorType::parallel);
-  return linalg::GenericOp::create(
-             b, loc, TypeRange{type}, ValueRange{}, ValueRange{zeros},
-             llvm::ArrayRef<AffineMap>{id}, iters, "", "",
-             [&](OpBuilder &nb, Location l, ValueRange) {
-               Value one =
-                   arith::ConstantOp::create(nb, l, nb.getFloatAttr(element, 1));
-               Value zeroF =
-                   arith::ConstantOp::create(nb, l, nb.getFloatAttr(element, 0));
-               Value result = one;
-               if (slot.getRank() == 2) {
-                 Value r = linalg::IndexOp::create(nb, l, rank - 2);
-                 Value c = linalg::IndexOp::create(nb, l, rank - 1);
-                 Value onDiagonal = arith::CmpIOp::create(
-                     nb, l, arith::CmpIPredicate::eq, r, c);
-                 result = arith::SelectOp::create(nb, l, onDiagonal, one, zeroF);
-               }
-               linalg::YieldOp::create(nb, l, result);
-             })
-      .getResult(0);
-}
-
 class ScanLowering {
 public:
   ScanLowering(ScanOp scan) : scan(scan), spec(scan.getMonoid().getSpec()) {
@@ -158,13 +121,13 @@ public:
   LogicalResult lowerBlelloch();
 
 private:
-  /// combine(lhs, rhs) restricted to the carried components. `lhsCarried`
-  /// holds only those; the others are given uninitialised tensors, which no
-  /// carried result reads.
   llvm::SmallVector<Value> combineCarried(OpBuilder &b, Location loc,
                                           ValueRange lhsCarried,
                                           ValueRange rhsFull,
-                                          llvm::ArrayRef<Type> fullTypes);
+                                          llvm::ArrayRef<Type> fullTypes) {
+    return ::mlir::hla::combineCarried(b, loc, scan.getMonoid(), lhsCarried, rhsFull,
+                               fullTypes);
+  }
   /// The initial carry: the init operands, or the identity.
   llvm::SmallVector<Value> initialCarry(OpBuilder &b, Location loc,
                                         AxisSlicer &slicer);
@@ -174,36 +137,13 @@ private:
   llvm::SmallVector<unsigned> carried;
 };
 
-llvm::SmallVector<Value>
-ScanLowering::combineCarried(OpBuilder &b, Location loc, ValueRange lhsCarried,
-                             ValueRange rhsFull,
-                             llvm::ArrayRef<Type> fullTypes) {
-  llvm::SmallVector<Value> lhs;
-  for (unsigned c = 0; c < spec.components.size(); ++c) {
-    auto pos = llvm::find(carried, c);
-    if (pos != carried.end()) {
-      lhs.push_back(lhsCarried[pos - carried.begin()]);
-    } else {
-      auto type = cast<RankedTensorType>(fullTypes[c]);
-      lhs.push_back(tensor::EmptyOp::create(b, loc, type.getShape(),
-                                            type.getElementType()));
-    }
-  }
-  auto combine = CombineOp::create(b, loc, TypeRange(fullTypes),
-                                   scan.getMonoid(), lhs, rhsFull);
-  llvm::SmallVector<Value> result;
-  for (unsigned c : carried)
-    result.push_back(combine.getResult(c));
-  return result;
-}
-
 llvm::SmallVector<Value> ScanLowering::initialCarry(OpBuilder &b, Location loc,
                                                     AxisSlicer &slicer) {
   if (!scan.getInit().empty())
     return llvm::to_vector(scan.getInit());
   llvm::SmallVector<Value> carry;
   for (unsigned c : carried)
-    carry.push_back(identityOf(
+    carry.push_back(buildMonoidIdentity(
         b, loc, spec, c, slicer.dropAxis(scan.getSegments()[c].getType())));
   return carry;
 }
@@ -337,7 +277,7 @@ LogicalResult ScanLowering::lowerSequentialPacked() {
         for (unsigned i = 0; i < k; ++i)
           carry0.push_back(
               scan.getInit().empty()
-                  ? identityOf(nb, l, spec, carried[i], carryTypeOf(i))
+                  ? buildMonoidIdentity(nb, l, spec, carried[i], carryTypeOf(i))
                   : perSequence(nb, l, scan.getInit()[i], s, carryTypeOf(i)));
         Value begin = offsetAt(nb, l, s);
         Value end = offsetAt(nb, l, arith::AddIOp::create(nb, l, s, c1));
@@ -386,7 +326,6 @@ LogicalResult ScanLowering::lowerBlelloch() {
   int64_t size = 1;
   while (size < length)
     size *= 2;
-  size_t k = carried.size();
   llvm::SmallVector<Type> sliceTypes;
   for (Value s : scan.getSegments())
     sliceTypes.push_back(slicer.dropAxis(s.getType()));
@@ -406,7 +345,7 @@ LogicalResult ScanLowering::lowerBlelloch() {
       tree.push_back(seg);
       continue;
     }
-    Value padded = identityOf(b, loc, spec, c, t);
+    Value padded = buildMonoidIdentity(b, loc, spec, c, t);
     llvm::SmallVector<OpFoldResult> offsets, sizes, strides;
     auto st = cast<RankedTensorType>(seg.getType());
     for (int64_t d = 0; d < st.getRank(); ++d) {

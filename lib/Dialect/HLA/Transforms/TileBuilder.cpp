@@ -6,6 +6,8 @@
 
 #include "TileBuilder.h"
 
+#include "hla/Dialect/HLA/IR/HLAOps.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/AffineMap.h"
 
@@ -262,3 +264,72 @@ Value TileBuilder::castTo(Value a, Type elementType) {
                    return arith::TruncFOp::create(nb, l, elementType, args[0]);
                  });
 }
+
+//===----------------------------------------------------------------------===//
+// Monoid values
+//===----------------------------------------------------------------------===//
+
+/// The monoid's identity for component `c`, shaped like `type`.
+Value mlir::hla::buildMonoidIdentity(OpBuilder &b, Location loc, const MonoidSpec &spec,
+                        unsigned c, RankedTensorType type) {
+  Type element = type.getElementType();
+  Value zero = arith::ConstantOp::create(b, loc, b.getFloatAttr(element, 0.0));
+  Value zeros = linalg::FillOp::create(
+                    b, loc, zero,
+                    Value(tensor::EmptyOp::create(b, loc, type.getShape(),
+                                                  element)))
+                    .getResult(0);
+  const MonoidSlot &slot = spec.components[c];
+  if (!slot.eyeIdentity)
+    return zeros;
+  // 1 on the diagonal of the trailing matrix (or everywhere for a scalar).
+  int64_t rank = type.getRank();
+  AffineMap id = b.getMultiDimIdentityMap(rank);
+  llvm::SmallVector<utils::IteratorType> iters(rank,
+                                               utils::IteratorType::parallel);
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{type}, ValueRange{}, ValueRange{zeros},
+             llvm::ArrayRef<AffineMap>{id}, iters, "", "",
+             [&](OpBuilder &nb, Location l, ValueRange) {
+               Value one =
+                   arith::ConstantOp::create(nb, l, nb.getFloatAttr(element, 1));
+               Value zeroF =
+                   arith::ConstantOp::create(nb, l, nb.getFloatAttr(element, 0));
+               Value result = one;
+               if (slot.getRank() == 2) {
+                 Value r = linalg::IndexOp::create(nb, l, rank - 2);
+                 Value c = linalg::IndexOp::create(nb, l, rank - 1);
+                 Value onDiagonal = arith::CmpIOp::create(
+                     nb, l, arith::CmpIPredicate::eq, r, c);
+                 result = arith::SelectOp::create(nb, l, onDiagonal, one, zeroF);
+               }
+               linalg::YieldOp::create(nb, l, result);
+             })
+      .getResult(0);
+}
+
+llvm::SmallVector<Value>
+mlir::hla::combineCarried(OpBuilder &b, Location loc, MonoidAttr monoid,
+                          ValueRange lhsCarried, ValueRange rhsFull,
+                          llvm::ArrayRef<Type> fullTypes) {
+  const MonoidSpec &spec = monoid.getSpec();
+  llvm::SmallVector<unsigned> carried = spec.getCarryComponents();
+  llvm::SmallVector<Value> lhs;
+  for (unsigned c = 0; c < spec.components.size(); ++c) {
+    auto pos = llvm::find(carried, c);
+    if (pos != carried.end()) {
+      lhs.push_back(lhsCarried[pos - carried.begin()]);
+    } else {
+      auto type = cast<RankedTensorType>(fullTypes[c]);
+      lhs.push_back(tensor::EmptyOp::create(b, loc, type.getShape(),
+                                            type.getElementType()));
+    }
+  }
+  auto combine = CombineOp::create(b, loc, TypeRange(fullTypes),
+                                   monoid, lhs, rhsFull);
+  llvm::SmallVector<Value> result;
+  for (unsigned c : carried)
+    result.push_back(combine.getResult(c));
+  return result;
+}
+

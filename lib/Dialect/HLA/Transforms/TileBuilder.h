@@ -15,6 +15,9 @@
 #ifndef HLA_LIB_DIALECT_HLA_TRANSFORMS_TILEBUILDER_H
 #define HLA_LIB_DIALECT_HLA_TRANSFORMS_TILEBUILDER_H
 
+#include "hla/Dialect/HLA/IR/HLAAttrs.h"
+#include "hla/Dialect/HLA/IR/HLAMonoid.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -77,6 +80,20 @@ private:
   Location loc;
   Type f32;
 };
+
+/// The monoid's identity for component `c`, shaped like `type` (zeros, or
+/// the identity matrix / 1 for components marked `eye`).
+Value buildMonoidIdentity(OpBuilder &b, Location loc, const MonoidSpec &spec,
+                          unsigned c, RankedTensorType type);
+
+/// hla.combine(lhs, rhs) restricted to the carried components: `lhsCarried`
+/// holds only those (the others are given uninitialised tensors, which no
+/// carried result reads), `rhsFull` every component, of `fullTypes`.
+llvm::SmallVector<Value> combineCarried(OpBuilder &b, Location loc,
+                                        MonoidAttr monoid,
+                                        ValueRange lhsCarried,
+                                        ValueRange rhsFull,
+                                        llvm::ArrayRef<Type> fullTypes);
 
 } // namespace mlir::hla
 

@@ -18,3 +18,12 @@ func.func @combine(%sa: tensor<3x4x4xf32>, %ca: tensor<3x4x2xf32>, %ga: tensor<3
   %s, %c, %g = hla.combine #hla2(%sa, %ca, %ga), (%sb, %cb, %gb) : (tensor<3x4x4xf32>, tensor<3x4x2xf32>, tensor<3x4x2xf32>, tensor<3x4x4xf32>, tensor<3x4x2xf32>, tensor<3x4x2xf32>) -> (tensor<3x4x4xf32>, tensor<3x4x2xf32>, tensor<3x4x2xf32>)
   return %g : tensor<3x4x2xf32>
 }
+
+// A single pair of states: no leading dimensions at all.
+// CHECK-LABEL: func.func @combine_unbatched
+// CHECK: hla.combine #{{.+}}(%{{.+}}, %{{.+}}, %{{.+}}), (%{{.+}}, %{{.+}}, %{{.+}}) : (tensor<4x4xf32>, tensor<4x2xf32>, tensor<4x2xf32>, tensor<4x4xf32>, tensor<4x2xf32>, tensor<4x2xf32>)
+func.func @combine_unbatched(%sa: tensor<4x4xf32>, %ca: tensor<4x2xf32>, %ga: tensor<4x2xf32>,
+                             %sb: tensor<4x4xf32>, %cb: tensor<4x2xf32>, %gb: tensor<4x2xf32>) -> tensor<4x2xf32> {
+  %s, %c, %g = hla.combine #hla2(%sa, %ca, %ga), (%sb, %cb, %gb) : (tensor<4x4xf32>, tensor<4x2xf32>, tensor<4x2xf32>, tensor<4x4xf32>, tensor<4x2xf32>, tensor<4x2xf32>) -> (tensor<4x4xf32>, tensor<4x2xf32>, tensor<4x2xf32>)
+  return %g : tensor<4x2xf32>
+}

@@ -252,8 +252,8 @@ def HLA_CombineOp : HLA_Op<"combine", [Pure, AttrSizedOperandSegments]> {
   let summary = "associative combine of two segments (A then B)";
   let description = [{
     Evaluates the monoid's `combine` rules elementwise over the leading
-    dimensions: `lhs` is the earlier segment A, `rhs` the later segment B,
-    both with every state component.
+    dimensions (there may be none: one pair of states): `lhs` is the earlier
+    segment A, `rhs` the later segment B, both with every state component.
 
     ```mlir
     %S, %C = hla.combine #m (%Sa, %Ca), (%Sb, %Cb)

@@ -118,10 +118,19 @@ def HLAChunkPass : Pass<"hla-chunk"> {
     %x0 = hla.scan exclusive #m(%sum) : ... -> tensor<1x4x2x4x4xf32>
     %o = scf.forall (%b, %n, %h) in (1, 4, 2) shared_outs(...) { ... }
     ```
+
+    With `form=fused` the phases become one `scf.forall` over (sequence,
+    head) whose body is an `scf.for` over the sequence's chunks: each chunk's
+    readouts use the carried state, then its summary is combined into it
+    (`hla.combine`). This is the schedule of a persistent GPU kernel that
+    keeps the state on chip; it has no parallelism across chunks.
   }];
   let options = [
     Option<"chunkSize", "chunk-size", "int64_t", "64",
-           "Tokens per chunk">
+           "Tokens per chunk">,
+    Option<"form", "form", "std::string", "\"phased\"",
+           "phased (the three phases above) or fused (one loop over a "
+           "sequence's chunks per sequence and head, carrying the state)">
   ];
   let dependentDialects = [
     "::mlir::hla::HLADialect", "::mlir::arith::ArithDialect",
