@@ -1,24 +1,35 @@
 """Calling compiled hla artefacts from Python (ctypes, no extension module).
 
-A shared library made by ``hla-opt --emit=shared`` exports, for every public
-function ``f`` of the model graph::
+A shared library made by ``hla-opt --emit=shared`` (or ``hla.compile``)
+exports, for every public function ``f`` of the model graph::
 
     void hla_f(void *const *inputs, void *const *outputs);
     const char hla_f_signature[];   /* "f|dtype:AxB,...|dtype:..." */
 
 ``inputs`` and ``outputs`` point to dense row-major buffers of the types and
 shapes the signature lists (dtype f32, f16, bf16, f64, i32 or i64).
-``load(path)`` returns a ``CompiledLibrary`` whose attributes are callables
-taking and returning numpy arrays. bfloat16 travels as float32 arrays
-(numpy has no bfloat16): inputs are rounded to nearest even, outputs widened.
+``load(path)`` returns a ``CompiledLibrary`` whose attributes are callables.
+
+Arguments may be numpy arrays or torch tensors (on the CPU); results come
+back in the same library (torch if any argument is a torch tensor). Dense
+arguments are passed by pointer (read through DLPack, see ``hla.dlpack``);
+strided ones are first copied to a dense array of their own library.
+bfloat16 with numpy, which has no bfloat16: inputs travel as float arrays
+rounded to nearest even, outputs come back widened to float32. torch
+bfloat16 tensors are passed as they are.
+
+Nothing here needs the compiler library, only the artefact.
 """
 
 from __future__ import annotations
 
 import ctypes
 import os
+import re
 
 import numpy as np
+
+from . import _tensors
 
 _NUMPY = {"f32": np.float32, "f16": np.float16, "f64": np.float64,
           "i32": np.int32, "i64": np.int64, "bf16": np.uint16}
@@ -57,7 +68,7 @@ def _from_bf16_bits(bits):
 
 
 class CompiledFunction:
-    """One exported function: call it with numpy arrays."""
+    """One exported function: call it with numpy arrays or torch tensors."""
 
     def __init__(self, lib, name):
         signature = ctypes.c_char.in_dll(lib, f"hla_{name}_signature")
@@ -66,46 +77,113 @@ class CompiledFunction:
         self._fn = getattr(lib, f"hla_{name}")
         self._fn.argtypes = [ctypes.POINTER(ctypes.c_void_p)] * 2
         self._fn.restype = None
+        self._lib = lib  # the handle must outlive the function pointer
 
-    def _prepare(self, index, spec, array):
+    def __repr__(self):
+        return f"<hla function {self.name}{tuple(self.inputs)} -> {tuple(self.outputs)}>"
+
+    def call_pointers(self, inputs, outputs):
+        """Runs the function on raw addresses (ints), one per input/output.
+
+        No checks: the caller guarantees dense buffers of the signature's
+        dtypes and shapes that stay alive for the call.
+        """
+        ins = (ctypes.c_void_p * max(len(inputs), 1))(*inputs)
+        outs = (ctypes.c_void_p * max(len(outputs), 1))(*outputs)
+        self._fn(ins, outs)
+
+    def _check(self, index, spec, seen, what):
+        """Raises unless a borrowed/array view matches ``spec`` (dtype, shape)."""
+        if seen.dtype != spec.dtype:
+            raise TypeError(f"{self.name}: {what} {index} must be {spec.dtype}, got {seen.dtype}")
+        if tuple(seen.shape) != spec.shape:
+            raise ValueError(f"{self.name}: {what} {index} must have shape {list(spec.shape)}, "
+                             f"got {list(seen.shape)}")
+        if seen.device[0] != "cpu":
+            raise ValueError(f"{self.name}: {what} {index} is on {seen.device[0]}, but compiled "
+                             f"CPU code reads host memory")
+
+    def _prepare_numpy(self, index, spec, array):
+        array = np.asarray(array)
         if spec.dtype == "bf16":
-            array = np.asarray(array)
             if array.dtype not in (np.float32, np.float64, np.float16):
-                raise TypeError(f"argument {index}: expected a float array for "
+                raise TypeError(f"{self.name}: input {index}: expected a float array for "
                                 f"bfloat16 input, got {array.dtype}")
-            array = _to_bf16_bits(array)
-        else:
-            array = np.asarray(array)
-            want = np.dtype(_NUMPY[spec.dtype])
-            if array.dtype != want:
-                raise TypeError(f"argument {index}: expected {want}, got {array.dtype}")
-            array = np.ascontiguousarray(array)
-        if array.shape != spec.shape:
-            raise ValueError(f"argument {index}: expected shape {list(spec.shape)}, "
-                             f"got {list(array.shape)}")
-        return array
+            return _to_bf16_bits(array)
+        want = np.dtype(_NUMPY[spec.dtype])
+        if array.dtype != want:
+            raise TypeError(f"{self.name}: input {index}: expected {want}, got {array.dtype}")
+        return _tensors.NumpyArrays.contiguous(array)
 
     def __call__(self, *arrays, out=None):
         if len(arrays) != len(self.inputs):
             raise TypeError(f"{self.name} takes {len(self.inputs)} inputs, got {len(arrays)}")
-        prepared = [self._prepare(i, s, a) for i, (s, a) in enumerate(zip(self.inputs, arrays))]
-        results = out if out is not None else [
-            np.empty(s.shape, _NUMPY[s.dtype]) for s in self.outputs]
-        ins = (ctypes.c_void_p * max(len(prepared), 1))(*[a.ctypes.data for a in prepared])
-        outs = (ctypes.c_void_p * max(len(results), 1))(*[r.ctypes.data for r in results])
-        self._fn(ins, outs)
-        converted = [(_from_bf16_bits(r) if s.dtype == "bf16" else r)
-                     for s, r in zip(self.outputs, results)]
-        return converted[0] if len(converted) == 1 else tuple(converted)
+        arrays = [_tensors.as_array(a, f"{self.name}: input {i}") for i, a in enumerate(arrays)]
+        use_torch = any(_tensors.library_of(a) is _tensors.TorchArrays for a in arrays)
+        lib = _tensors.TorchArrays if use_torch else _tensors.NumpyArrays
+        if use_torch:
+            for i, a in enumerate(arrays):
+                if _tensors.library_of(a) is not lib:
+                    raise TypeError(f"{self.name}: input {i} is a {type(a).__name__}; pass "
+                                    f"torch tensors for every input or for none")
+            prepared = [lib.contiguous(a) for a in arrays]
+        else:
+            prepared = [self._prepare_numpy(i, s, a)
+                        for i, (s, a) in enumerate(zip(self.inputs, arrays))]
+        if out is None:
+            if use_torch:
+                results = [lib.empty(s.shape, s.dtype) for s in self.outputs]
+            else:
+                results = [np.empty(s.shape, _NUMPY[s.dtype]) for s in self.outputs]
+        else:
+            results = list(out)
+            if len(results) != len(self.outputs):
+                raise TypeError(f"{self.name} has {len(self.outputs)} outputs, "
+                                f"got {len(results)} in out=")
+        # Borrow everything first: a bad argument must raise before any call.
+        in_views = [lib.borrow(a) for a in prepared]
+        out_views = []
+        for j, r in enumerate(results):
+            rlib = _tensors.library_of(r)
+            if rlib is None:
+                raise TypeError(f"{self.name}: output {j} must be a numpy array or torch tensor")
+            view = rlib.borrow(r)
+            if not view.is_contiguous or view.read_only:
+                raise ValueError(f"{self.name}: output {j} must be a dense, writable array")
+            out_views.append(view)
+        for what, specs, views in (("input", self.inputs, in_views),
+                                   ("output", self.outputs, out_views)):
+            for i, (spec, view) in enumerate(zip(specs, views)):
+                if spec.dtype == "bf16" and view.dtype == "u16":
+                    # numpy bfloat16: uint16 words (rounded above, widened below)
+                    if tuple(view.shape) != spec.shape:
+                        raise ValueError(f"{self.name}: {what} {i} must have shape "
+                                         f"{list(spec.shape)}, got {list(view.shape)}")
+                    continue
+                self._check(i, spec, view, what)
+        self.call_pointers([v.data for v in in_views], [v.data for v in out_views])
+        del in_views, out_views
+        if not use_torch:
+            results = [(_from_bf16_bits(r) if s.dtype == "bf16" else r)
+                       for s, r in zip(self.outputs, results)]
+        return results[0] if len(results) == 1 else tuple(results)
+
+
+_PUBLIC_FUNCTION = re.compile(r"func\.func\s+(?!private\b)@([A-Za-z_][\w$.]*)")
 
 
 class CompiledLibrary:
-    """A loaded shared library; its functions are attributes."""
+    """A loaded shared library; its functions are attributes.
 
-    def __init__(self, path):
+    ``names`` (optional) lists the functions it is known to export, for
+    ``dir()`` and ``functions()``; ``hla.compile`` takes them from the IR.
+    """
+
+    def __init__(self, path, names=None):
         self.path = os.path.abspath(path)
         self._lib = ctypes.CDLL(self.path)
         self._functions = {}
+        self._names = list(names) if names is not None else None
 
     def function(self, name):
         if name not in self._functions:
@@ -115,11 +193,26 @@ class CompiledLibrary:
                 raise AttributeError(f"{self.path} exports no hla function '{name}'") from e
         return self._functions[name]
 
+    def functions(self):
+        """Names of the exported functions, when known (else [])."""
+        return list(self._names or [])
+
     def __getattr__(self, name):
         if name.startswith("_"):
             raise AttributeError(name)
         return self.function(name)
 
+    def __dir__(self):
+        return sorted(set(super().__dir__()) | set(self._names or []))
 
-def load(path):
-    return CompiledLibrary(path)
+    def __repr__(self):
+        return f"<hla.CompiledLibrary {self.path} functions={self.functions()}>"
+
+
+def public_functions(ir_text):
+    """Names of the public ``func.func``s in MLIR text (what an artefact exports)."""
+    return _PUBLIC_FUNCTION.findall(ir_text)
+
+
+def load(path, names=None):
+    return CompiledLibrary(path, names)

@@ -1,0 +1,553 @@
+"""The functional API: ``hla.hla2(q, k, v, ...)`` and friends.
+
+Each call checks its arguments (so that nothing invalid reaches compiled
+code, where a bad size would read out of bounds and a bad ``cu_seqlens``
+would abort the process), builds the op's IR for the exact shapes, dtypes and
+options (``hla.ir``), compiles it through the cache (``hla.compiler``) and
+runs it on the caller's buffers.
+
+Conventions follow flash-attn / flash-linear-attention: ``[B, T, H, D]``
+tensors; K/V may have fewer heads than Q (``H_q % H_kv == 0``, query head h
+reads kv head ``h // (H_q // H_kv)``); ``scale`` defaults to ``D**-0.5``;
+``output_final_state=True`` returns ``(o, final_state)``; ``cu_seqlens``
+packs sequences along T with B = 1. What each op computes is SEMANTICS.md;
+state layouts are docs/HLA.md "State layouts".
+
+numpy in -> numpy out; torch in -> torch out on the same device (through
+the custom ops of ``hla._torch_ops``, so ``torch.compile`` sees one opaque op).
+Outputs have the inputs' dtype (f32, f16 or bf16); states are f32.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+from . import _tensors, compiler, ir
+
+FLOAT_DTYPES = ("f32", "f16", "bf16")
+_DTYPE_WORDS = {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}
+
+# Tensor operands of each op after q, k, v (checked together), in op order:
+# (name, trailing dims) of a per-kv-head operand [B, T, H_kv, *trailing],
+# where "d" is q's feature size and "dv" v's. linsimp's omega [m, D] follows.
+_EXTRA_OPERANDS = {
+    "linear_attention": (),
+    "hla2": (),
+    "ahla": (),
+    "hla3": (),
+    "linsimp": (("r", ("d",)), ("u", ("dv",))),
+    "kda": (("g", ("d",)), ("beta", ())),
+}
+
+# Attributes each op takes, in the order of its torch schema.
+OP_ATTRIBUTES = {
+    "linear_attention": ("scale", "normalize", "eps", "decay"),
+    "hla2": ("scale", "masked", "normalize", "eps", "decay", "ridge"),
+    "ahla": ("scale", "normalize", "eps", "decay"),
+    "hla3": ("scale", "normalize", "eps", "decay"),
+    "linsimp": ("scale", "window", "kernel"),
+    "kda": ("scale",),
+}
+OPS = tuple(OP_ATTRIBUTES)
+# Ops the CPU pipeline does not lower yet: a compile failure is "not
+# implemented", quoting the compiler, rather than a compiler error.
+NOT_YET_LOWERED = ("linsimp", "kda")
+
+
+def operand_names(op):
+    """Tensor operands of ``op`` in op (and torch schema) order."""
+    names = ["q", "k", "v"] + [name for name, _ in _EXTRA_OPERANDS[op]]
+    return names + (["omega"] if op == "linsimp" else [])
+
+
+def state_components(op, d, dv, attrs, m=None):
+    """[(name, per-head shape)] of the state tuple (docs/HLA.md "State layouts")."""
+    normalize = attrs.get("normalize", False)
+    vec = [("m", (d,))] if normalize else []
+    if op == "linear_attention":
+        return [("P", (d, dv))] + vec
+    if op == "hla2":
+        parts = [("S", (d, d)), ("C", (d, dv))] + vec
+        if attrs.get("masked", True):
+            parts += [("G", (d, dv))] + ([("h", (d,))] if normalize else [])
+        return parts
+    if op == "ahla":
+        return [("P", (d, dv))] + vec + [("E", (d, dv))] + ([("n", (d,))] if normalize else [])
+    if op == "hla3":
+        return [("S", (d, d)), ("P", (d, dv))] + vec + [("X", (d, dv))] + (
+            [("x", (d,))] if normalize else [])
+    if op == "kda":
+        return [("S", (d, dv))]
+    if op == "linsimp":
+        if attrs.get("kernel", "favor") == "exact":
+            return []
+        halo = attrs["window"] - 1
+        return [("M", (m, dv)), ("a", (m,)), ("anchor_r", (halo, d)),
+                ("anchor_u", (halo, dv)), ("anchor_valid", (halo,))]
+    raise ValueError(f"unknown op {op!r}")
+
+
+def state_shapes(op, inputs, attrs, num_sequences):
+    """Full state shapes ``[N, H_q, ...]`` for the given operand arrays."""
+    q, v = inputs[0], inputs[2]
+    m = inputs[-1].shape[0] if op == "linsimp" else None
+    lead = (num_sequences, q.shape[2])
+    return [lead + tuple(shape)
+            for _, shape in state_components(op, q.shape[3], v.shape[3], attrs, m)]
+
+
+# ---------------------------------------------------------------------------
+# Argument checks
+# ---------------------------------------------------------------------------
+
+def _real(op, name, value):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"hla.{op}: {name} must be a real number, got {value!r}")
+    return float(value)
+
+
+def _check_options(op, d, options):
+    """Resolves and checks the op's options; returns the attribute dict."""
+    attrs = {}
+    scale = options.get("scale")
+    if scale is None:
+        scale = d ** -0.5
+    scale = _real(op, "scale", scale)
+    if not (math.isfinite(scale) and scale > 0):
+        raise ValueError(f"hla.{op}: scale must be finite and > 0, got {scale!r}")
+    attrs["scale"] = scale
+    wanted = OP_ATTRIBUTES[op]
+    if "masked" in wanted:
+        attrs["masked"] = bool(options["masked"])
+    if "normalize" in wanted:
+        attrs["normalize"] = bool(options["normalize"])
+    if "eps" in wanted:
+        eps = _real(op, "eps", options["eps"])
+        if not (math.isfinite(eps) and eps > 0):
+            raise ValueError(f"hla.{op}: eps must be finite and > 0, got {eps!r}")
+        attrs["eps"] = eps
+    if "decay" in wanted:
+        decay = options["decay"]
+        decay = 1.0 if decay is None else _real(op, "decay", decay)
+        if not 0.0 < decay <= 1.0:  # also rejects NaN
+            raise ValueError(f"hla.{op}: decay must be in (0, 1], got {decay!r}")
+        attrs["decay"] = decay
+    if "ridge" in wanted:
+        ridge = _real(op, "ridge", options["ridge"])
+        if not (math.isfinite(ridge) and ridge >= 0):
+            raise ValueError(f"hla.{op}: ridge must be finite and >= 0, got {ridge!r}")
+        attrs["ridge"] = ridge
+    if "window" in wanted:
+        window = options["window"]
+        if isinstance(window, bool) or not isinstance(window, numbers.Integral) or window < 1:
+            raise ValueError(f"hla.{op}: window must be an integer >= 1, got {window!r}")
+        attrs["window"] = int(window)
+    if "kernel" in wanted:
+        kernel = options["kernel"]
+        if kernel not in ("favor", "exact"):
+            raise ValueError(f"hla.{op}: kernel must be 'favor' or 'exact', got {kernel!r}")
+        attrs["kernel"] = kernel
+    return attrs
+
+
+def _check_chunk_size(op, chunk_size):
+    if chunk_size is None:
+        return None
+    if isinstance(chunk_size, bool) or not isinstance(chunk_size, numbers.Integral) \
+            or chunk_size < 1:
+        raise ValueError(f"hla.{op}: chunk_size must be an integer >= 1, got {chunk_size!r}")
+    return int(chunk_size)
+
+
+def _target_for(op, device, target):
+    kind = device.split(":")[0]
+    if target is None:
+        if kind not in ("cpu", "cuda"):
+            raise ValueError(f"hla.{op}: inputs are on {device}; hla runs on cpu and cuda")
+        return kind
+    if target not in compiler.TARGETS:
+        raise ValueError(f"hla.{op}: unknown target {target!r} (known: "
+                         f"{', '.join(compiler.TARGETS)})")
+    if target != kind:
+        raise ValueError(f"hla.{op}: target={target!r} but the inputs are on {device}; "
+                         f"move them or drop target")
+    return target
+
+
+def _shape(x):
+    return tuple(int(s) for s in x.shape)
+
+
+def _check_operands(op, named):
+    """Library, device, dtype and shape checks of the tensor operands.
+
+    ``named``: [(name, value)] in op order. Returns (library, device, dtype,
+    arrays in the same order).
+    """
+    q = _tensors.as_array(named[0][1], f"hla.{op}: q")
+    lib = _tensors.library_of(q)
+    device, dtype = lib.device(q), lib.dtype_name(q)
+    if dtype not in FLOAT_DTYPES:
+        hint = " (cast to float32)" if dtype == "f64" else ""
+        raise TypeError(f"hla.{op}: q has dtype {dtype}; supported are float32, float16 and "
+                        f"bfloat16{hint}")
+    arrays = [q]
+    for name, value in named[1:]:
+        x = _tensors.as_array(value, f"hla.{op}: {name}")
+        if _tensors.library_of(x) is not lib:
+            raise TypeError(f"hla.{op}: {name} is a {type(x).__module__}.{type(x).__name__} "
+                            f"but q is a {lib.name} array; pass one kind")
+        if lib.device(x) != device:
+            raise ValueError(f"hla.{op}: {name} is on {lib.device(x)} but q is on {device}")
+        x_dtype = lib.dtype_name(x)
+        if name == "omega":
+            # The feature matrix is a fixed per-layer constant: take it in any
+            # float type and give the op the activations' type it requires.
+            if x_dtype not in FLOAT_DTYPES + ("f64",):
+                raise TypeError(f"hla.{op}: omega must be a float array, got {x_dtype}")
+            if x_dtype != dtype:
+                x = lib.cast(x, dtype)
+        elif x_dtype != dtype:
+            word = _DTYPE_WORDS.get(x_dtype, x_dtype)
+            raise TypeError(f"hla.{op}: mixed dtypes: {name} is {word} but q is "
+                            f"{_DTYPE_WORDS[dtype]}")
+        arrays.append(x)
+    for (name, _), x in zip(named, arrays):
+        rank = {"beta": 3, "omega": 2}.get(name, 4)
+        if len(x.shape) != rank:
+            layout = {"beta": "[B, T, H]", "omega": "[m, D]"}.get(name, "[B, T, H, D]")
+            raise ValueError(f"hla.{op}: {name} must have rank {rank} {layout}, got shape "
+                             f"{list(_shape(x))}")
+    q, k, v = arrays[:3]
+    B, T, Hq, d = _shape(q)
+    for name, x in (("k", k), ("v", v)):
+        if _shape(x)[:2] != (B, T):
+            raise ValueError(f"hla.{op}: {name} has [B, T] = {list(_shape(x)[:2])} but q has "
+                             f"{[B, T]}")
+    Hkv = _shape(k)[2]
+    if _shape(v)[2] != Hkv:
+        raise ValueError(f"hla.{op}: k has {Hkv} heads but v has {_shape(v)[2]}")
+    if Hkv < 1 or Hq % Hkv != 0:
+        raise ValueError(f"hla.{op}: q's heads H_q = {Hq} must be a multiple of k/v's heads "
+                         f"H_kv = {Hkv} (grouped heads)")
+    if _shape(k)[3] != d:
+        raise ValueError(f"hla.{op}: k has feature size D = {_shape(k)[3]} but q has {d}")
+    dv = _shape(v)[3]
+    dims = {"d": d, "dv": dv}
+    for (name, trailing), x in zip(_EXTRA_OPERANDS[op], arrays[3:]):
+        want = (B, T, Hkv) + tuple(dims[t] for t in trailing)
+        if _shape(x) != want:
+            raise ValueError(f"hla.{op}: {name} must have shape {list(want)}, got "
+                             f"{list(_shape(x))}")
+    if op == "linsimp":
+        omega = arrays[-1]
+        if _shape(omega)[1] != d or _shape(omega)[0] < 1:
+            raise ValueError(f"hla.{op}: omega must have shape [m, D = {d}] with m >= 1, got "
+                             f"{list(_shape(omega))}")
+    return lib, device, dtype, arrays
+
+
+def _check_cu_seqlens(op, lib, device, cu_seqlens, B):
+    """Type and shape of cu_seqlens (its values are checked at the call)."""
+    if cu_seqlens is None:
+        return None
+    if isinstance(cu_seqlens, (list, tuple)):
+        cu = lib.as_index_array(cu_seqlens, device)
+    else:
+        cu = _tensors.as_array(cu_seqlens, f"hla.{op}: cu_seqlens")
+        if _tensors.library_of(cu) is not lib:
+            if lib is _tensors.TorchArrays:
+                # An index vector from numpy for torch inputs is harmless to move.
+                cu = _tensors.torch_module().as_tensor(cu, device=device)
+            else:
+                raise TypeError(f"hla.{op}: cu_seqlens is a {type(cu).__name__} but q is a "
+                                f"{lib.name} array")
+    cu_dtype = lib.dtype_name(cu)
+    if cu_dtype not in ("i32", "i64"):
+        raise TypeError(f"hla.{op}: cu_seqlens must be int32 or int64, got {cu_dtype}")
+    if len(cu.shape) != 1 or cu.shape[0] < 2:
+        raise ValueError(f"hla.{op}: cu_seqlens must be 1-D [N + 1] with N >= 1 sequences, "
+                         f"got shape {list(_shape(cu))}")
+    if lib.device(cu) != device:
+        raise ValueError(f"hla.{op}: cu_seqlens is on {lib.device(cu)} but q is on {device}")
+    if B != 1:
+        raise ValueError(f"hla.{op}: cu_seqlens packs sequences along T and needs B = 1, "
+                         f"got B = {B}")
+    return cu
+
+
+def check_cu_seqlens_values(op, offsets, T):
+    """The run-time rule of compiled code (which aborts the process on a
+    violation): offsets start at 0, never decrease and end at T."""
+    if offsets[0] != 0 or offsets[-1] != T or any(b < a for a, b in zip(offsets, offsets[1:])):
+        shown = offsets if len(offsets) <= 16 else offsets[:8] + ["..."] + offsets[-4:]
+        raise ValueError(f"hla.{op}: cu_seqlens must start at 0, never decrease and end at "
+                         f"T = {T}, got {shown}")
+
+
+def _check_initial_state(op, lib, device, initial_state, shapes, names):
+    if initial_state is None:
+        return []
+    if not isinstance(initial_state, (tuple, list)):
+        raise TypeError(f"hla.{op}: initial_state must be a tuple of arrays "
+                        f"({', '.join(names)}), got {type(initial_state).__name__}")
+    if len(initial_state) != len(shapes):
+        what = ", ".join(names) if names else "none: this op has no state"
+        raise ValueError(f"hla.{op}: initial_state must hold {len(shapes)} arrays ({what}), "
+                         f"got {len(initial_state)}")
+    states = []
+    for i, (x, shape, name) in enumerate(zip(initial_state, shapes, names)):
+        x = _tensors.as_array(x, f"hla.{op}: initial_state[{i}]")
+        if _tensors.library_of(x) is not lib:
+            raise TypeError(f"hla.{op}: initial_state[{i}] ({name}) is a {type(x).__name__} "
+                            f"but q is a {lib.name} array")
+        if lib.device(x) != device:
+            raise ValueError(f"hla.{op}: initial_state[{i}] ({name}) is on {lib.device(x)} "
+                             f"but q is on {device}")
+        if _shape(x) != tuple(shape):
+            raise ValueError(f"hla.{op}: initial_state[{i}] ({name}) must have shape "
+                             f"{list(shape)}, got {list(_shape(x))}")
+        x_dtype = lib.dtype_name(x)
+        if x_dtype not in FLOAT_DTYPES + ("f64",):
+            raise TypeError(f"hla.{op}: initial_state[{i}] ({name}) must be a float array, "
+                            f"got {x_dtype}")
+        states.append(x if x_dtype == "f32" else lib.cast(x, "f32"))  # states are f32
+    return states
+
+
+_torch_ops_module = None
+
+
+def _torch_ops():
+    """hla._torch_ops, imported on first use (it imports torch)."""
+    global _torch_ops_module
+    if _torch_ops_module is None:
+        from . import _torch_ops as module
+        module.register()
+        _torch_ops_module = module
+    return _torch_ops_module
+
+
+def _call(op, named, options, initial_state, output_final_state, cu_seqlens, chunk_size,
+          target):
+    """Shared body of the public functions."""
+    lib, device, dtype, arrays = _check_operands(op, named)
+    B, T, Hq, d = _shape(arrays[0])
+    attrs = _check_options(op, d, options)
+    chunk_size = _check_chunk_size(op, chunk_size)
+    target = _target_for(op, device, target)
+    cu = _check_cu_seqlens(op, lib, device, cu_seqlens, B)
+    output_final_state = bool(output_final_state)
+    if op == "linsimp" and attrs["kernel"] == "exact" and (
+            initial_state is not None or output_final_state):
+        raise ValueError("hla.linsimp: kernel='exact' has no finite state; initial_state and "
+                         "output_final_state need kernel='favor'")
+    N = B if cu is None else int(cu.shape[0]) - 1
+    m = _shape(arrays[-1])[0] if op == "linsimp" else None
+    components = state_components(op, d, _shape(arrays[2])[3], attrs, m)
+    shapes = [(N, Hq) + tuple(s) for _, s in components]
+    states = _check_initial_state(op, lib, device, initial_state, shapes,
+                                  [n for n, _ in components])
+    if lib is _tensors.TorchArrays:
+        outputs = _torch_ops().run(op, arrays, states, cu, attrs, output_final_state,
+                                   chunk_size)
+    else:
+        outputs = execute(op, arrays, states, cu, attrs, output_final_state, chunk_size,
+                          target)
+    if output_final_state:
+        return outputs[0], tuple(outputs[1:])
+    return outputs[0]
+
+
+# ---------------------------------------------------------------------------
+# Running checked arguments
+# ---------------------------------------------------------------------------
+
+_functions = {}  # exact call signature -> runtime.CompiledFunction
+compiler.register_memory_cache(_functions)
+
+
+def _ir_attributes(op, attrs):
+    """The attributes written into the IR: the op's defaults are left out so
+    that equal programs have equal text (and share a cache entry)."""
+    out = {"scale": attrs["scale"]}
+    if attrs.get("masked") is False:
+        out["masked"] = False
+    if attrs.get("normalize"):
+        out["normalize"] = True
+        out["eps"] = attrs["eps"]
+    if attrs.get("decay", 1.0) != 1.0:
+        out["decay"] = attrs["decay"]
+    if attrs.get("ridge", 0.0) != 0.0:
+        out["ridge"] = attrs["ridge"]
+    if op == "linsimp":
+        out["window"] = attrs["window"]
+        if attrs["kernel"] != "favor":
+            out["kernel"] = attrs["kernel"]
+    return out
+
+
+def build_ir(op, inputs, dtypes, attrs, state_shapes_in, final_shapes, cu):
+    """IR text for one call. ``inputs``: shapes in op order; ``cu``: None or
+    (length, "i32"/"i64"); ``final_shapes``: [] unless the final state is
+    returned."""
+    names = operand_names(op)
+    q_shape, v_shape = inputs[0], inputs[2]
+    out_shape = (q_shape[0], q_shape[1], q_shape[2], v_shape[3])
+    return ir.attention_function(
+        op, [(n, s, t) for n, s, t in zip(names, inputs, dtypes)], _ir_attributes(op, attrs),
+        state_shapes=state_shapes_in, final_state_shapes=final_shapes, cu_seqlens=cu,
+        output_shape=out_shape, output_dtype=dtypes[0])
+
+
+def compiled_function(op, inputs, dtypes, attrs, state_shapes_in, final_shapes, cu,
+                      chunk_size, target):
+    """The compiled ``@attend`` for one call signature (memoised)."""
+    key = (op, target, tuple(inputs), tuple(dtypes), tuple(sorted(attrs.items())),
+           tuple(state_shapes_in), tuple(final_shapes), cu, chunk_size)
+    fn = _functions.get(key)
+    if fn is not None:
+        return fn
+    text = build_ir(op, inputs, dtypes, attrs, state_shapes_in, final_shapes, cu)
+    try:
+        library = compiler.compile(text, target=target, chunk_size=chunk_size)
+    except compiler.TargetNotImplementedError:
+        raise
+    except compiler.CompileError as e:
+        if op in NOT_YET_LOWERED:
+            raise compiler.OpNotImplementedError(
+                f"hla.{op}: the {target} code generator does not lower {op} yet; the "
+                f"compiler says:\n{e.diagnostics.rstrip()}", e.diagnostics, target) from None
+        raise
+    fn = library.function(ir.FUNCTION_NAME)
+    _functions[key] = fn
+    return fn
+
+
+def execute(op, arrays, states, cu, attrs, output_final_state, chunk_size, target):
+    """Runs checked arguments: values of cu_seqlens, dense copies, compile
+    (cached), allocate outputs in the caller's library, call by pointer.
+    Returns [o, *final_state]."""
+    lib = _tensors.library_of(arrays[0])
+    device = lib.device(arrays[0])
+    B, T, Hq, _ = _shape(arrays[0])
+    if cu is not None:
+        check_cu_seqlens_values(op, [int(c) for c in lib.to_list(cu)], T)
+        cu = lib.contiguous(cu)
+    arrays = [lib.contiguous(x) for x in arrays]
+    states = [lib.contiguous(s) for s in states]
+    dtypes = [lib.dtype_name(x) for x in arrays]
+    N = B if cu is None else int(cu.shape[0]) - 1
+    shapes = [tuple(s) for s in state_shapes(op, arrays, attrs, N)]
+    final_shapes = shapes if output_final_state else []
+    cu_sig = None if cu is None else (int(cu.shape[0]), lib.dtype_name(cu))
+    fn = compiled_function(op, [_shape(x) for x in arrays], dtypes, attrs,
+                           shapes if states else [], final_shapes, cu_sig, chunk_size, target)
+    out_shape = _shape(arrays[0])[:3] + (_shape(arrays[2])[3],)
+    outputs = [lib.empty(out_shape, dtypes[0], device)]
+    outputs += [lib.empty(s, "f32", device) for s in final_shapes]
+    ins = arrays + states + ([cu] if cu is not None else [])
+    in_views = [lib.borrow(x) for x in ins]
+    out_views = [lib.borrow(x) for x in outputs]
+    # The IR was built from these very arrays, so this cannot fail unless
+    # something above is wrong; it is cheap and guards the ABI.
+    for views, specs in ((in_views, fn.inputs), (out_views, fn.outputs)):
+        if len(views) != len(specs) or any(
+                tuple(v.shape) != s.shape or v.dtype != s.dtype or not v.is_contiguous
+                for v, s in zip(views, specs)):
+            raise RuntimeError(f"hla.{op}: internal error: buffers "
+                               f"{[(v.dtype, v.shape) for v in views]} do not match the "
+                               f"compiled signature {specs}")
+    fn.call_pointers([v.data for v in in_views], [v.data for v in out_views])
+    del in_views, out_views
+    return outputs
+
+
+# ---------------------------------------------------------------------------
+# Public functions
+# ---------------------------------------------------------------------------
+
+def linear_attention(q, k, v, *, scale=None, normalize=False, eps=1e-6, decay=None,
+                     initial_state=None, output_final_state=False, cu_seqlens=None,
+                     chunk_size=None, target=None):
+    """First-order linear attention (SEMANTICS.md §1).
+
+    ``o_t = sum_{j<=t} decay^(t-j) (scale q_t . k_j) v_j``.
+    State ``(P [N, H_q, D, Dv],)``, normalized ``(P, m [N, H_q, D])``.
+    """
+    return _call("linear_attention", [("q", q), ("k", k), ("v", v)],
+                 dict(scale=scale, normalize=normalize, eps=eps, decay=decay),
+                 initial_state, output_final_state, cu_seqlens, chunk_size, target)
+
+
+def hla2(q, k, v, *, scale=None, masked=True, normalize=False, eps=1e-6, decay=None,
+         ridge=0.0, initial_state=None, output_final_state=False, cu_seqlens=None,
+         chunk_size=None, target=None):
+    """Second-order symmetric HLA (SEMANTICS.md §2).
+
+    State: masked ``(S [D, D], C [D, Dv], G [D, Dv])``, normalized
+    ``(S, C, m [D], G, h [D])``; unmasked ``(S, C)`` / ``(S, C, m)``; each
+    with leading ``[N, H_q]`` (N = B, or the number of packed sequences).
+    """
+    return _call("hla2", [("q", q), ("k", k), ("v", v)],
+                 dict(scale=scale, masked=masked, normalize=normalize, eps=eps, decay=decay,
+                      ridge=ridge),
+                 initial_state, output_final_state, cu_seqlens, chunk_size, target)
+
+
+def ahla(q, k, v, *, scale=None, normalize=False, eps=1e-6, decay=None, initial_state=None,
+         output_final_state=False, cu_seqlens=None, chunk_size=None, target=None):
+    """Asymmetric second-order HLA (SEMANTICS.md §3).
+
+    State ``(P [D, Dv], E [D, Dv])``, normalized ``(P, m [D], E, n [D])``.
+    """
+    return _call("ahla", [("q", q), ("k", k), ("v", v)],
+                 dict(scale=scale, normalize=normalize, eps=eps, decay=decay),
+                 initial_state, output_final_state, cu_seqlens, chunk_size, target)
+
+
+def hla3(q, k, v, *, scale=None, normalize=False, eps=1e-6, decay=None, initial_state=None,
+         output_final_state=False, cu_seqlens=None, chunk_size=None, target=None):
+    """Third-order HLA, the causal masked operator (SEMANTICS.md §4).
+
+    State ``(S [D, D], P [D, Dv], X [D, Dv])``, normalized
+    ``(S, P, m [D], X, x [D])``.
+    """
+    return _call("hla3", [("q", q), ("k", k), ("v", v)],
+                 dict(scale=scale, normalize=normalize, eps=eps, decay=decay),
+                 initial_state, output_final_state, cu_seqlens, chunk_size, target)
+
+
+def linsimp(q, k, v, r, u, *, omega, window=64, kernel="favor", scale=None,
+            initial_state=None, output_final_state=False, cu_seqlens=None, chunk_size=None,
+            target=None):
+    """Linearized 2-simplicial attention (SEMANTICS.md §5).
+
+    ``r`` [B, T, H_kv, D] / ``u`` [B, T, H_kv, Dv] are the anchor keys and
+    values, ``omega`` [m, D] the random feature matrix (``hla.reference.
+    linsimp_omega``; cast to the inputs' dtype). ``scale`` is tau. The favor
+    kernel approximates the exact one only for small-norm inputs.
+    State (favor): ``(M [m, Dv], a [m], anchor_r [W-1, D], anchor_u [W-1, Dv],
+    anchor_valid [W-1])``; kernel='exact' has none.
+    Not lowered by the CPU code generator yet: raises NotImplementedError
+    with the compiler's reason after checking the arguments.
+    """
+    return _call("linsimp", [("q", q), ("k", k), ("v", v), ("r", r), ("u", u),
+                             ("omega", omega)],
+                 dict(scale=scale, window=window, kernel=kernel),
+                 initial_state, output_final_state, cu_seqlens, chunk_size, target)
+
+
+def kda(q, k, v, *, g, beta, scale=None, initial_state=None, output_final_state=False,
+        cu_seqlens=None, chunk_size=None, target=None):
+    """Kimi Delta Attention, the gated delta rule (SEMANTICS.md §6).
+
+    ``g`` [B, T, H_kv, D] is the log-decay (<= 0), ``beta`` [B, T, H_kv].
+    State ``(S [D, Dv],)``. Not lowered by the CPU code generator yet: raises
+    NotImplementedError with the compiler's reason after checking the
+    arguments.
+    """
+    return _call("kda", [("q", q), ("k", k), ("v", v), ("g", g), ("beta", beta)],
+                 dict(scale=scale), initial_state, output_final_state, cu_seqlens,
+                 chunk_size, target)
