@@ -1,17 +1,43 @@
 """pytest configuration for the Python package tests.
 
 Makes ``import hla`` work without installing the package (python/ goes on
-sys.path) and provides ``agree``, a relative-error checker that also records
-the largest error seen per category, printed at the end of the run.
+sys.path), gives hla.compile a per-session cache directory and provides
+``agree``, a relative-error checker that also records the largest error seen
+per category, printed at the end of the run.
 """
 
+import os
 import pathlib
+import shutil
 import sys
+import tempfile
 
 import numpy as np
 import pytest
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+
+# hla.compile's disk cache: a fresh directory per session, so that tests see
+# cold-cache behaviour and leave nothing in ~/.cache. HLA_TEST_CACHE_DIR
+# names a directory to use (and keep) instead, e.g. to run the API tests on
+# a machine where the compiler library cannot load, from artefacts compiled
+# elsewhere.
+_SESSION_CACHE = None
+
+
+def pytest_configure(config):
+    global _SESSION_CACHE
+    kept = os.environ.get("HLA_TEST_CACHE_DIR")
+    if kept:
+        os.environ["HLA_CACHE_DIR"] = kept
+    else:
+        _SESSION_CACHE = tempfile.mkdtemp(prefix="hla-test-cache-")
+        os.environ["HLA_CACHE_DIR"] = _SESSION_CACHE
+
+
+def pytest_unconfigure(config):
+    if _SESSION_CACHE:
+        shutil.rmtree(_SESSION_CACHE, ignore_errors=True)
 
 # category -> largest relative error seen (agreement checks) or smallest
 # disagreement seen (negative controls, recorded with a leading "!").
