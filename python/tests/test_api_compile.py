@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -114,6 +116,30 @@ def test_disk_cache_reused_by_a_fresh_process(tmp_path):
     counters = json.loads(result.stdout.strip().splitlines()[-1])
     assert counters["compiles"] == 0 and counters["disk_hits"] == 1, counters
     assert counters["err"] <= 1e-5
+
+
+@needs_compiler
+def test_concurrent_processes_share_the_cache(tmp_path):
+    """Two processes missing the same key at once both succeed and leave one
+    artefact and no temporaries behind (compile to a temporary, rename)."""
+    name = f"double_{os.getpid()}_{id(tmp_path)}"  # a key no earlier run compiled
+    graph = GRAPH.replace("@double", "@" + name)
+    (tmp_path / "graph.mlir").write_text(graph)
+    code = (
+        "import numpy as np, hla\n"
+        f"lib = hla.compile({str(tmp_path / 'graph.mlir')!r})\n"
+        f"assert (lib.{name}(np.ones((4, 3), np.float32)) == 2).all()\n")
+    env = dict(os.environ, PYTHONPATH=os.path.join(REPO, "python"))
+    procs = [subprocess.Popen([sys.executable, "-c", code], env=env, cwd=REPO,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    for p in procs:
+        _, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+    key = compiler.cache_key(graph, "cpu", {})
+    directory = compiler.cache_dir()
+    assert os.path.exists(os.path.join(directory, key + ".so"))
+    assert not [n for n in os.listdir(directory) if n.startswith(".tmp-")]
 
 
 def test_import_is_lazy():

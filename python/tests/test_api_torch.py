@@ -207,12 +207,13 @@ def test_hlattention_validation():
 
 @needs_artefacts
 @needs_torch2
-def test_torch_compile_cpu():
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_torch_compile_cpu(backend):
     """torch.compile keeps the op opaque (one graph, no break) and gives the
     eager result. Runs the compiled artefact of test_hlattention_forward."""
     layer = _layer()
     x = torch.randn(2, T, 32, generator=torch.Generator().manual_seed(1)) * 0.5
-    compiled = torch.compile(layer, backend="aot_eager", fullgraph=True)
+    compiled = torch.compile(layer, backend=backend, fullgraph=True)
     with torch.no_grad():
         eager = layer(x)
         y = compiled(x)
@@ -246,12 +247,13 @@ def test_cuda_fake_shapes():
 
 @needs_cuda
 @needs_torch2
-def test_torch_compile_cuda_module():
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_torch_compile_cuda_module(backend):
     """A module containing HLAttention compiles with fullgraph=True; running
     it behaves like eager (today: NotImplementedError for target cuda)."""
     layer = _layer().cuda()
     x = torch.randn(2, T, 32, device="cuda") * 0.5
-    compiled = torch.compile(layer, backend="aot_eager", fullgraph=True)
+    compiled = torch.compile(layer, backend=backend, fullgraph=True)
     try:
         with torch.no_grad():
             eager = layer(x)
