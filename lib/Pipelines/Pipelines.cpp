@@ -14,6 +14,8 @@
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Dialect/SCF/Transforms/Passes.h"
@@ -125,9 +127,99 @@ void mlir::hla::buildCPUPipeline(OpPassManager &pm,
   pm.addPass(createCanonicalizerPass());
 }
 
+void mlir::hla::buildCUDADevicePipeline(OpPassManager &pm,
+                                        const CUDAPipelineOptions &options) {
+  // Attention ops -> one loop over chunks per (sequence, head), carrying the
+  // state: the persistent-kernel schedule, each thread block owning a
+  // (sequence, head) and its state for the whole sequence.
+  pm.addPass(createHLAExpandPass());
+  pm.addPass(createHLAChunkPass(
+      HLAChunkPassOptions{options.chunkSize, std::string("fused")}));
+  pm.addPass(createConvertHLAToLinalgPass());
+  pm.addPass(createHLAVerifyLoweredPass());
+  // No CSE before bufferization: merged zero fills of accumulators would
+  // become one zero tile kept alive for the whole loop and copied into
+  // every accumulator.
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createHLARecordSignaturesPass(HLARecordSignaturesPassOptions{
+      /*strict=*/!options.entry.empty()}));
+
+  // Tensors -> buffers; the chunk loops' buffers stay inside them.
+  bufferization::OneShotBufferizePassOptions bufferize;
+  bufferize.bufferizeFunctionBoundaries = true;
+  bufferize.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  bufferization::BufferResultsToOutParamsPassOptions outParams;
+  outParams.modifyPublicFunctions = true;
+  outParams.hoistStaticAllocs = true;
+  pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
+  bufferization::BufferDeallocationPipelineOptions dealloc;
+  bufferization::buildBufferDeallocationPipeline(pm, dealloc);
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+
+  // (sequence, head) loops -> thread blocks; buffers -> shared memory.
+  pm.addNestedPass<func::FuncOp>(
+      createHLAGPUMapChunkLoopsPass(HLAGPUMapChunkLoopsPassOptions{
+          options.threads, options.maxSharedMemory}));
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  pm.addPass(createGpuKernelOutliningPass());
+
+  // Kernels -> NVVM -> PTX.
+  OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
+  kernels.addPass(createLowerAffinePass());
+  kernels.addPass(createSCFToControlFlowPass());
+  kernels.addPass(memref::createExpandStridedMetadataPass());
+  kernels.addPass(createLowerAffinePass());
+  kernels.addPass(createConvertGpuOpsToNVVMOps());
+  kernels.addPass(createHLAGPUFinalizeKernelsPass());
+  kernels.addPass(createCanonicalizerPass());
+  kernels.addPass(createCSEPass());
+  kernels.addPass(createReconcileUnrealizedCastsPass());
+  GpuNVVMAttachTargetOptions target;
+  target.chip = options.chip;
+  target.features = options.features;
+  target.optLevel = 3;
+  pm.addPass(createGpuNVVMAttachTarget(target));
+  GpuModuleToBinaryPassOptions binary;
+  binary.toolkitPath = options.toolkit;
+  binary.compilationTarget = "isa";
+  pm.addPass(createGpuModuleToBinaryPass(binary));
+}
+
+void mlir::hla::buildCUDAHostPipeline(OpPassManager &pm,
+                                      const CUDAPipelineOptions &options) {
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(createHLALowerAssertsPass());
+  pm.addPass(createGpuToLLVMConversionPass());
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertIndexToLLVMPass());
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createConvertFuncToLLVMPass());
+  pm.addPass(createUBToLLVMConversionPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  pm.addPass(createHLAEmitEntryABIPass(
+      HLAEmitEntryABIPassOptions{options.entry}));
+  pm.addPass(createCanonicalizerPass());
+}
+
 void mlir::hla::registerHLAPipelines() {
   PassPipelineRegistration<CPUPipelineOptions>(
       "hla-cpu-pipeline",
       "Compile a model graph with hla ops to the LLVM dialect for CPUs",
       buildCPUPipeline);
+  PassPipelineRegistration<CUDAPipelineOptions>(
+      "hla-cuda-pipeline",
+      "Compile a model graph with hla ops to CUDA kernels (PTX in "
+      "gpu.binary) and LLVM-dialect host code that launches them",
+      [](OpPassManager &pm, const CUDAPipelineOptions &options) {
+        buildCUDADevicePipeline(pm, options);
+        buildCUDAHostPipeline(pm, options);
+      });
 }

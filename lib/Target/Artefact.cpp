@@ -14,6 +14,7 @@
 
 #include "hla/Target/Artefact.h"
 
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVMIR/Export.h"
@@ -22,6 +23,7 @@
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FileUtilities.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/TargetParser/SubtargetFeature.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
@@ -90,23 +92,35 @@ static LogicalResult writeObject(llvm::Module &module,
   return success();
 }
 
-/// Links `object` into `output` with the C compiler driver.
+/// Links `object` into `output` with the C compiler driver, against hla's
+/// runtime for `target`.
 static LogicalResult link(llvm::StringRef object, llvm::StringRef output,
-                          bool shared, std::string &error) {
-  std::string runtime =
+                          bool shared, llvm::StringRef target,
+                          std::string &error) {
+  llvm::SmallVector<std::string> libraries = {
       runtimeDirectory() + (shared ? "/libhla_cpu_runtime_nomain.a"
-                                   : "/libhla_cpu_runtime.a");
-  if (!llvm::sys::fs::exists(runtime)) {
-    error = "the hla runtime library '" + runtime +
-            "' is missing (build it, or set HLA_RUNTIME_DIR)";
-    return failure();
-  }
+                                   : "/libhla_cpu_runtime.a")};
+  if (target == "cuda")
+    libraries.insert(libraries.begin(),
+                     runtimeDirectory() + "/libhla_cuda_runtime.a");
+  for (const std::string &library : libraries)
+    if (!llvm::sys::fs::exists(library)) {
+      error = "the hla runtime library '" + library +
+              "' is missing (build it, or set HLA_RUNTIME_DIR)";
+      return failure();
+    }
   llvm::SmallVector<std::string> args = {HLA_LINKER_DRIVER};
   if (shared)
     args.push_back("-shared");
-  llvm::append_range(args, llvm::ArrayRef<std::string>{
-                               object.str(), runtime, "-o", output.str(),
-                               "-lomp", "-lm", "-lpthread"});
+  args.push_back(object.str());
+  llvm::append_range(args, libraries);
+  llvm::append_range(args, llvm::ArrayRef<std::string>{"-o", output.str()});
+  if (target == "cuda")
+    llvm::append_range(args,
+                       llvm::ArrayRef<std::string>{"-ldl", "-lpthread", "-lm"});
+  else
+    llvm::append_range(
+        args, llvm::ArrayRef<std::string>{"-lomp", "-lm", "-lpthread"});
   llvm::SmallVector<llvm::StringRef> argRefs(args.begin(), args.end());
   std::string message;
   int status = llvm::sys::ExecuteAndWait(args[0], argRefs, std::nullopt, {}, 0,
@@ -119,70 +133,250 @@ static LogicalResult link(llvm::StringRef object, llvm::StringRef output,
   return success();
 }
 
+static LogicalResult writeFile(llvm::StringRef path, llvm::StringRef data,
+                               std::string &error) {
+  std::error_code ec;
+  llvm::raw_fd_ostream out(path, ec, llvm::sys::fs::OF_None);
+  if (ec) {
+    error = "cannot write '" + path.str() + "': " + ec.message();
+    return failure();
+  }
+  out << data;
+  return success();
+}
+
+/// Assembles every kernel module's PTX with ptxas (-v), keeping the log at
+/// `logPath`, and replaces the PTX objects with the cubins. Fails on
+/// register spills and on ptxas's warnings that wgmma was serialized
+/// (C7510, C7511, C7515). `ptx` receives the PTX of every module.
+static LogicalResult assembleKernels(ModuleOp module,
+                                     const CUDAPipelineOptions &cuda,
+                                     llvm::StringRef logPath,
+                                     llvm::SmallVectorImpl<std::string> &ptx,
+                                     llvm::SmallVectorImpl<std::string> &cubins,
+                                     std::string &error) {
+  std::string ptxas = cuda.toolkit + "/bin/ptxas";
+  if (!llvm::sys::fs::can_execute(ptxas)) {
+    error = "ptxas not found at '" + ptxas +
+            "' (set the CUDA toolkit with --cuda-toolkit)";
+    return failure();
+  }
+  std::string log;
+  llvm::SmallVector<gpu::BinaryOp> binaries;
+  module.walk([&](gpu::BinaryOp op) { binaries.push_back(op); });
+  for (gpu::BinaryOp binary : binaries) {
+    llvm::SmallVector<Attribute> objects;
+    for (Attribute attr : binary.getObjects()) {
+      auto object = cast<gpu::ObjectAttr>(attr);
+      if (object.getFormat() != gpu::CompilationTarget::Assembly) {
+        error = "kernel module '" + binary.getName().str() +
+                "' was not compiled to PTX";
+        return failure();
+      }
+      llvm::StringRef text = object.getObject().getValue();
+      ptx.push_back(text.str());
+      llvm::SmallString<128> ptxPath, cubinPath, logFile;
+      if (llvm::sys::fs::createTemporaryFile("hla-kernel", "ptx", ptxPath) ||
+          llvm::sys::fs::createTemporaryFile("hla-kernel", "cubin",
+                                             cubinPath) ||
+          llvm::sys::fs::createTemporaryFile("hla-ptxas", "log", logFile)) {
+        error = "cannot create temporary files for ptxas";
+        return failure();
+      }
+      llvm::FileRemover removePtx(ptxPath), removeCubin(cubinPath),
+          removeLog(logFile);
+      if (failed(writeFile(ptxPath, text, error)))
+        return failure();
+      std::string arch = "-arch=" + cuda.chip.getValue();
+      llvm::SmallVector<llvm::StringRef> args = {ptxas,   arch, "-v", "-O3",
+                                                 ptxPath, "-o", cubinPath};
+      std::optional<llvm::StringRef> redirects[] = {std::nullopt,
+                                                    logFile.str(),
+                                                    logFile.str()};
+      std::string message;
+      int status = llvm::sys::ExecuteAndWait(ptxas, args, std::nullopt,
+                                             redirects, 0, 0, &message);
+      auto logText = llvm::MemoryBuffer::getFile(logFile);
+      std::string moduleLog =
+          logText ? (*logText)->getBuffer().str() : std::string();
+      log += "// kernel module " + binary.getName().str() + "\n" + moduleLog;
+      if (status != 0) {
+        error = "ptxas failed on kernel module '" + binary.getName().str() +
+                "':\n" + moduleLog + message;
+        return failure();
+      }
+      for (llvm::StringRef code : {"C7510", "C7511", "C7515"})
+        if (llvm::StringRef(moduleLog).contains(code)) {
+          error = "ptxas serialized wgmma in kernel module '" +
+                  binary.getName().str() + "' (" + code.str() + "):\n" +
+                  moduleLog;
+          return failure();
+        }
+      llvm::SmallVector<llvm::StringRef> lines;
+      llvm::StringRef(moduleLog).split(lines, '\n');
+      for (llvm::StringRef line : lines) {
+        size_t at = line.find(" bytes spill stores");
+        if (at == llvm::StringRef::npos)
+          continue;
+        llvm::StringRef before = line.take_front(at).rtrim();
+        llvm::StringRef count = before.substr(before.find_last_of(' ') + 1);
+        if (count != "0") {
+          error = "registers spill in kernel module '" +
+                  binary.getName().str() + "':\n" + moduleLog;
+          return failure();
+        }
+      }
+      auto cubin = llvm::MemoryBuffer::getFile(cubinPath, /*IsText=*/false);
+      if (!cubin) {
+        error = "ptxas wrote no cubin for '" + binary.getName().str() + "'";
+        return failure();
+      }
+      cubins.push_back((*cubin)->getBuffer().str());
+      objects.push_back(gpu::ObjectAttr::get(
+          module.getContext(), object.getTarget(),
+          gpu::CompilationTarget::Binary,
+          StringAttr::get(module.getContext(), cubins.back()),
+          object.getProperties(), object.getKernels()));
+    }
+    binary.setObjectsAttr(ArrayAttr::get(module.getContext(), objects));
+  }
+  if (!logPath.empty() && failed(writeFile(logPath, log, error)))
+    return failure();
+  return success();
+}
+
+/// LLVM IR of a lowered module -> -O3 for the host -> the artefact.
+static LogicalResult emitHostArtefact(ModuleOp module,
+                                      const ArtefactOptions &options,
+                                      std::string &error);
+
+static LogicalResult emitHostArtefact(ModuleOp module,
+                                      const ArtefactOptions &options,
+                                      std::string &error) {
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> llvmModule =
+      translateModuleToLLVMIR(module, llvmContext, "hla");
+  if (!llvmModule) {
+    error = "translation to LLVM IR failed";
+    return failure();
+  }
+  std::unique_ptr<llvm::TargetMachine> machine = hostTargetMachine(error);
+  if (!machine)
+    return failure();
+  llvmModule->setTargetTriple(machine->getTargetTriple());
+  llvmModule->setDataLayout(machine->createDataLayout());
+  auto optimize = makeOptimizingTransformer(3, 0, machine.get());
+  if (llvm::Error err = optimize(llvmModule.get())) {
+    error = "LLVM optimisation failed: " + llvm::toString(std::move(err));
+    return failure();
+  }
+
+  if (options.emit == "llvm") {
+    std::error_code ec;
+    llvm::raw_fd_ostream out(options.outputPath, ec, llvm::sys::fs::OF_Text);
+    if (ec) {
+      error = "cannot write '" + options.outputPath + "': " + ec.message();
+      return failure();
+    }
+    llvmModule->print(out, nullptr);
+    return success();
+  }
+  if (options.emit == "obj")
+    return writeObject(*llvmModule, *machine, options.outputPath, error);
+
+  llvm::SmallString<128> object;
+  if (std::error_code ec =
+          llvm::sys::fs::createTemporaryFile("hla-artefact", "o", object)) {
+    error = "cannot create a temporary file: " + ec.message();
+    return failure();
+  }
+  llvm::FileRemover removeObject(object);
+  if (failed(writeObject(*llvmModule, *machine, object, error)))
+    return failure();
+  return link(object, options.outputPath, options.emit == "shared",
+              options.target, error);
+}
+
 LogicalResult mlir::hla::compileToArtefact(ModuleOp module,
                                            const ArtefactOptions &options) {
   auto fail = [&](const llvm::Twine &message) {
     return module.emitError() << "hla-opt: " << message;
   };
-  if (options.target != "cpu")
+  bool cuda = options.target == "cuda";
+  if (options.target != "cpu" && !cuda)
     return fail("--hla-target=" + options.target +
-                " is not supported (targets: cpu)");
-  if (!llvm::is_contained({"llvm", "obj", "shared", "exe"}, options.emit))
-    return fail("--emit=" + options.emit +
-                " is not supported (llvm, obj, shared or exe)");
+                " is not supported (targets: cpu, cuda)");
+  llvm::SmallVector<llvm::StringRef> kinds = {"llvm", "obj", "shared", "exe"};
+  if (cuda)
+    llvm::append_range(kinds, llvm::ArrayRef<llvm::StringRef>{"ptx", "cubin"});
+  if (!llvm::is_contained(kinds, options.emit))
+    return fail("--emit=" + options.emit + " is not supported for --hla-target=" +
+                options.target + " (" + llvm::join(kinds, ", ") + ")");
   if (options.outputPath.empty() || options.outputPath == "-")
     return fail("--emit=" + options.emit + " needs an output file (-o)");
 
-  // The target pipeline, down to the LLVM dialect with the artefact ABI.
-  CPUPipelineOptions pipeline;
-  pipeline.chunkSize = options.chunkSize;
-  pipeline.chunkForm = options.chunkForm;
-  pipeline.schedule = options.schedule;
-  pipeline.threads = options.threads;
-  pipeline.vectorize = options.vectorize;
-  if (options.emit == "exe")
-    pipeline.entry = options.entry;
-  PassManager pm(module.getContext());
-  buildCPUPipeline(pm, pipeline);
-  if (failed(pm.run(module)))
-    return failure();
-
-  llvm::LLVMContext llvmContext;
-  std::unique_ptr<llvm::Module> llvmModule =
-      translateModuleToLLVMIR(module, llvmContext, "hla");
-  if (!llvmModule)
-    return fail("translation to LLVM IR failed");
-
   std::string error;
-  std::unique_ptr<llvm::TargetMachine> machine = hostTargetMachine(error);
-  if (!machine)
-    return fail(error);
-  llvmModule->setTargetTriple(machine->getTargetTriple());
-  llvmModule->setDataLayout(machine->createDataLayout());
-  auto optimize = makeOptimizingTransformer(3, 0, machine.get());
-  if (llvm::Error err = optimize(llvmModule.get()))
-    return fail("LLVM optimisation failed: " + llvm::toString(std::move(err)));
-
-  if (options.emit == "llvm") {
-    std::error_code ec;
-    llvm::raw_fd_ostream out(options.outputPath, ec, llvm::sys::fs::OF_Text);
-    if (ec)
-      return fail("cannot write '" + options.outputPath + "': " + ec.message());
-    llvmModule->print(out, nullptr);
+  if (!cuda) {
+    // The target pipeline, down to the LLVM dialect with the artefact ABI.
+    CPUPipelineOptions pipeline;
+    pipeline.chunkSize = options.chunkSize;
+    pipeline.chunkForm = options.chunkForm;
+    pipeline.schedule = options.schedule;
+    pipeline.threads = options.threads;
+    pipeline.vectorize = options.vectorize;
+    if (options.emit == "exe")
+      pipeline.entry = options.entry;
+    PassManager pm(module.getContext());
+    buildCPUPipeline(pm, pipeline);
+    if (failed(pm.run(module)))
+      return failure();
+    if (failed(emitHostArtefact(module, options, error)))
+      return fail(error);
     return success();
   }
-  if (options.emit == "obj")
-    return failed(writeObject(*llvmModule, *machine, options.outputPath, error))
-               ? fail(error)
-               : success();
 
-  llvm::SmallString<128> object;
-  if (std::error_code ec =
-          llvm::sys::fs::createTemporaryFile("hla-artefact", "o", object))
-    return fail("cannot create a temporary file: " + ec.message());
-  llvm::FileRemover removeObject(object);
-  if (failed(writeObject(*llvmModule, *machine, object, error)) ||
-      failed(link(object, options.outputPath, options.emit == "shared", error)))
+  // CUDA: kernels to PTX, ptxas to cubins (its log kept next to the
+  // artefact), then the host code.
+  CUDAPipelineOptions pipeline;
+  pipeline.chunkSize = options.chunkSize;
+  pipeline.chip = options.cudaChip;
+  pipeline.features = options.cudaFeatures;
+  if (!options.cudaToolkit.empty())
+    pipeline.toolkit = options.cudaToolkit;
+  if (options.emit == "exe")
+    pipeline.entry = options.entry;
+  PassManager device(module.getContext());
+  buildCUDADevicePipeline(device, pipeline);
+  if (failed(device.run(module)))
+    return failure();
+  llvm::SmallVector<std::string> ptx, cubins;
+  if (options.emit == "ptx") {
+    // The PTX as generated, before ptxas judges it (for inspection).
+    module.walk([&](gpu::BinaryOp binary) {
+      for (Attribute attr : binary.getObjects())
+        ptx.push_back(
+            cast<gpu::ObjectAttr>(attr).getObject().getValue().str());
+    });
+  } else if (failed(assembleKernels(module, pipeline,
+                                    options.outputPath + ".ptxas.log", ptx,
+                                    cubins, error))) {
+    return fail(error);
+  }
+  if (options.emit == "ptx" || options.emit == "cubin") {
+    llvm::SmallVectorImpl<std::string> &texts = options.emit == "ptx" ? ptx : cubins;
+    if (texts.size() != 1)
+      return fail("the graph has " + llvm::Twine(texts.size()) +
+                  " kernel modules; --emit=" + options.emit +
+                  " writes exactly one (use --emit=shared or exe)");
+    if (failed(writeFile(options.outputPath, texts.front(), error)))
+      return fail(error);
+    return success();
+  }
+  PassManager host(module.getContext());
+  buildCUDAHostPipeline(host, pipeline);
+  if (failed(host.run(module)))
+    return failure();
+  if (failed(emitHostArtefact(module, options, error)))
     return fail(error);
   return success();
 }

@@ -223,7 +223,7 @@ static int testDiagnostics(const char *workdir) {
 // CHECK: unknown option: ok 0
 // CHECK-NEXT: hlaCompile: unknown option 'tile'
 // CHECK: target: ok 0
-// CHECK-NEXT: <input>:0:0: error: hla-opt: --hla-target=tpu is not supported (targets: cpu)
+// CHECK-NEXT: <input>:0:0: error: hla-opt: --hla-target=tpu is not supported (targets: cpu, cuda)
 // CHECK: null: ok 0
 // CHECK-NEXT: hlaCompile: the IR text, target, emit kind and output path must not be NULL
 

@@ -6,8 +6,8 @@
 // Tests hla-opt's artefact-flag diagnostics: unknown artefact kind, unknown
 // target, no output file, and an entry function that does not exist.
 
-// EMIT: error: hla-opt: --emit=wasm is not supported (llvm, obj, shared or exe)
-// TARGET: error: hla-opt: --hla-target=tpu is not supported (targets: cpu)
+// EMIT: error: hla-opt: --emit=wasm is not supported for --hla-target=cpu (llvm, obj, shared, exe)
+// TARGET: error: hla-opt: --hla-target=tpu is not supported (targets: cpu, cuda)
 // OUTPUT: error: hla-opt: --emit=exe needs an output file (-o)
 // ENTRY: error: hla-emit-entry-abi: entry function 'missing' is not a public function with a static tensor signature
 func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {

@@ -32,10 +32,11 @@ namespace {
 llvm::cl::OptionCategory artefactCategory("hla artefact options");
 llvm::cl::opt<std::string>
     emit("emit",
-         llvm::cl::desc("Compile to an artefact: llvm, obj, shared or exe"),
+         llvm::cl::desc("Compile to an artefact: llvm, obj, shared, exe "
+                        "(and for cuda ptx, cubin)"),
          llvm::cl::init(""), llvm::cl::cat(artefactCategory));
 llvm::cl::opt<std::string> target("hla-target",
-                                  llvm::cl::desc("Artefact target: cpu"),
+                                  llvm::cl::desc("Artefact target: cpu or cuda"),
                                   llvm::cl::init("cpu"),
                                   llvm::cl::cat(artefactCategory));
 llvm::cl::opt<std::string>
@@ -60,6 +61,16 @@ llvm::cl::opt<int64_t>
 llvm::cl::opt<bool>
     vectorize("vectorize", llvm::cl::desc("Tile and vectorise chunk math"),
               llvm::cl::init(true), llvm::cl::cat(artefactCategory));
+llvm::cl::opt<std::string>
+    cudaChip("cuda-chip", llvm::cl::desc("CUDA: GPU architecture"),
+             llvm::cl::init("sm_90a"), llvm::cl::cat(artefactCategory));
+llvm::cl::opt<std::string>
+    cudaFeatures("cuda-features", llvm::cl::desc("CUDA: PTX features"),
+                 llvm::cl::init("+ptx80"), llvm::cl::cat(artefactCategory));
+llvm::cl::opt<std::string>
+    cudaToolkit("cuda-toolkit",
+                llvm::cl::desc("CUDA: toolkit root (ptxas, libdevice)"),
+                llvm::cl::init(""), llvm::cl::cat(artefactCategory));
 } // namespace
 
 /// Parses the input and compiles it to the requested artefact.
@@ -91,6 +102,9 @@ static int compileArtefact(llvm::StringRef inputPath,
   options.chunkForm = chunkForm;
   options.threads = threads;
   options.vectorize = vectorize;
+  options.cudaChip = cudaChip;
+  options.cudaFeatures = cudaFeatures;
+  options.cudaToolkit = cudaToolkit;
   return mlir::failed(mlir::hla::compileToArtefact(*module, options)) ? 1 : 0;
 }
 

@@ -10,6 +10,10 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassOptions.h"
 
+#ifndef HLA_DEFAULT_CUDA_TOOLKIT
+#define HLA_DEFAULT_CUDA_TOOLKIT "/usr/local/cuda"
+#endif
+
 namespace mlir::hla {
 
 /// Options of hla-cpu-pipeline.
@@ -49,7 +53,47 @@ struct CPUPipelineOptions : public PassPipelineOptions<CPUPipelineOptions> {
 /// bufferization, loops (vectorised), OpenMP, LLVM.
 void buildCPUPipeline(OpPassManager &pm, const CPUPipelineOptions &options);
 
-/// Registers hla-cpu-pipeline.
+/// Options of hla-cuda-pipeline.
+struct CUDAPipelineOptions : public PassPipelineOptions<CUDAPipelineOptions> {
+  PassOptions::Option<int64_t> chunkSize{
+      *this, "chunk-size", llvm::cl::desc("Tokens per chunk"),
+      llvm::cl::init(64)};
+  PassOptions::Option<int64_t> threads{
+      *this, "threads", llvm::cl::desc("Threads per thread block"),
+      llvm::cl::init(256)};
+  PassOptions::Option<std::string> chip{
+      *this, "chip", llvm::cl::desc("GPU architecture (sm_90a, sm_80, ...)"),
+      llvm::cl::init("sm_90a")};
+  PassOptions::Option<std::string> features{
+      *this, "features",
+      llvm::cl::desc("PTX features (sm_90a needs +ptx80 or later)"),
+      llvm::cl::init("+ptx80")};
+  PassOptions::Option<std::string> toolkit{
+      *this, "toolkit",
+      llvm::cl::desc("CUDA toolkit root (libdevice, ptxas)"),
+      llvm::cl::init(HLA_DEFAULT_CUDA_TOOLKIT)};
+  PassOptions::Option<int64_t> maxSharedMemory{
+      *this, "max-shared-memory",
+      llvm::cl::desc("Dynamic shared memory per thread block (bytes)"),
+      llvm::cl::init(232448)};
+  PassOptions::Option<std::string> entry{
+      *this, "entry",
+      llvm::cl::desc("Function exported as hla_entry (executables)"),
+      llvm::cl::init("")};
+};
+
+/// Model graph to kernels: hla-expand, the fused chunked form, bufferization,
+/// thread blocks, outlined NVVM kernels and their PTX (`gpu.binary` objects
+/// in `isa` form). The host code is left for buildCUDAHostPipeline.
+void buildCUDADevicePipeline(OpPassManager &pm,
+                             const CUDAPipelineOptions &options);
+
+/// The host half: launches through MLIR's mgpu* runtime calls, the rest to
+/// the LLVM dialect, and the artefact C ABI.
+void buildCUDAHostPipeline(OpPassManager &pm,
+                           const CUDAPipelineOptions &options);
+
+/// Registers hla-cpu-pipeline and hla-cuda-pipeline.
 void registerHLAPipelines();
 
 } // namespace mlir::hla

@@ -17,9 +17,10 @@ namespace mlir::hla {
 
 /// What `hla-opt --hla-target=... --emit=...` produces.
 struct ArtefactOptions {
-  /// "cpu" (the only target so far).
+  /// "cpu" or "cuda".
   std::string target = "cpu";
-  /// "llvm" (LLVM IR text), "obj", "shared" or "exe".
+  /// "llvm" (LLVM IR text of the host code), "obj", "shared" or "exe"; for
+  /// cuda also "ptx" and "cubin" (the kernels of a one-kernel graph).
   std::string emit = "exe";
   std::string outputPath;
   /// The function an executable runs.
@@ -30,6 +31,10 @@ struct ArtefactOptions {
   std::string schedule = "auto";
   int64_t threads = 2;
   bool vectorize = true;
+  /// CUDA: GPU architecture, PTX features, toolkit root ("" = the default).
+  std::string cudaChip = "sm_90a";
+  std::string cudaFeatures = "+ptx80";
+  std::string cudaToolkit;
 };
 
 /// Runs the target's pipeline on `module` and writes the artefact. Reports

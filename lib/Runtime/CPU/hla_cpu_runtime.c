@@ -30,6 +30,8 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "../hla_runtime.h"
+
 //===----------------------------------------------------------------------===//
 // memrefCopy: the strided copy lowered memref.copy calls
 //===----------------------------------------------------------------------===//
@@ -107,23 +109,6 @@ void hla_abort(const char *message) {
 // Signatures
 //===----------------------------------------------------------------------===//
 
-enum { HLA_F32, HLA_F16, HLA_BF16, HLA_F64, HLA_I32, HLA_I64 };
-
-typedef struct {
-  int dtype;
-  int rank;
-  int64_t shape[16];
-} HlaTensorInfo;
-
-typedef struct {
-  char name[128];
-  int numInputs, numOutputs;
-  HlaTensorInfo inputs[64], outputs[64];
-} HlaSignature;
-
-
-
-
 /// Parses "dtype:d0xd1" from *p up to a ',' or '|' or the end.
 static int parseTensor(const char **p, HlaTensorInfo *t) {
   static const char *names[] = {"f32", "f16", "bf16", "f64", "i32", "i64"};
@@ -178,6 +163,18 @@ int hla_parse_signature(const char *text, HlaSignature *sig) {
 }
 
 
+int64_t hla_dtype_size(int dtype) {
+  static const int64_t sizes[] = {4, 2, 2, 8, 4, 8};
+  return sizes[dtype];
+}
+
+int64_t hla_num_elements(const HlaTensorInfo *t) {
+  int64_t n = 1;
+  for (int d = 0; d < t->rank; ++d)
+    n *= t->shape[d];
+  return n;
+}
+
 #ifndef HLA_RUNTIME_NO_MAIN
 // Everything below serves the executables' main only.
 
@@ -187,16 +184,10 @@ static const char *dtypeName(int dtype) {
   return names[dtype];
 }
 
-static size_t dtypeSize(int dtype) {
-  static const size_t sizes[] = {4, 2, 2, 8, 4, 8};
-  return sizes[dtype];
-}
+static size_t dtypeSize(int dtype) { return (size_t)hla_dtype_size(dtype); }
 
 static int64_t numElements(const HlaTensorInfo *t) {
-  int64_t n = 1;
-  for (int d = 0; d < t->rank; ++d)
-    n *= t->shape[d];
-  return n;
+  return hla_num_elements(t);
 }
 
 static void formatShape(const HlaTensorInfo *t, char *buffer, size_t size) {
@@ -494,6 +485,26 @@ static int convertInput(const NpyArray *array, const HlaTensorInfo *t,
 extern void hla_entry(void *const *inputs, void *const *outputs);
 extern const char hla_entry_signature[];
 
+// CPU entries take the host buffers; a device runtime overrides these.
+__attribute__((weak)) void hla_runtime_prepare(const HlaSignature *sig,
+                                               void **hostInputs,
+                                               void **hostOutputs,
+                                               void **entryInputs,
+                                               void **entryOutputs) {
+  for (int i = 0; i < sig->numInputs; ++i)
+    entryInputs[i] = hostInputs[i];
+  for (int j = 0; j < sig->numOutputs; ++j)
+    entryOutputs[j] = hostOutputs[j];
+}
+
+__attribute__((weak)) void hla_runtime_finish(const HlaSignature *sig,
+                                              void **entryOutputs,
+                                              void **hostOutputs) {
+  (void)sig;
+  (void)entryOutputs;
+  (void)hostOutputs;
+}
+
 static double nowMs(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -615,12 +626,14 @@ int main(int argc, char **argv) {
     memset(outputs[j], 0xff, bytes);
   }
 
+  void *entryInputs[64], *entryOutputs[64];
+  hla_runtime_prepare(&sig, inputs, outputs, entryInputs, entryOutputs);
   if (bench) {
-    hla_entry(inputs, outputs); // warm-up
+    hla_entry(entryInputs, entryOutputs); // warm-up
     double *times = (double *)malloc(sizeof(double) * bench);
     for (int r = 0; r < bench; ++r) {
       double start = nowMs();
-      hla_entry(inputs, outputs);
+      hla_entry(entryInputs, entryOutputs);
       times[r] = nowMs() - start;
     }
     qsort(times, bench, sizeof(double), compareDoubles);
@@ -629,8 +642,9 @@ int main(int argc, char **argv) {
     printf("median_ms=%.4f min_ms=%.4f runs=%d\n", median, times[0], bench);
     free(times);
   } else {
-    hla_entry(inputs, outputs);
+    hla_entry(entryInputs, entryOutputs);
   }
+  hla_runtime_finish(&sig, entryOutputs, outputs);
 
   if (outDir) {
     if (mkdir(outDir, 0777) && errno != EEXIST) {

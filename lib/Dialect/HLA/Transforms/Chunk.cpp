@@ -556,8 +556,10 @@ public:
   LogicalResult rewriteFused(std::string &error);
 
 private:
-  /// Shapes, operands, the constant tiles and (packed) the slot table.
-  void prepare(OpBuilder &b, OpBuilder &hoist, Location loc);
+  /// Shapes, chunk counts and the token operands of every input.
+  void prepareShapes();
+  /// The constant tiles (at `hoist`) and, packed, the slot table (at `b`).
+  void prepareTiles(OpBuilder &b, OpBuilder &hoist, Location loc);
   /// Builds the slot table of packed sequences: per chunk slot its start
   /// token and length (0 for unused slots), and per sequence the offset of
   /// its first slot (N + 1 entries, the last one the number of used slots).
@@ -611,7 +613,7 @@ private:
   Value cuSeqlens, slotStart, slotLength, chunkOffsets;
 };
 
-void ChunkRewriter::prepare(OpBuilder &b, OpBuilder &hoist, Location loc) {
+void ChunkRewriter::prepareShapes() {
   SegmentOp segment = info.segment;
   ReadoutOp readout = info.readout;
   carried = spec.getCarryComponents();
@@ -638,10 +640,6 @@ void ChunkRewriter::prepare(OpBuilder &b, OpBuilder &hoist, Location loc) {
   for (auto [i, input] : llvm::enumerate(spec.getReadoutInputs()))
     operandOfInput[input] = readout.getInputs()[i];
 
-  // Constant tiles are built before the whole chain (they have no operands)
-  // so that every chunk loop can use them.
-  decay = std::make_unique<DecayTiles>(hoist, loc, chunk, plan.gamma);
-
   // Packed sequences: chunks never straddle a sequence boundary, so each
   // sequence gets ceil(len / c) chunk slots; a table built at run time maps
   // slot -> (start token, length) and gives the scan its per-sequence chunk
@@ -651,9 +649,16 @@ void ChunkRewriter::prepare(OpBuilder &b, OpBuilder &hoist, Location loc) {
   if (cuSeqlens) {
     sequences = cast<RankedTensorType>(cuSeqlens.getType()).getDimSize(0) - 1;
     numChunks += sequences;
+  }
+}
+
+void ChunkRewriter::prepareTiles(OpBuilder &b, OpBuilder &hoist,
+                                 Location loc) {
+  // Constant tiles are built once, ahead of the chunk loops that use them.
+  decay = std::make_unique<DecayTiles>(hoist, loc, chunk, plan.gamma);
+  if (cuSeqlens)
     std::tie(slotStart, slotLength, chunkOffsets) =
         buildChunkTable(b, loc, cuSeqlens, sequences, numChunks);
-  }
 }
 
 std::tuple<Value, Value, Value>
@@ -934,7 +939,8 @@ LogicalResult ChunkRewriter::rewritePhased(std::string &error) {
   OpBuilder b(readout);
   OpBuilder hoist(segment);
   Type f32 = b.getF32Type();
-  prepare(b, hoist, loc);
+  prepareShapes();
+  prepareTiles(b, hoist, loc);
 
   // Phase 1: chunk summaries of every component.
   llvm::SmallVector<Value> summaryInits;
@@ -1062,9 +1068,8 @@ LogicalResult ChunkRewriter::rewriteFused(std::string &error) {
   SegmentOp segment = info.segment;
   Location loc = readout.getLoc();
   OpBuilder b(readout);
-  OpBuilder hoist(segment);
   Type f32 = b.getF32Type();
-  prepare(b, hoist, loc);
+  prepareShapes();
 
   RankedTensorType outType = readout.getOutput().getType();
   Type outElement = outType.getElementType();
@@ -1093,6 +1098,10 @@ LogicalResult ChunkRewriter::rewriteFused(std::string &error) {
   Block *body = loop.getBody();
   b.setInsertionPointToStart(body);
   Value si = body->getArgument(0), hi = body->getArgument(1);
+  // Everything the chunk loop needs is built inside the (sequence, head)
+  // loop, so that its body is self-contained: a GPU kernel's thread block
+  // builds its own masks and slot table instead of reading the host's.
+  prepareTiles(b, b, loc);
   Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
   Value c1 = arith::ConstantIndexOp::create(b, loc, 1);
 

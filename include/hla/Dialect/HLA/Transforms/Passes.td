@@ -273,4 +273,62 @@ def HLAVectorizeTilesPass : Pass<"hla-vectorize-tiles"> {
   ];
 }
 
+def HLAGPUMapChunkLoopsPass : Pass<"hla-gpu-map-chunk-loops",
+                                   "::mlir::func::FuncOp"> {
+  let summary = "Run bufferized (sequence, head) chunk loops as GPU thread blocks";
+  let description = [{
+    Runs after bufferization on the fused chunked form (`hla-chunk
+    form=fused`): every top-level `scf.forall` of a function becomes a
+    `gpu.launch` with one thread block of `threads` threads per iteration
+    (all on grid x, so B·H is not limited to 65,535), and its body becomes
+    the block's program:
+
+    * every `memref.alloc` of the body (chunk tiles, the carried state) is
+      placed in dynamic shared memory; buffers whose lifetimes do not overlap
+      share bytes (first fit over the body's program order);
+    * every linalg op and `memref.copy` is run by the whole thread block:
+      its parallel iterations are spread over the threads (consecutive
+      threads on the innermost parallel dimension), its reductions run
+      inside each thread; a `gpu.barrier` separates it from the code before
+      and after it;
+    * a scalar `memref.store` is done by thread 0; the remaining scalar code
+      (chunk bounds, loop control) runs in every thread.
+
+    The body may read only function arguments and constants from outside.
+    More shared memory than `max-shared-memory` bytes is an error.
+  }];
+  let options = [
+    Option<"threads", "threads", "int64_t", "256",
+           "Threads per block">,
+    Option<"maxSharedMemory", "max-shared-memory", "int64_t", "232448",
+           "Dynamic shared memory a block may use (bytes; sm_90: 227 KiB)">
+  ];
+  let dependentDialects = [
+    "::mlir::gpu::GPUDialect", "::mlir::arith::ArithDialect",
+    "::mlir::affine::AffineDialect", "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect", "::mlir::linalg::LinalgDialect"
+  ];
+}
+
+def HLAGPUFinalizeKernelsPass
+    : Pass<"hla-gpu-finalize-kernels", "::mlir::gpu::GPUModuleOp"> {
+  let summary = "Fix up NVVM kernels: extern dynamic shared memory, occupancy";
+  let description = [{
+    Runs after `convert-gpu-to-nvvm` on each kernel module:
+
+    * MLIR 22 lowers `gpu.dynamic_shared_memory` to an *internal*
+      zero-sized array in address space 3, which LLVM 22's NVPTX back end
+      emits as a one-byte `.shared` variable rather than as
+      `.extern .shared .b8 x[]` — every buffer carved out of it would
+      overlap whatever the assembler places next. Such globals get external
+      linkage and 1024-byte alignment (what 128-byte swizzled tiles need),
+      which makes them the dynamic shared memory window.
+    * Kernels get `nvvm.minctasm = 1` (`.minnctapersm 1`): a chunk loop's
+      thread block holds most of an SM's shared memory, so only one is
+      resident, and without the hint ptxas assumes four per SM for a
+      256-thread block and caps registers at 64, spilling.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 #endif // HLA_DIALECT_HLA_TRANSFORMS_PASSES_TD

@@ -1,0 +1,589 @@
+//===- GPUMapChunkLoops.cpp - Chunk loops as GPU thread blocks ----*- C++ -*-===//
+//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// hla-gpu-map-chunk-loops turns the bufferized fused chunked form
+//
+//   scf.forall (%seq, %head) in (N, H) {      // one (sequence, head)
+//     %S = memref.alloc() : memref<64x64xf32> // carried state, tiles
+//     scf.for %chunk ... {
+//       linalg.generic ... ins(...) outs(...) // chunk math on tiles
+//       memref.copy ...                        // token tiles in, rows out
+//     }
+//   }
+//
+// into a gpu.launch whose thread blocks are the forall's iterations. The
+// body becomes one thread block's program: its buffers live in dynamic
+// shared memory (packed by lifetime), every linalg op and copy is shared
+// out over the block's threads between barriers, and scalar code runs in
+// every thread. This is the straightforward SIMT schedule of the chunked
+// form; tensor-core contractions replace the distributed reductions in a
+// later step.
+//
+// hla-gpu-finalize-kernels patches the LLVM global that
+// gpu.dynamic_shared_memory lowers to and sets the kernels' occupancy hint
+// (see Passes.td).
+//
+//===----------------------------------------------------------------------===//
+
+#include "hla/Dialect/HLA/Transforms/Passes.h"
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/PatternMatch.h"
+
+#include "llvm/ADT/DenseMap.h"
+
+namespace mlir::hla {
+#define GEN_PASS_DEF_HLAGPUMAPCHUNKLOOPSPASS
+#define GEN_PASS_DEF_HLAGPUFINALIZEKERNELSPASS
+#include "hla/Dialect/HLA/Transforms/Passes.h.inc"
+} // namespace mlir::hla
+
+using namespace mlir;
+using namespace mlir::hla;
+
+namespace {
+
+/// Shared-memory buffers start on 128-byte boundaries: enough for vector
+/// accesses and for the 128-byte swizzle patterns of tensor-core tiles.
+constexpr int64_t kSharedAlignment = 128;
+
+static gpu::AddressSpaceAttr workgroupSpace(MLIRContext *ctx) {
+  return gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+}
+
+/// `type` moved to workgroup memory.
+static MemRefType inWorkgroup(MemRefType type) {
+  return MemRefType::get(type.getShape(), type.getElementType(),
+                         type.getLayout(),
+                         workgroupSpace(type.getContext()));
+}
+
+static int64_t byteSize(MemRefType type) {
+  int64_t bits = type.getElementTypeBitWidth();
+  return (type.getNumElements() * bits + 7) / 8;
+}
+
+class ChunkLoopMapper {
+public:
+  ChunkLoopMapper(scf::ForallOp forall, int64_t threads, int64_t maxShared)
+      : forall(forall), threads(threads), maxShared(maxShared) {}
+
+  LogicalResult run();
+
+private:
+  LogicalResult checkForall();
+  gpu::LaunchOp createLaunch();
+  LogicalResult placeInSharedMemory(gpu::LaunchOp launch);
+  LogicalResult distribute(gpu::LaunchOp launch);
+  LogicalResult distributeGeneric(linalg::GenericOp op);
+  void guardScalarStore(memref::StoreOp op);
+
+  scf::ForallOp forall;
+  int64_t threads;
+  int64_t maxShared;
+  Value threadId, numThreads;
+};
+
+LogicalResult ChunkLoopMapper::checkForall() {
+  if (!forall.getOutputs().empty())
+    return forall.emitOpError(
+        "hla-gpu-map-chunk-loops: expected a bufferized loop (no shared "
+        "outputs)");
+  for (auto [lb, ub, step] :
+       llvm::zip(forall.getMixedLowerBound(), forall.getMixedUpperBound(),
+                 forall.getMixedStep())) {
+    std::optional<int64_t> l = getConstantIntValue(lb),
+                           u = getConstantIntValue(ub),
+                           s = getConstantIntValue(step);
+    if (!l || !u || !s || *l != 0 || *s != 1)
+      return forall.emitOpError(
+          "hla-gpu-map-chunk-loops: expected static bounds from 0, step 1");
+  }
+  // A kernel can take function arguments (buffers in device memory, and
+  // scalars) and constants from outside; anything else would be host data.
+  Region &body = forall.getRegion();
+  WalkResult walk = forall.getBody()->walk([&](Operation *op) {
+    for (Value operand : op->getOperands()) {
+      if (body.isAncestor(operand.getParentRegion()))
+        continue;
+      if (auto arg = dyn_cast<BlockArgument>(operand))
+        if (isa<FunctionOpInterface>(arg.getOwner()->getParentOp()))
+          continue;
+      Operation *def = operand.getDefiningOp();
+      if (def && def->hasTrait<OpTrait::ConstantLike>())
+        continue;
+      op->emitOpError("hla-gpu-map-chunk-loops: the chunk loop reads a value "
+                      "computed outside it")
+              .attachNote(operand.getLoc())
+          << "defined here; a GPU kernel can only take function arguments "
+             "and constants";
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return failure(walk.wasInterrupted());
+}
+
+gpu::LaunchOp ChunkLoopMapper::createLaunch() {
+  OpBuilder b(forall);
+  Location loc = forall.getLoc();
+  llvm::SmallVector<int64_t> bounds;
+  int64_t blocks = 1;
+  for (OpFoldResult ub : forall.getMixedUpperBound()) {
+    bounds.push_back(*getConstantIntValue(ub));
+    blocks *= bounds.back();
+  }
+  auto index = [&](int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(b, loc, v);
+  };
+  Value one = index(1);
+  Value sharedBytes = arith::ConstantIntOp::create(b, loc, 0, 32);
+  auto launch = gpu::LaunchOp::create(b, loc, index(blocks), one, one,
+                                      index(threads), one, one, sharedBytes);
+  Block &entry = launch.getBody().front();
+  b.setInsertionPointToStart(&entry);
+  gpu::TerminatorOp::create(b, loc);
+  b.setInsertionPointToStart(&entry);
+
+  // The forall's induction variables, row-major from the block index.
+  Value linear = launch.getBlockIds().x;
+  llvm::SmallVector<Value> ivs(bounds.size());
+  for (size_t d = bounds.size(); d-- > 0;) {
+    if (d == 0) {
+      ivs[d] = linear;
+      break;
+    }
+    Value size = index(bounds[d]);
+    ivs[d] = arith::RemUIOp::create(b, loc, linear, size);
+    linear = arith::DivUIOp::create(b, loc, linear, size);
+  }
+  threadId = launch.getThreadIds().x;
+  numThreads = launch.getBlockSizeX();
+
+  // Move the body over.
+  Block *body = forall.getBody();
+  for (auto [arg, iv] : llvm::zip(body->getArguments(), ivs))
+    arg.replaceAllUsesWith(iv);
+  Operation *terminator = entry.getTerminator();
+  for (Operation &op : llvm::make_early_inc_range(body->without_terminator()))
+    op.moveBefore(terminator);
+  return launch;
+}
+
+/// The position of every op under `root` in a pre-order walk, and the
+/// position of the last op nested in it.
+struct ProgramOrder {
+  llvm::DenseMap<Operation *, int64_t> begin, end;
+
+  explicit ProgramOrder(Operation *root) {
+    int64_t counter = 0;
+    root->walk<WalkOrder::PreOrder>([&](Operation *op) {
+      begin[op] = counter++;
+    });
+    root->walk<WalkOrder::PostOrder>([&](Operation *op) {
+      int64_t last = begin[op];
+      for (Region &r : op->getRegions())
+        for (Block &b : r)
+          for (Operation &nested : b)
+            last = std::max(last, end[&nested]);
+      end[op] = last;
+    });
+  }
+};
+
+/// Every user of `value`, through view-like ops.
+static void collectUsers(Value value, llvm::SmallVectorImpl<Operation *> &out) {
+  for (OpOperand &use : value.getUses()) {
+    Operation *user = use.getOwner();
+    out.push_back(user);
+    if (isa<ViewLikeOpInterface>(user))
+      for (Value result : user->getResults())
+        collectUsers(result, out);
+  }
+}
+
+/// Moves the results of view-like users of `value` (recursively) to
+/// workgroup memory, now that `value` is there.
+static LogicalResult retypeViews(Value value) {
+  for (Operation *user : value.getUsers()) {
+    if (!isa<ViewLikeOpInterface>(user))
+      continue;
+    if (!isa<memref::SubViewOp, memref::CastOp, memref::ExpandShapeOp,
+             memref::CollapseShapeOp, memref::ReinterpretCastOp>(user))
+      return user->emitOpError(
+          "hla-gpu-map-chunk-loops: cannot move this view of a chunk buffer "
+          "to shared memory");
+    for (Value result : user->getResults()) {
+      auto type = dyn_cast<MemRefType>(result.getType());
+      if (!type)
+        continue;
+      result.setType(inWorkgroup(type));
+      if (failed(retypeViews(result)))
+        return failure();
+    }
+  }
+  return success();
+}
+
+LogicalResult ChunkLoopMapper::placeInSharedMemory(gpu::LaunchOp launch) {
+  Block &entry = launch.getBody().front();
+  llvm::SmallVector<memref::AllocOp> allocs;
+  launch.getBody().walk([&](memref::AllocOp op) { allocs.push_back(op); });
+
+  ProgramOrder order(launch);
+  struct Interval {
+    memref::AllocOp alloc;
+    int64_t first, last, bytes, offset = -1;
+  };
+  llvm::SmallVector<Interval> intervals;
+  for (memref::AllocOp alloc : allocs) {
+    MemRefType type = alloc.getType();
+    if (!type.hasStaticShape() || !type.getLayout().isIdentity())
+      return alloc.emitOpError("hla-gpu-map-chunk-loops: chunk buffers must "
+                               "have a static shape and identity layout");
+    // A buffer lives from its allocation to its last use, where a use
+    // nested in a loop that the allocation is outside of counts as the
+    // whole loop (the next iteration reads it again).
+    Block *home = alloc->getBlock();
+    int64_t first = order.begin[alloc], last = first;
+    llvm::SmallVector<Operation *> users;
+    collectUsers(alloc.getResult(), users);
+    for (Operation *user : users) {
+      if (isa<memref::DeallocOp>(user))
+        continue;
+      Operation *anchor = home->findAncestorOpInBlock(*user);
+      if (!anchor)
+        return user->emitOpError("hla-gpu-map-chunk-loops: a chunk buffer is "
+                                 "used outside the block that allocates it");
+      last = std::max(last, order.end[anchor]);
+    }
+    intervals.push_back({alloc, first, last, byteSize(type)});
+  }
+
+  // First fit, largest buffers first, against the buffers already placed
+  // whose lifetimes overlap.
+  llvm::SmallVector<Interval *> bySize;
+  for (Interval &i : intervals)
+    bySize.push_back(&i);
+  llvm::sort(bySize, [](Interval *a, Interval *b) {
+    return a->bytes != b->bytes ? a->bytes > b->bytes : a->first < b->first;
+  });
+  int64_t total = 0;
+  llvm::SmallVector<Interval *> placed;
+  for (Interval *cur : bySize) {
+    llvm::SmallVector<std::pair<int64_t, int64_t>> busy;
+    for (Interval *p : placed)
+      if (p->first <= cur->last && cur->first <= p->last)
+        busy.push_back({p->offset, p->offset + p->bytes});
+    llvm::sort(busy);
+    int64_t offset = 0;
+    for (auto [lo, hi] : busy) {
+      if (offset + cur->bytes <= lo)
+        break;
+      offset = std::max<int64_t>(offset, llvm::alignTo(hi, kSharedAlignment));
+    }
+    cur->offset = offset;
+    total = std::max(total, offset + cur->bytes);
+    placed.push_back(cur);
+  }
+  if (total > maxShared)
+    return launch.emitOpError("hla-gpu-map-chunk-loops: the chunk loop needs ")
+           << total << " bytes of shared memory for its tiles and state, more "
+           << "than the " << maxShared
+           << " a thread block may use (use a smaller chunk size)";
+
+  OpBuilder b(&entry, entry.begin());
+  Location loc = launch.getLoc();
+  auto window = gpu::DynamicSharedMemoryOp::create(
+      b, loc,
+      MemRefType::get({ShapedType::kDynamic}, b.getI8Type(), AffineMap(),
+                      workgroupSpace(b.getContext())));
+  for (Interval &i : intervals) {
+    b.setInsertionPoint(i.alloc);
+    Value offset = arith::ConstantIndexOp::create(b, loc, i.offset);
+    auto view = memref::ViewOp::create(b, i.alloc.getLoc(),
+                                       inWorkgroup(i.alloc.getType()), window,
+                                       offset, ValueRange{});
+    for (Operation *user : llvm::to_vector(i.alloc->getUsers()))
+      if (isa<memref::DeallocOp>(user))
+        user->erase();
+    i.alloc.getResult().replaceAllUsesWith(view.getResult());
+    i.alloc.erase();
+    if (failed(retypeViews(view.getResult())))
+      return failure();
+  }
+  OpBuilder top(launch);
+  Value bytes = arith::ConstantIntOp::create(top, loc, total, 32);
+  launch.getDynamicSharedMemorySizeMutable().assign(bytes);
+  return success();
+}
+
+/// Emits a barrier before `op` unless one is already there.
+static void barrierBefore(Operation *op) {
+  if (Operation *prev = op->getPrevNode())
+    if (isa<gpu::BarrierOp>(prev))
+      return;
+  OpBuilder b(op);
+  gpu::BarrierOp::create(b, op->getLoc());
+}
+
+static void barrierAfter(Operation *op) {
+  if (Operation *next = op->getNextNode())
+    if (isa<gpu::BarrierOp>(next))
+      return;
+  OpBuilder b(op->getContext());
+  b.setInsertionPointAfter(op);
+  gpu::BarrierOp::create(b, op->getLoc());
+}
+
+LogicalResult ChunkLoopMapper::distributeGeneric(linalg::GenericOp op) {
+  if (!op.hasPureBufferSemantics())
+    return op.emitOpError("hla-gpu-map-chunk-loops: expected buffers");
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  barrierBefore(op);
+
+  // The iteration space: parallel dimensions over the threads, reductions
+  // in each thread.
+  llvm::SmallVector<Range> ranges =
+      cast<linalg::LinalgOp>(op.getOperation()).createLoopRanges(b, loc);
+  llvm::SmallVector<unsigned> parallel, reduction;
+  for (auto [d, kind] : llvm::enumerate(op.getIteratorTypesArray()))
+    (kind == utils::IteratorType::parallel ? parallel : reduction)
+        .push_back(d);
+  auto size = [&](unsigned d) {
+    return getValueOrCreateConstantIndexOp(b, loc, ranges[d].size);
+  };
+  Value count = arith::ConstantIndexOp::create(b, loc, 1);
+  for (unsigned d : parallel)
+    count = arith::MulIOp::create(b, loc, count, size(d));
+
+  unsigned numLoops = op.getNumLoops();
+  auto loop = scf::ForOp::create(b, loc, threadId, count, numThreads);
+  b.setInsertionPointToStart(loop.getBody());
+  llvm::SmallVector<Value> ivs(numLoops);
+  Value linear = loop.getInductionVar();
+  for (size_t i = parallel.size(); i-- > 0;) {
+    unsigned d = parallel[i];
+    if (i == 0) {
+      ivs[d] = linear;
+      break;
+    }
+    Value s = size(d);
+    ivs[d] = arith::RemUIOp::create(b, loc, linear, s);
+    linear = arith::DivUIOp::create(b, loc, linear, s);
+  }
+
+  auto indicesOf = [&](OpBuilder &nb, AffineMap map) {
+    // Dimensions without a value yet (reductions, before their loop) do
+    // not occur in the maps of outputs; they get a placeholder.
+    llvm::SmallVector<Value> operands;
+    for (Value iv : ivs)
+      operands.push_back(iv ? iv
+                            : Value(arith::ConstantIndexOp::create(nb, loc, 0)));
+    llvm::SmallVector<Value> indices;
+    for (AffineExpr e : map.getResults())
+      indices.push_back(affine::makeComposedAffineApply(
+                            nb, loc, AffineMap::get(map.getNumDims(), 0, e),
+                            getAsOpFoldResult(operands))
+                            .getResult());
+    return indices;
+  };
+
+  // Body: the generic's region with loads for its inputs and the current
+  // output values as the accumulators.
+  Block &region = op.getRegion().front();
+  auto emitBody = [&](OpBuilder &nb, ValueRange accumulators) {
+    IRMapping map;
+    for (OpOperand *input : op.getDpsInputOperands()) {
+      BlockArgument arg = op.getMatchingBlockArgument(input);
+      if (arg.use_empty())
+        continue;
+      Value value = input->get();
+      if (isa<MemRefType>(value.getType()))
+        value = memref::LoadOp::create(
+            nb, loc, value, indicesOf(nb, op.getMatchingIndexingMap(input)));
+      map.map(arg, value);
+    }
+    for (auto [init, acc] : llvm::zip(op.getDpsInitsMutable(), accumulators))
+      map.map(op.getMatchingBlockArgument(&init), acc);
+    for (Operation &inner : region.without_terminator()) {
+      if (auto index = dyn_cast<linalg::IndexOp>(inner)) {
+        map.map(index.getResult(), ivs[index.getDim()]);
+        continue;
+      }
+      nb.clone(inner, map);
+    }
+    auto yield = cast<linalg::YieldOp>(region.getTerminator());
+    llvm::SmallVector<Value> results;
+    for (Value v : yield.getValues())
+      results.push_back(map.lookupOrDefault(v));
+    return results;
+  };
+
+  // Current values of the outputs (only where the body reads them).
+  llvm::SmallVector<Value> accumulators;
+  for (OpOperand &init : op.getDpsInitsMutable()) {
+    BlockArgument arg = op.getMatchingBlockArgument(&init);
+    if (arg.use_empty() && reduction.empty()) {
+      accumulators.push_back(Value());
+      continue;
+    }
+    accumulators.push_back(memref::LoadOp::create(
+        b, loc, init.get(), indicesOf(b, op.getMatchingIndexingMap(&init))));
+  }
+
+  llvm::SmallVector<Value> results;
+  if (reduction.empty()) {
+    results = emitBody(b, accumulators);
+  } else {
+    // Nested reduction loops carrying the accumulators.
+    std::function<llvm::SmallVector<Value>(OpBuilder &, size_t, ValueRange)>
+        nest = [&](OpBuilder &nb, size_t level,
+                   ValueRange accs) -> llvm::SmallVector<Value> {
+      if (level == reduction.size())
+        return emitBody(nb, accs);
+      unsigned d = reduction[level];
+      Value lb = getValueOrCreateConstantIndexOp(nb, loc, ranges[d].offset);
+      Value ub = getValueOrCreateConstantIndexOp(nb, loc, ranges[d].size);
+      Value step = getValueOrCreateConstantIndexOp(nb, loc, ranges[d].stride);
+      auto inner = scf::ForOp::create(
+          nb, loc, lb, ub, step, accs,
+          [&](OpBuilder &ib, Location, Value iv, ValueRange iter) {
+            ivs[d] = iv;
+            scf::YieldOp::create(ib, loc, nest(ib, level + 1, iter));
+          });
+      return llvm::SmallVector<Value>(inner.getResults());
+    };
+    results = nest(b, 0, accumulators);
+  }
+  for (auto [init, value] : llvm::zip(op.getDpsInitsMutable(), results))
+    memref::StoreOp::create(b, loc, value, init.get(),
+                            indicesOf(b, op.getMatchingIndexingMap(&init)));
+
+  barrierAfter(loop);
+  op.erase();
+  return success();
+}
+
+void ChunkLoopMapper::guardScalarStore(memref::StoreOp op) {
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  barrierBefore(op);
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value first =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, threadId, zero);
+  auto guard = scf::IfOp::create(b, loc, first, /*withElseRegion=*/false);
+  op->moveBefore(guard.thenBlock()->getTerminator());
+  barrierAfter(guard);
+}
+
+LogicalResult ChunkLoopMapper::distribute(gpu::LaunchOp launch) {
+  // Named ops and copies become generics first.
+  llvm::SmallVector<Operation *> named;
+  launch.getBody().walk([&](Operation *op) {
+    if (isa<memref::CopyOp>(op) ||
+        (isa<linalg::LinalgOp>(op) && !isa<linalg::GenericOp>(op)))
+      named.push_back(op);
+  });
+  IRRewriter rewriter(launch.getContext());
+  for (Operation *op : named) {
+    if (auto copy = dyn_cast<memref::CopyOp>(op)) {
+      rewriter.setInsertionPoint(copy);
+      auto linalgCopy = linalg::CopyOp::create(rewriter, copy.getLoc(),
+                                               copy.getSource(),
+                                               copy.getTarget());
+      rewriter.eraseOp(copy);
+      op = linalgCopy;
+    }
+    rewriter.setInsertionPoint(op);
+    if (failed(linalg::generalizeNamedOp(rewriter, cast<linalg::LinalgOp>(op))))
+      return op->emitOpError("hla-gpu-map-chunk-loops: cannot generalize");
+  }
+
+  llvm::SmallVector<linalg::GenericOp> generics;
+  llvm::SmallVector<memref::StoreOp> stores;
+  launch.getBody().walk([&](Operation *op) {
+    if (auto g = dyn_cast<linalg::GenericOp>(op))
+      generics.push_back(g);
+    else if (auto s = dyn_cast<memref::StoreOp>(op))
+      stores.push_back(s);
+  });
+  // Stores that are not inside a generic are scalar updates of the block's
+  // program (tensor.from_elements, tensor.insert).
+  for (memref::StoreOp s : stores)
+    guardScalarStore(s);
+  for (linalg::GenericOp g : generics)
+    if (failed(distributeGeneric(g)))
+      return failure();
+  return success();
+}
+
+LogicalResult ChunkLoopMapper::run() {
+  if (failed(checkForall()))
+    return failure();
+  gpu::LaunchOp launch = createLaunch();
+  forall.erase();
+  if (failed(placeInSharedMemory(launch)))
+    return failure();
+  return distribute(launch);
+}
+
+struct HLAGPUMapChunkLoopsPass
+    : public hla::impl::HLAGPUMapChunkLoopsPassBase<HLAGPUMapChunkLoopsPass> {
+  using HLAGPUMapChunkLoopsPassBase::HLAGPUMapChunkLoopsPassBase;
+
+  void runOnOperation() override {
+    if (threads < 32 || threads > 1024 || threads % 32 != 0) {
+      getOperation().emitError()
+          << "hla-gpu-map-chunk-loops: threads must be a multiple of 32 "
+             "between 32 and 1024, got "
+          << int64_t(threads);
+      return signalPassFailure();
+    }
+    llvm::SmallVector<scf::ForallOp> loops;
+    for (Operation &op : getOperation().getBody().getOps())
+      if (auto forall = dyn_cast<scf::ForallOp>(op))
+        loops.push_back(forall);
+    for (scf::ForallOp forall : loops)
+      if (failed(ChunkLoopMapper(forall, threads, maxSharedMemory).run()))
+        return signalPassFailure();
+  }
+};
+
+struct HLAGPUFinalizeKernelsPass
+    : public hla::impl::HLAGPUFinalizeKernelsPassBase<
+          HLAGPUFinalizeKernelsPass> {
+  void runOnOperation() override {
+    MLIRContext *ctx = &getContext();
+    getOperation().walk([&](LLVM::LLVMFuncOp func) {
+      if (func->hasAttr(NVVM::NVVMDialect::getKernelFuncAttrName()) &&
+          !func->hasAttr(NVVM::NVVMDialect::getMinctasmAttrName()))
+        func->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(),
+                      IntegerAttr::get(IntegerType::get(ctx, 32), 1));
+    });
+    getOperation().walk([&](LLVM::GlobalOp global) {
+      auto array = dyn_cast<LLVM::LLVMArrayType>(global.getGlobalType());
+      if (!array || array.getNumElements() != 0 ||
+          global.getAddrSpace() !=
+              static_cast<unsigned>(NVVM::NVVMMemorySpace::Shared))
+        return;
+      global.setLinkage(LLVM::Linkage::External);
+      global.setAlignment(1024);
+    });
+  }
+};
+
+} // namespace

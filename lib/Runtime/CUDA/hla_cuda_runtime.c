@@ -1,0 +1,458 @@
+//===- hla_cuda_runtime.c - Runtime of hla's CUDA artefacts -------*- C -*-===//
+//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// Linked into every artefact `hla-opt --hla-target=cuda` produces. It
+// implements, over the CUDA driver API, the `mgpu*` functions that MLIR's
+// gpu-to-llvm host code calls (module loading, kernel launches, streams,
+// events, memory), with the signatures MLIR 22.1 emits, plus what hla adds:
+// the stream its launches use (hla_cuda_set_stream) and the hooks through
+// which an executable's main moves its inputs to the device.
+//
+// libcuda is opened with dlopen on first use, so that an artefact loads on a
+// machine without a driver and says so when it is called. Plain C: an
+// artefact depends on libc, libdl and the driver only. A failed driver call
+// prints "error: CUDA ..." and exits with status 2 — the C ABI of the
+// generated functions has no error channel.
+//
+//===----------------------------------------------------------------------===//
+
+#define _GNU_SOURCE
+
+#include "../hla_runtime.h"
+
+#include <cuda.h>
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+//===----------------------------------------------------------------------===//
+// The driver, opened at run time
+//===----------------------------------------------------------------------===//
+
+// The driver entry points this runtime uses, as pointers filled by dlsym.
+// Versioned names (cuMemAlloc is cuMemAlloc_v2 in cuda.h) are looked up by
+// the name the header maps them to.
+#define HLA_CUDA_FUNCTIONS(X)                                                  \
+  X(cuInit, (unsigned int))                                                    \
+  X(cuGetErrorName, (CUresult, const char **))                                 \
+  X(cuGetErrorString, (CUresult, const char **))                               \
+  X(cuDeviceGet, (CUdevice *, int))                                            \
+  X(cuDeviceGetAttribute, (int *, CUdevice_attribute, CUdevice))               \
+  X(cuDevicePrimaryCtxRetain, (CUcontext *, CUdevice))                         \
+  X(cuCtxSetCurrent, (CUcontext))                                              \
+  X(cuModuleLoadData, (CUmodule *, const void *))                              \
+  X(cuModuleLoadDataEx, (CUmodule *, const void *, unsigned int,               \
+                         CUjit_option *, void **))                             \
+  X(cuModuleUnload, (CUmodule))                                                \
+  X(cuModuleGetFunction, (CUfunction *, CUmodule, const char *))               \
+  X(cuFuncSetAttribute, (CUfunction, CUfunction_attribute, int))               \
+  X(cuLaunchKernel, (CUfunction, unsigned int, unsigned int, unsigned int,     \
+                     unsigned int, unsigned int, unsigned int, unsigned int,   \
+                     CUstream, void **, void **))                              \
+  X(cuLaunchKernelEx, (const CUlaunchConfig *, CUfunction, void **, void **))  \
+  X(cuStreamCreate, (CUstream *, unsigned int))                                \
+  X(cuStreamDestroy, (CUstream))                                               \
+  X(cuStreamSynchronize, (CUstream))                                           \
+  X(cuStreamWaitEvent, (CUstream, CUevent, unsigned int))                      \
+  X(cuEventCreate, (CUevent *, unsigned int))                                  \
+  X(cuEventDestroy, (CUevent))                                                 \
+  X(cuEventRecord, (CUevent, CUstream))                                        \
+  X(cuEventSynchronize, (CUevent))                                             \
+  X(cuMemAlloc, (CUdeviceptr *, size_t))                                       \
+  X(cuMemAllocManaged, (CUdeviceptr *, size_t, unsigned int))                  \
+  X(cuMemFree, (CUdeviceptr))                                                  \
+  X(cuMemcpyAsync, (CUdeviceptr, CUdeviceptr, size_t, CUstream))               \
+  X(cuMemcpyHtoD, (CUdeviceptr, const void *, size_t))                         \
+  X(cuMemcpyDtoH, (void *, CUdeviceptr, size_t))                               \
+  X(cuMemsetD32Async, (CUdeviceptr, unsigned int, size_t, CUstream))           \
+  X(cuMemsetD16Async, (CUdeviceptr, unsigned short, size_t, CUstream))         \
+  X(cuCtxSynchronize, (void))                                                  \
+  X(cuTensorMapEncodeTiled,                                                    \
+    (CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *,                   \
+     const cuuint64_t *, const cuuint64_t *, const cuuint32_t *,               \
+     const cuuint32_t *, CUtensorMapInterleave, CUtensorMapSwizzle,            \
+     CUtensorMapL2promotion, CUtensorMapFloatOOBfill))
+
+#define HLA_DECLARE_POINTER(name, params) static CUresult(*p_##name) params;
+HLA_CUDA_FUNCTIONS(HLA_DECLARE_POINTER)
+#undef HLA_DECLARE_POINTER
+
+static pthread_once_t driverOnce = PTHREAD_ONCE_INIT;
+static const char *driverError = NULL;
+static int defaultDevice = 0;
+static CUcontext context = NULL;
+static CUdevice device = 0;
+
+static void fail(const char *what, const char *detail) {
+  char message[512];
+  snprintf(message, sizeof(message), "CUDA: %s: %s", what, detail);
+  hla_abort(message);
+}
+
+// The stringified macro name is the symbol: cuda.h maps cuMemAlloc to
+// cuMemAlloc_v2 and so on, so expanding the name first gives the versioned
+// symbol the driver exports.
+#define HLA_STRINGIFY_EXPANDED(x) HLA_STRINGIFY(x)
+#define HLA_STRINGIFY(x) #x
+
+static void openDriver(void) {
+  void *library = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
+  if (!library) {
+    driverError = "cannot load libcuda.so.1 (is an NVIDIA driver installed?)";
+    return;
+  }
+#define HLA_LOOKUP(name, params)                                               \
+  p_##name = (CUresult(*) params)dlsym(library, HLA_STRINGIFY_EXPANDED(name)); \
+  if (!p_##name) {                                                             \
+    driverError = "libcuda.so.1 lacks " HLA_STRINGIFY_EXPANDED(name);          \
+    return;                                                                    \
+  }
+  HLA_CUDA_FUNCTIONS(HLA_LOOKUP)
+#undef HLA_LOOKUP
+  CUresult status = p_cuInit(0);
+  if (status != CUDA_SUCCESS) {
+    driverError = "cuInit failed (no usable GPU?)";
+    return;
+  }
+  if (p_cuDeviceGet(&device, defaultDevice) != CUDA_SUCCESS ||
+      p_cuDevicePrimaryCtxRetain(&context, device) != CUDA_SUCCESS)
+    driverError = "cannot open the primary context of the GPU";
+}
+
+static void check(CUresult status, const char *what) {
+  if (status == CUDA_SUCCESS)
+    return;
+  const char *name = "?", *text = "?";
+  p_cuGetErrorName(status, &name);
+  p_cuGetErrorString(status, &text);
+  char detail[384];
+  snprintf(detail, sizeof(detail), "%s (%s)", name, text);
+  fail(what, detail);
+}
+
+/// Opens the driver once and makes the context current in this thread.
+static void enter(void) {
+  pthread_once(&driverOnce, openDriver);
+  if (driverError)
+    fail("initialisation", driverError);
+  check(p_cuCtxSetCurrent(context), "cuCtxSetCurrent");
+}
+
+//===----------------------------------------------------------------------===//
+// The stream hla's launches use
+//===----------------------------------------------------------------------===//
+
+// MLIR's synchronous launches create a stream, launch, synchronise and
+// destroy it. hla hands out one stream instead: the caller's (e.g. the
+// current PyTorch stream) or one of its own, created once.
+static CUstream userStream = NULL;
+static int haveUserStream = 0;
+static CUstream ownStream = NULL;
+static pthread_mutex_t streamLock = PTHREAD_MUTEX_INITIALIZER;
+
+/// Makes hla's generated code launch on `stream` (a CUstream, 0 for the
+/// legacy default stream); NULL-with-reset goes back to hla's own stream.
+void hla_cuda_set_stream(void *stream, int use) {
+  pthread_mutex_lock(&streamLock);
+  userStream = (CUstream)stream;
+  haveUserStream = use;
+  pthread_mutex_unlock(&streamLock);
+}
+
+static CUstream currentStream(void) {
+  pthread_mutex_lock(&streamLock);
+  CUstream s;
+  if (haveUserStream) {
+    s = userStream;
+  } else {
+    if (!ownStream)
+      check(p_cuStreamCreate(&ownStream, CU_STREAM_NON_BLOCKING),
+            "cuStreamCreate");
+    s = ownStream;
+  }
+  pthread_mutex_unlock(&streamLock);
+  return s;
+}
+
+//===----------------------------------------------------------------------===//
+// mgpu*: what gpu-to-llvm's host code calls (MLIR 22.1 signatures)
+//===----------------------------------------------------------------------===//
+
+void mgpuSetDefaultDevice(int32_t ordinal) { defaultDevice = ordinal; }
+
+void *mgpuModuleLoad(void *data, size_t size) {
+  (void)size; // cubin and fatbin images carry their own size
+  enter();
+  CUmodule module = NULL;
+  check(p_cuModuleLoadData(&module, data), "cuModuleLoadData");
+  return module;
+}
+
+void *mgpuModuleLoadJIT(void *ptx, int optLevel) {
+  enter();
+  CUjit_option options[] = {CU_JIT_OPTIMIZATION_LEVEL};
+  void *values[] = {(void *)(intptr_t)optLevel};
+  CUmodule module = NULL;
+  check(p_cuModuleLoadDataEx(&module, ptx, 1, options, values),
+        "cuModuleLoadDataEx (PTX JIT)");
+  return module;
+}
+
+void mgpuModuleUnload(void *module) {
+  // Runs from a destructor at exit, possibly after the driver is gone.
+  if (context && !driverError)
+    p_cuModuleUnload((CUmodule)module);
+}
+
+// gpu-to-llvm looks the kernel up at every launch; a small cache keeps that
+// off the driver.
+enum { kFunctionCacheSize = 64 };
+static struct {
+  void *module;
+  char name[128];
+  CUfunction function;
+  int sharedBytes; // the dynamic shared memory the function may use
+} functionCache[kFunctionCacheSize];
+static int functionCacheUsed = 0;
+static pthread_mutex_t functionLock = PTHREAD_MUTEX_INITIALIZER;
+
+void *mgpuModuleGetFunction(void *module, const char *name) {
+  enter();
+  pthread_mutex_lock(&functionLock);
+  for (int i = 0; i < functionCacheUsed; ++i)
+    if (functionCache[i].module == module &&
+        !strcmp(functionCache[i].name, name)) {
+      CUfunction f = functionCache[i].function;
+      pthread_mutex_unlock(&functionLock);
+      return f;
+    }
+  CUfunction function = NULL;
+  check(p_cuModuleGetFunction(&function, (CUmodule)module, name),
+        "cuModuleGetFunction");
+  if (functionCacheUsed < kFunctionCacheSize &&
+      strlen(name) < sizeof(functionCache[0].name)) {
+    functionCache[functionCacheUsed].module = module;
+    strcpy(functionCache[functionCacheUsed].name, name);
+    functionCache[functionCacheUsed].function = function;
+    functionCache[functionCacheUsed].sharedBytes = 48 * 1024;
+    ++functionCacheUsed;
+  }
+  pthread_mutex_unlock(&functionLock);
+  return function;
+}
+
+/// Kernels may use more than 48 KiB of dynamic shared memory only after
+/// they opt in.
+static void allowSharedMemory(CUfunction function, int bytes) {
+  if (bytes <= 48 * 1024)
+    return;
+  pthread_mutex_lock(&functionLock);
+  int known = 0;
+  for (int i = 0; i < functionCacheUsed; ++i)
+    if (functionCache[i].function == function) {
+      known = functionCache[i].sharedBytes >= bytes;
+      if (!known)
+        functionCache[i].sharedBytes = bytes;
+    }
+  pthread_mutex_unlock(&functionLock);
+  if (known)
+    return;
+  int optIn = 0;
+  check(p_cuDeviceGetAttribute(
+            &optIn, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+            device),
+        "cuDeviceGetAttribute");
+  if (bytes > optIn) {
+    char detail[160];
+    snprintf(detail, sizeof(detail),
+             "a kernel needs %d bytes of shared memory, the GPU allows %d",
+             bytes, optIn);
+    fail("launch", detail);
+  }
+  check(p_cuFuncSetAttribute(function,
+                             CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                             bytes),
+        "cuFuncSetAttribute");
+}
+
+void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
+                      intptr_t gridZ, intptr_t blockX, intptr_t blockY,
+                      intptr_t blockZ, int32_t sharedBytes, void *stream,
+                      void **params, void **extra, size_t paramsCount) {
+  (void)paramsCount;
+  enter();
+  allowSharedMemory((CUfunction)function, sharedBytes);
+  check(p_cuLaunchKernel((CUfunction)function, (unsigned)gridX,
+                         (unsigned)gridY, (unsigned)gridZ, (unsigned)blockX,
+                         (unsigned)blockY, (unsigned)blockZ,
+                         (unsigned)sharedBytes, (CUstream)stream, params,
+                         extra),
+        "cuLaunchKernel");
+}
+
+void mgpuLaunchClusterKernel(void *function, intptr_t clusterX,
+                             intptr_t clusterY, intptr_t clusterZ,
+                             intptr_t gridX, intptr_t gridY, intptr_t gridZ,
+                             intptr_t blockX, intptr_t blockY, intptr_t blockZ,
+                             int32_t sharedBytes, void *stream, void **params,
+                             void **extra) {
+  enter();
+  allowSharedMemory((CUfunction)function, sharedBytes);
+  CUlaunchAttribute attribute;
+  memset(&attribute, 0, sizeof(attribute));
+  attribute.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+  attribute.value.clusterDim.x = (unsigned)clusterX;
+  attribute.value.clusterDim.y = (unsigned)clusterY;
+  attribute.value.clusterDim.z = (unsigned)clusterZ;
+  CUlaunchConfig config;
+  memset(&config, 0, sizeof(config));
+  config.gridDimX = (unsigned)gridX;
+  config.gridDimY = (unsigned)gridY;
+  config.gridDimZ = (unsigned)gridZ;
+  config.blockDimX = (unsigned)blockX;
+  config.blockDimY = (unsigned)blockY;
+  config.blockDimZ = (unsigned)blockZ;
+  config.sharedMemBytes = (unsigned)sharedBytes;
+  config.hStream = (CUstream)stream;
+  config.attrs = &attribute;
+  config.numAttrs = 1;
+  check(p_cuLaunchKernelEx(&config, (CUfunction)function, params, extra),
+        "cuLaunchKernelEx");
+}
+
+void *mgpuStreamCreate(void) {
+  enter();
+  return currentStream();
+}
+
+void mgpuStreamDestroy(void *stream) {
+  (void)stream; // hla's streams outlive a launch (see currentStream)
+}
+
+void mgpuStreamSynchronize(void *stream) {
+  enter();
+  check(p_cuStreamSynchronize((CUstream)stream), "kernel execution");
+}
+
+void mgpuStreamWaitEvent(void *stream, void *event) {
+  enter();
+  check(p_cuStreamWaitEvent((CUstream)stream, (CUevent)event, 0),
+        "cuStreamWaitEvent");
+}
+
+void *mgpuEventCreate(void) {
+  enter();
+  CUevent event = NULL;
+  check(p_cuEventCreate(&event, CU_EVENT_DISABLE_TIMING), "cuEventCreate");
+  return event;
+}
+
+void mgpuEventDestroy(void *event) {
+  enter();
+  check(p_cuEventDestroy((CUevent)event), "cuEventDestroy");
+}
+
+void mgpuEventSynchronize(void *event) {
+  enter();
+  check(p_cuEventSynchronize((CUevent)event), "cuEventSynchronize");
+}
+
+void mgpuEventRecord(void *event, void *stream) {
+  enter();
+  check(p_cuEventRecord((CUevent)event, (CUstream)stream), "cuEventRecord");
+}
+
+void *mgpuMemAlloc(uint64_t bytes, void *stream, bool hostShared) {
+  (void)stream;
+  enter();
+  CUdeviceptr pointer = 0;
+  if (bytes == 0)
+    return NULL;
+  if (hostShared)
+    check(p_cuMemAllocManaged(&pointer, bytes, CU_MEM_ATTACH_GLOBAL),
+          "cuMemAllocManaged");
+  else
+    check(p_cuMemAlloc(&pointer, bytes), "cuMemAlloc");
+  return (void *)pointer;
+}
+
+void mgpuMemFree(void *pointer, void *stream) {
+  enter();
+  if (stream)
+    check(p_cuStreamSynchronize((CUstream)stream), "cuStreamSynchronize");
+  if (pointer)
+    check(p_cuMemFree((CUdeviceptr)pointer), "cuMemFree");
+}
+
+void mgpuMemcpy(void *dst, void *src, size_t bytes, void *stream) {
+  enter();
+  check(p_cuMemcpyAsync((CUdeviceptr)dst, (CUdeviceptr)src, bytes,
+                        (CUstream)stream),
+        "cuMemcpyAsync");
+}
+
+void mgpuMemset32(void *dst, uint32_t value, size_t count, void *stream) {
+  enter();
+  check(p_cuMemsetD32Async((CUdeviceptr)dst, value, count, (CUstream)stream),
+        "cuMemsetD32Async");
+}
+
+void mgpuMemset16(void *dst, uint16_t value, size_t count, void *stream) {
+  enter();
+  check(p_cuMemsetD16Async((CUdeviceptr)dst, value, count, (CUstream)stream),
+        "cuMemsetD16Async");
+}
+
+//===----------------------------------------------------------------------===//
+// Executables: inputs to the device and results back
+//===----------------------------------------------------------------------===//
+
+void hla_runtime_prepare(const HlaSignature *sig, void **hostInputs,
+                         void **hostOutputs, void **entryInputs,
+                         void **entryOutputs) {
+  (void)hostOutputs;
+  enter();
+  for (int i = 0; i < sig->numInputs; ++i) {
+    size_t bytes = (size_t)(hla_num_elements(&sig->inputs[i]) *
+                            hla_dtype_size(sig->inputs[i].dtype));
+    CUdeviceptr p = 0;
+    check(p_cuMemAlloc(&p, bytes ? bytes : 1), "cuMemAlloc");
+    if (bytes)
+      check(p_cuMemcpyHtoD(p, hostInputs[i], bytes), "cuMemcpyHtoD");
+    entryInputs[i] = (void *)p;
+  }
+  for (int j = 0; j < sig->numOutputs; ++j) {
+    size_t bytes = (size_t)(hla_num_elements(&sig->outputs[j]) *
+                            hla_dtype_size(sig->outputs[j].dtype));
+    CUdeviceptr p = 0;
+    check(p_cuMemAlloc(&p, bytes ? bytes : 1), "cuMemAlloc");
+    // NaN-like poison, as on the CPU: an output nothing writes shows up.
+    if (bytes >= 4)
+      check(p_cuMemsetD32Async(p, 0xffffffffu, bytes / 4, NULL),
+            "cuMemsetD32Async");
+    entryOutputs[j] = (void *)p;
+  }
+  check(p_cuCtxSynchronize(), "cuCtxSynchronize");
+}
+
+void hla_runtime_finish(const HlaSignature *sig, void **entryOutputs,
+                        void **hostOutputs) {
+  enter();
+  check(p_cuCtxSynchronize(), "kernel execution");
+  for (int j = 0; j < sig->numOutputs; ++j) {
+    size_t bytes = (size_t)(hla_num_elements(&sig->outputs[j]) *
+                            hla_dtype_size(sig->outputs[j].dtype));
+    if (bytes)
+      check(p_cuMemcpyDtoH(hostOutputs[j], (CUdeviceptr)entryOutputs[j],
+                           bytes),
+            "cuMemcpyDtoH");
+    check(p_cuMemFree((CUdeviceptr)entryOutputs[j]), "cuMemFree");
+  }
+}

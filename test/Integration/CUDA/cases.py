@@ -1,0 +1,78 @@
+"""The CUDA execution test matrix: which graphs to compile, with what inputs.
+
+Shared by build_cases.py (here, where hla-opt runs) and run_cases.py (on the
+GPU machine, where only the compiled artefacts, numpy and torch exist).
+Every case is one attention op in a `func.func @main`; its entry is
+`hla_main(void **inputs, void **outputs)` taking device pointers.
+"""
+
+OPS = ["linear_attention", "hla2", "ahla", "hla3"]
+
+# The option sets the CPU tests use (python/tests/test_cpu_codegen.py).
+OPTION_CASES = {
+    "linear_attention": [
+        dict(scale=1.0),
+        dict(decay=0.9),
+        dict(normalize=True),
+        dict(decay=0.8, normalize=True, eps=1e-3, scale=0.7),
+    ],
+    "hla2": [
+        dict(scale=1.0),
+        dict(masked=False),
+        dict(decay=0.9),
+        dict(ridge=0.5),
+        dict(normalize=True),
+        dict(masked=False, decay=0.85, ridge=0.25),
+        dict(decay=0.9, normalize=True, ridge=0.5, scale=0.6),
+    ],
+    "ahla": [
+        dict(scale=1.0),
+        dict(decay=0.9),
+        dict(normalize=True),
+        dict(decay=0.85, normalize=True, scale=0.6),
+    ],
+    "hla3": [
+        dict(scale=1.0),
+        dict(decay=0.9),
+        dict(normalize=True),
+        dict(decay=0.85, normalize=True, scale=0.6),
+    ],
+}
+
+
+def case(name, op, T, *, options=None, chunk=64, B=2, hq=2, hkv=2, d=16, dv=16,
+         dtype="f32", tol=1e-4, state=False, cu_seqlens=None, positive=False):
+    return dict(name=name, op=op, T=T, options=dict(options or {}), chunk=chunk,
+                B=B, hq=hq, hkv=hkv, d=d, dv=dv, dtype=dtype, tol=tol, state=state,
+                cu_seqlens=list(cu_seqlens) if cu_seqlens else None,
+                positive=positive)
+
+
+def all_cases():
+    cases = []
+    for op in OPS:
+        # Ragged tails, a single token, two chunk sizes.
+        for T in [1, 63, 64, 65, 200, 1000]:
+            for chunk in [16, 64]:
+                cases.append(case(f"{op}-T{T}-c{chunk}", op, T, chunk=chunk))
+        for i, options in enumerate(OPTION_CASES[op]):
+            cases.append(case(f"{op}-options{i}", op, 200, options=options, chunk=16,
+                              positive=bool(options.get("normalize"))))
+        cases.append(case(f"{op}-grouped", op, 100, options=dict(decay=0.95),
+                          chunk=16, hq=4, hkv=2))
+        cases.append(case(f"{op}-state", op, 90, options=dict(decay=0.9),
+                          chunk=16, hq=4, hkv=2, state=True))
+        cases.append(case(f"{op}-packed", op, 150, options=dict(decay=0.93),
+                          chunk=16, B=1, hkv=1, state=True,
+                          cu_seqlens=[0, 1, 1, 70, 150]))
+        # Half-precision inputs at a model-like head size (hla3's chunk state
+        # and tiles at c = 64, d = 64 exceed a thread block's shared memory).
+        half_chunk = 32 if op == "hla3" else 64
+        cases.append(case(f"{op}-bf16", op, 300, B=1, d=64, dv=64, dtype="bf16",
+                          tol=1e-2, chunk=half_chunk))
+        cases.append(case(f"{op}-f16", op, 300, B=1, d=64, dv=64, dtype="f16",
+                          tol=5e-3, chunk=half_chunk))
+    # A larger case of the main op.
+    cases.append(case("hla2-bf16-large", "hla2", 2048, B=2, hq=4, hkv=4, d=64, dv=64,
+                      dtype="bf16", tol=1e-2))
+    return cases

@@ -1,0 +1,202 @@
+#!/usr/bin/env python3
+"""Runs the CUDA cases compiled by build_cases.py on the GPU and checks them
+against the float64 references of python/hla/reference.py.
+
+    run_cases.py CASEDIR [--log FILE] [--only SUBSTRING]
+
+Each case: fresh random inputs; the output and final states are poisoned
+(NaN) before the call; the kernel runs through the library's C ABI on
+device pointers (torch allocations); the relative error ‖out − ref‖/‖ref‖
+of every output must stay within the case's tolerance. The executable built
+alongside runs on .npy files. Needs numpy, torch with CUDA, and a GPU.
+Exit status 1 if any case fails.
+"""
+
+import argparse
+import ctypes
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
+
+
+def load_reference():
+    # Loaded by path: the package's __init__ may want more than numpy.
+    spec = importlib.util.spec_from_file_location(
+        "hla_reference", os.path.join(REPO, "python", "hla", "reference.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+ref = load_reference()
+TORCH_DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16,
+                "i32": torch.int32, "i64": torch.int64, "f64": torch.float64}
+
+
+def relative_error(got, want):
+    got = np.asarray(got, np.float64)
+    want = np.asarray(want, np.float64)
+    if got.shape != want.shape:
+        return float("inf")
+    if not np.all(np.isfinite(got)):
+        return float("inf")
+    return float(np.linalg.norm(got - want) / max(np.linalg.norm(want), 1e-300))
+
+
+def parse_signature(text):
+    name, ins, outs = text.split("|")
+
+    def specs(s):
+        out = []
+        for t in s.split(",") if s else []:
+            dtype, _, dims = t.partition(":")
+            out.append((dtype, tuple(int(x) for x in dims.split("x")) if dims else ()))
+        return out
+    return name, specs(ins), specs(outs)
+
+
+class Library:
+    def __init__(self, path):
+        self.lib = ctypes.CDLL(path)
+        sig = ctypes.c_char.in_dll(self.lib, "hla_main_signature")
+        self.name, self.inputs, self.outputs = parse_signature(
+            ctypes.string_at(ctypes.addressof(sig)).decode())
+        self.fn = self.lib.hla_main
+        self.fn.argtypes = [ctypes.POINTER(ctypes.c_void_p)] * 2
+        self.fn.restype = None
+        set_stream = self.lib.hla_cuda_set_stream
+        set_stream.argtypes = [ctypes.c_void_p, ctypes.c_int]
+        set_stream(ctypes.c_void_p(torch.cuda.current_stream().cuda_stream), 1)
+
+    def __call__(self, *tensors):
+        outs = [torch.full(shape, float("nan"), dtype=TORCH_DTYPES[dt], device="cuda")
+                for dt, shape in self.outputs]
+        for t, (dt, shape) in zip(tensors, self.inputs):
+            assert t.is_cuda and t.is_contiguous() and tuple(t.shape) == shape, (t.shape, shape)
+            assert t.dtype == TORCH_DTYPES[dt], (t.dtype, dt)
+        ins = (ctypes.c_void_p * len(tensors))(*[t.data_ptr() for t in tensors])
+        outp = (ctypes.c_void_p * len(outs))(*[o.data_ptr() for o in outs])
+        torch.cuda.synchronize()
+        self.fn(ins, outp)
+        torch.cuda.synchronize()
+        return outs
+
+
+def make_inputs(rng, c):
+    def draw(shape, scale):
+        x = rng.standard_normal(shape) * scale
+        return np.abs(x) if c["positive"] else x
+    B, T, hq, hkv, d, dv = c["B"], c["T"], c["hq"], c["hkv"], c["d"], c["dv"]
+    q = draw((B, T, hq, d), d ** -0.5)
+    k = draw((B, T, hkv, d), d ** -0.5)
+    v = rng.standard_normal((B, T, hkv, dv))
+    return q, k, v
+
+
+def run_case(c, casedir):
+    rng = np.random.default_rng(abs(hash(c["name"])) % (2 ** 32))
+    lib = Library(os.path.join(casedir, c["name"] + ".so"))
+    q, k, v = make_inputs(rng, c)
+    dtype = TORCH_DTYPES[c["dtype"]]
+    # The device sees the inputs rounded to their dtype; the reference gets
+    # the same rounded values in float64.
+    tq, tk, tv = (torch.from_numpy(x).to(dtype).cuda().contiguous() for x in (q, k, v))
+    q, k, v = (t.double().cpu().numpy() for t in (tq, tk, tv))
+    args = [tq, tk, tv]
+    kwargs = dict(c["options"])
+    state = None
+    if c["state"]:
+        state = tuple((rng.standard_normal(s) * 0.2).astype(np.float32)
+                      for s in c["state_shapes"])
+        args += [torch.from_numpy(s).cuda() for s in state]
+        kwargs["initial_state"] = tuple(s.astype(np.float64) for s in state)
+        kwargs["output_final_state"] = True
+    if c["cu_seqlens"]:
+        cu = np.array(c["cu_seqlens"], np.int32)
+        args.append(torch.from_numpy(cu).cuda())
+        kwargs["cu_seqlens"] = cu
+    outs = lib(*args)
+    expected = getattr(ref, c["op"])(q, k, v, **kwargs)
+    if c["state"]:
+        expected, final = expected
+        wants = [expected, *final]
+    else:
+        wants = [expected]
+    errors = [relative_error(o.float().cpu().numpy(), w) for o, w in zip(outs, wants)]
+    return max(errors)
+
+
+def run_exe(exe_case, casedir):
+    """The executable: .npy inputs in, .npy outputs out, through its main."""
+    rng = np.random.default_rng(7)
+    q, k, v = make_inputs(rng, exe_case)
+    q, k, v = (x.astype(np.float32) for x in (q, k, v))
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = []
+        for i, a in enumerate((q, k, v)):
+            paths.append(os.path.join(tmp, f"in{i}.npy"))
+            np.save(paths[-1], a)
+        exe = os.path.join(casedir, "hla2-exe")
+        r = subprocess.run([exe, *paths, "-o", os.path.join(tmp, "out")],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            return float("inf"), r.stderr
+        out = np.load(os.path.join(tmp, "out", "out0.npy"))
+        bench = subprocess.run([exe, "--random", "1", "--bench", "20"],
+                               capture_output=True, text=True)
+    expected = ref.hla2(q.astype(np.float64), k.astype(np.float64), v.astype(np.float64),
+                        **exe_case["options"])
+    return relative_error(out, expected), bench.stdout.strip() + bench.stderr.strip()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("casedir")
+    ap.add_argument("--log", default=None)
+    ap.add_argument("--only", default="")
+    args = ap.parse_args()
+    with open(os.path.join(args.casedir, "manifest.json")) as f:
+        manifest = json.load(f)
+    print("device", torch.cuda.get_device_name(), "torch", torch.__version__, flush=True)
+    rows, failures = [], 0
+    for c in manifest["cases"]:
+        if args.only not in c["name"]:
+            continue
+        start = time.time()
+        try:
+            err = run_case(c, args.casedir)
+            detail = ""
+        except Exception as e:  # a crash is a failure of that case
+            err, detail = float("inf"), repr(e)[:300]
+        ok = err <= c["tol"]
+        failures += not ok
+        line = (f"{'PASS' if ok else 'FAIL'} {c['name']:28s} err={err:.2e} "
+                f"tol={c['tol']:.0e} {time.time() - start:5.2f}s {detail}")
+        print(line, flush=True)
+        rows.append(dict(name=c["name"], err=err, tol=c["tol"], ok=ok, detail=detail))
+    if not args.only or args.only in "hla2-exe":
+        err, bench = run_exe(manifest["exe"], args.casedir)
+        ok = err <= manifest["exe"]["tol"]
+        failures += not ok
+        print(f"{'PASS' if ok else 'FAIL'} {'hla2-exe (npy in/out)':28s} err={err:.2e} {bench}",
+              flush=True)
+        rows.append(dict(name="hla2-exe", err=err, ok=ok, detail=bench))
+    print(f"{len(rows) - failures} passed, {failures} failed", flush=True)
+    if args.log:
+        with open(args.log, "w") as f:
+            json.dump(rows, f, indent=1)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
