@@ -125,6 +125,7 @@ def _atomic_write(path, data):
     try:
         with os.fdopen(fd, "w" if isinstance(data, str) else "wb") as f:
             f.write(data)
+        os.chmod(tmp, 0o644)  # mkstemp made it private; caches may be shared
         os.replace(tmp, path)
     except BaseException:
         _remove(tmp)
