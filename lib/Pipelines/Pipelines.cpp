@@ -137,6 +137,8 @@ void mlir::hla::buildCUDADevicePipeline(OpPassManager &pm,
       HLAChunkPassOptions{options.chunkSize, std::string("fused")}));
   pm.addPass(createConvertHLAToLinalgPass());
   pm.addPass(createHLAVerifyLoweredPass());
+  // One op per elementwise chain (fewer shared-memory passes and barriers).
+  pm.addPass(createHLAFuseTileElementwisePass());
   // No CSE before bufferization: merged zero fills of accumulators would
   // become one zero tile kept alive for the whole loop and copied into
   // every accumulator.
@@ -162,9 +164,13 @@ void mlir::hla::buildCUDADevicePipeline(OpPassManager &pm,
   // (sequence, head) loops -> thread blocks; buffers -> shared memory.
   pm.addNestedPass<func::FuncOp>(
       createHLAGPUMapChunkLoopsPass(HLAGPUMapChunkLoopsPassOptions{
-          options.threads, options.maxSharedMemory}));
+          options.threads, options.maxSharedMemory, options.tensorCores}));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  // Constants back into the kernels (canonicalization hoisted them out of
+  // the launch bodies): passed as parameters, every size would be a
+  // run-time value, and index math would divide by registers.
+  pm.addPass(createGpuLaunchSinkIndexComputationsPass());
   pm.addPass(createGpuKernelOutliningPass());
 
   // Kernels -> NVVM -> PTX.
@@ -173,7 +179,11 @@ void mlir::hla::buildCUDADevicePipeline(OpPassManager &pm,
   kernels.addPass(createSCFToControlFlowPass());
   kernels.addPass(memref::createExpandStridedMetadataPass());
   kernels.addPass(createLowerAffinePass());
-  kernels.addPass(createConvertGpuOpsToNVVMOps());
+  ConvertGpuOpsToNVVMOpsOptions nvvm;
+  // 32-bit index arithmetic: 64-bit integer math is emulated on GPUs. The
+  // artefact driver picks 64 for tensors of 2^31 elements or more.
+  nvvm.indexBitwidth = options.indexBitwidth;
+  kernels.addPass(createConvertGpuOpsToNVVMOps(nvvm));
   kernels.addPass(createHLAGPUFinalizeKernelsPass());
   kernels.addPass(createCanonicalizerPass());
   kernels.addPass(createCSEPass());

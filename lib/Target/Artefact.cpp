@@ -14,6 +14,7 @@
 
 #include "hla/Target/Artefact.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/Pass/PassManager.h"
@@ -345,6 +346,19 @@ LogicalResult mlir::hla::compileToArtefact(ModuleOp module,
     pipeline.toolkit = options.cudaToolkit;
   if (options.emit == "exe")
     pipeline.entry = options.entry;
+  // Kernels index with 32-bit integers unless a tensor is too large for it.
+  int64_t largest = 0;
+  module.walk([&](func::FuncOp func) {
+    for (Type type : func.getFunctionType().getInputs())
+      if (auto tensor = dyn_cast<RankedTensorType>(type))
+        if (tensor.hasStaticShape())
+          largest = std::max(largest, tensor.getNumElements());
+    for (Type type : func.getFunctionType().getResults())
+      if (auto tensor = dyn_cast<RankedTensorType>(type))
+        if (tensor.hasStaticShape())
+          largest = std::max(largest, tensor.getNumElements());
+  });
+  pipeline.indexBitwidth = largest < (int64_t(1) << 31) ? 32 : 64;
   PassManager device(module.getContext());
   buildCUDADevicePipeline(device, pipeline);
   if (failed(device.run(module)))

@@ -76,6 +76,15 @@ struct CUDAPipelineOptions : public PassPipelineOptions<CUDAPipelineOptions> {
       *this, "max-shared-memory",
       llvm::cl::desc("Dynamic shared memory per thread block (bytes)"),
       llvm::cl::init(232448)};
+  PassOptions::Option<std::string> tensorCores{
+      *this, "tensor-cores",
+      llvm::cl::desc("Chunk contractions on mma.sync (bf16 operands): auto "
+                     "(for 16-bit float inputs), on or off"),
+      llvm::cl::init("auto")};
+  PassOptions::Option<unsigned> indexBitwidth{
+      *this, "index-bitwidth",
+      llvm::cl::desc("Width of index arithmetic in kernels (32 or 64)"),
+      llvm::cl::init(32)};
   PassOptions::Option<std::string> entry{
       *this, "entry",
       llvm::cl::desc("Function exported as hla_entry (executables)"),

@@ -71,7 +71,7 @@ def all_cases():
         cases.append(case(f"{op}-bf16", op, 300, B=1, d=64, dv=64, dtype="bf16",
                           tol=1e-2, chunk=half_chunk))
         cases.append(case(f"{op}-f16", op, 300, B=1, d=64, dv=64, dtype="f16",
-                          tol=5e-3, chunk=half_chunk))
+                          tol=1e-2, chunk=half_chunk))
     # A larger case of the main op.
     cases.append(case("hla2-bf16-large", "hla2", 2048, B=2, hq=4, hkv=4, d=64, dv=64,
                       dtype="bf16", tol=1e-2))

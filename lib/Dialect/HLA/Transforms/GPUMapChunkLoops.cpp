@@ -41,6 +41,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "llvm/ADT/DenseMap.h"
 
@@ -77,8 +78,10 @@ static int64_t byteSize(MemRefType type) {
 
 class ChunkLoopMapper {
 public:
-  ChunkLoopMapper(scf::ForallOp forall, int64_t threads, int64_t maxShared)
-      : forall(forall), threads(threads), maxShared(maxShared) {}
+  ChunkLoopMapper(scf::ForallOp forall, int64_t threads, int64_t maxShared,
+                  bool tensorCores)
+      : forall(forall), threads(threads), maxShared(maxShared),
+        tensorCores(tensorCores) {}
 
   LogicalResult run();
 
@@ -88,11 +91,16 @@ private:
   LogicalResult placeInSharedMemory(gpu::LaunchOp launch);
   LogicalResult distribute(gpu::LaunchOp launch);
   LogicalResult distributeGeneric(linalg::GenericOp op);
+  /// C (+)= A·B on warp tensor cores (mma.sync m16n8k16, bf16 operands,
+  /// f32 accumulation), if `op` is such a contraction of 2-D buffers with
+  /// suitable sizes; returns false (and does nothing) otherwise.
+  bool lowerContractionToMma(linalg::GenericOp op);
   void guardScalarStore(memref::StoreOp op);
 
   scf::ForallOp forall;
   int64_t threads;
   int64_t maxShared;
+  bool tensorCores;
   Value threadId, numThreads;
 };
 
@@ -478,6 +486,238 @@ LogicalResult ChunkLoopMapper::distributeGeneric(linalg::GenericOp op) {
   return success();
 }
 
+
+/// The dimensions of a 2-D contraction C[m, n] (+)= Σ_k A[m, k] B[k, n],
+/// in any layout of the three buffers.
+struct ContractionDims {
+  unsigned m, n, k;
+  int64_t sizeM, sizeN, sizeK;
+  bool accumulates; // the body adds the output's old value
+};
+
+/// Recognises `out = out + a * b` (or `a * b`) generics over two parallel
+/// dimensions and one reduction, each operand a 2-D buffer.
+static std::optional<ContractionDims> matchContraction(linalg::GenericOp op) {
+  if (op.getNumLoops() != 3 || op.getNumDpsInputs() != 2 ||
+      op.getNumDpsInits() != 1 || op.getNumReductionLoops() != 1)
+    return std::nullopt;
+  for (OpOperand &operand : op->getOpOperands()) {
+    auto type = dyn_cast<MemRefType>(operand.get().getType());
+    if (!type || type.getRank() != 2 || !type.hasStaticShape() ||
+        !op.getMatchingIndexingMap(&operand).isProjectedPermutation())
+      return std::nullopt;
+  }
+  // Body: mulf of the two inputs, added to the output.
+  Block &body = op.getRegion().front();
+  auto yield = cast<linalg::YieldOp>(body.getTerminator());
+  auto add = yield.getValues()[0].getDefiningOp<arith::AddFOp>();
+  if (!add || body.getOperations().size() != 3)
+    return std::nullopt;
+  Value out = body.getArgument(2);
+  Value product = add.getLhs() == out ? add.getRhs() : add.getLhs();
+  if ((add.getLhs() != out && add.getRhs() != out))
+    return std::nullopt;
+  auto mul = product.getDefiningOp<arith::MulFOp>();
+  if (!mul ||
+      !((mul.getLhs() == body.getArgument(0) &&
+         mul.getRhs() == body.getArgument(1)) ||
+        (mul.getLhs() == body.getArgument(1) &&
+         mul.getRhs() == body.getArgument(0))))
+    return std::nullopt;
+
+  ContractionDims dims;
+  unsigned reduction = 0;
+  llvm::SmallVector<unsigned> parallel;
+  for (auto [d, kind] : llvm::enumerate(op.getIteratorTypesArray()))
+    if (kind == utils::IteratorType::reduction)
+      reduction = d;
+    else
+      parallel.push_back(d);
+  AffineMap mapA = op.getMatchingIndexingMap(op.getDpsInputOperand(0));
+  AffineMap mapB = op.getMatchingIndexingMap(op.getDpsInputOperand(1));
+  auto uses = [](AffineMap map, unsigned d) {
+    return map.isFunctionOfDim(d);
+  };
+  if (!uses(mapA, reduction) || !uses(mapB, reduction))
+    return std::nullopt;
+  // m: the parallel dimension of A; n: that of B.
+  if (uses(mapA, parallel[0]) && uses(mapB, parallel[1])) {
+    dims.m = parallel[0];
+    dims.n = parallel[1];
+  } else if (uses(mapA, parallel[1]) && uses(mapB, parallel[0])) {
+    dims.m = parallel[1];
+    dims.n = parallel[0];
+  } else {
+    return std::nullopt;
+  }
+  dims.k = reduction;
+  llvm::SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  dims.sizeM = ranges[dims.m];
+  dims.sizeN = ranges[dims.n];
+  dims.sizeK = ranges[dims.k];
+  dims.accumulates = true;
+  if (dims.sizeM % 16 || dims.sizeN % 8 || dims.sizeK % 16)
+    return std::nullopt;
+  return dims;
+}
+
+bool ChunkLoopMapper::lowerContractionToMma(linalg::GenericOp op) {
+  std::optional<ContractionDims> dims = matchContraction(op);
+  if (!dims)
+    return false;
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  MLIRContext *ctx = b.getContext();
+  Type f32 = b.getF32Type(), i32 = b.getI32Type(), bf16 = b.getBF16Type();
+  barrierBefore(op);
+
+  auto index = [&](OpBuilder &nb, int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(nb, loc, v);
+  };
+  Value warpSize = index(b, 32);
+  Value warp = arith::DivUIOp::create(b, loc, threadId, warpSize);
+  Value lane = arith::RemUIOp::create(b, loc, threadId, warpSize);
+  Value group = arith::DivUIOp::create(b, loc, lane, index(b, 4));
+  Value pairCol = arith::MulIOp::create(
+      b, loc, arith::RemUIOp::create(b, loc, lane, index(b, 4)), index(b, 2));
+  Value numWarps = arith::DivUIOp::create(b, loc, numThreads, warpSize);
+
+  // A warp's task: 16 rows by `perWarp` tiles of 8 columns, so that one A
+  // fragment serves several mma.sync.
+  int64_t tilesN = dims->sizeN / 8;
+  int64_t perWarp = 1;
+  for (int64_t p : {4, 2})
+    if (tilesN % p == 0) {
+      perWarp = p;
+      break;
+    }
+  int64_t groupsN = tilesN / perWarp;
+  int64_t tasks = (dims->sizeM / 16) * groupsN;
+
+  Value A = op.getDpsInputOperand(0)->get();
+  Value B = op.getDpsInputOperand(1)->get();
+  Value C = op.getDpsInitOperand(0)->get();
+  AffineMap mapA = op.getMatchingIndexingMap(op.getDpsInputOperand(0));
+  AffineMap mapB = op.getMatchingIndexingMap(op.getDpsInputOperand(1));
+  AffineMap mapC = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
+  auto load = [&](OpBuilder &nb, Value buffer, AffineMap map, Value m, Value n,
+                  Value k) -> Value {
+    llvm::SmallVector<Value> ivs(3);
+    ivs[dims->m] = m;
+    ivs[dims->n] = n;
+    ivs[dims->k] = k;
+    llvm::SmallVector<Value> indices;
+    for (AffineExpr e : map.getResults())
+      indices.push_back(ivs[cast<AffineDimExpr>(e).getPosition()]);
+    Value v = memref::LoadOp::create(nb, loc, buffer, indices);
+    return v;
+  };
+  // Two elements as the bf16 pair of one 32-bit register (first in the low
+  // half).
+  auto pack = [&](OpBuilder &nb, Value lo, Value hi) -> Value {
+    auto half = [&](Value v) -> Value {
+      if (v.getType() != bf16) {
+        if (v.getType() != f32)
+          v = arith::ExtFOp::create(nb, loc, f32, v);
+        v = arith::TruncFOp::create(nb, loc, bf16, v);
+      }
+      Value bits = arith::BitcastOp::create(nb, loc, nb.getI16Type(), v);
+      return arith::ExtUIOp::create(nb, loc, i32, bits);
+    };
+    Value high = arith::ShLIOp::create(
+        nb, loc, half(hi),
+        arith::ConstantIntOp::create(nb, loc, i32, 16).getResult());
+    return arith::OrIOp::create(nb, loc, half(lo), high);
+  };
+  auto add = [&](OpBuilder &nb, Value a, int64_t c) -> Value {
+    return arith::AddIOp::create(nb, loc, a, index(nb, c));
+  };
+
+  auto taskLoop = scf::ForOp::create(b, loc, warp, index(b, tasks), numWarps);
+  {
+    OpBuilder tb = OpBuilder::atBlockBegin(taskLoop.getBody());
+    Value task = taskLoop.getInductionVar();
+    Value row0 = arith::MulIOp::create(
+        tb, loc, arith::DivUIOp::create(tb, loc, task, index(tb, groupsN)),
+        index(tb, 16));
+    Value col0 = arith::MulIOp::create(
+        tb, loc, arith::RemUIOp::create(tb, loc, task, index(tb, groupsN)),
+        index(tb, perWarp * 8));
+    Value rowLo = arith::AddIOp::create(tb, loc, row0, group);
+    Value rowHi = add(tb, rowLo, 8);
+    // Accumulators start from the output (C += A·B).
+    llvm::SmallVector<Value> init;
+    llvm::SmallVector<Value> cols;
+    for (int64_t t = 0; t < perWarp; ++t) {
+      Value col = arith::AddIOp::create(tb, loc, add(tb, col0, t * 8),
+                                        pairCol);
+      cols.push_back(col);
+      for (Value row : {rowLo, rowHi})
+        for (int64_t e = 0; e < 2; ++e) {
+          Value v = load(tb, C, mapC, row, add(tb, col, e), Value());
+          if (v.getType() != f32)
+            v = arith::ExtFOp::create(tb, loc, f32, v);
+          init.push_back(v);
+        }
+    }
+    auto kLoop = scf::ForOp::create(
+        tb, loc, index(tb, 0), index(tb, dims->sizeK), index(tb, 16), init,
+        [&](OpBuilder &kb, Location, Value k0, ValueRange accs) {
+          Value kLo = arith::AddIOp::create(kb, loc, k0, pairCol);
+          Value kHi = add(kb, kLo, 8);
+          auto a = [&](Value row, Value k) {
+            return pack(kb, load(kb, A, mapA, row, Value(), k),
+                        load(kb, A, mapA, row, Value(), add(kb, k, 1)));
+          };
+          llvm::SmallVector<Value> fragA = {a(rowLo, kLo), a(rowHi, kLo),
+                                            a(rowLo, kHi), a(rowHi, kHi)};
+          Type resultType = LLVM::LLVMStructType::getLiteral(
+              ctx, llvm::SmallVector<Type>(4, f32));
+          llvm::SmallVector<Value> next;
+          for (int64_t t = 0; t < perWarp; ++t) {
+            Value col = add(kb, arith::AddIOp::create(kb, loc, col0, group),
+                            t * 8);
+            auto bFrag = [&](Value k) {
+              return pack(kb, load(kb, B, mapB, Value(), col, k),
+                          load(kb, B, mapB, Value(), col, add(kb, k, 1)));
+            };
+            llvm::SmallVector<Value> fragB = {bFrag(kLo), bFrag(kHi)};
+            auto mma = NVVM::MmaOp::create(
+                kb, loc, resultType, fragA, fragB, accs.slice(t * 4, 4),
+                llvm::ArrayRef<int64_t>{16, 8, 16}, std::nullopt, std::nullopt,
+                std::array<NVVM::MMATypes, 2>{NVVM::MMATypes::bf16,
+                                              NVVM::MMATypes::bf16},
+                std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
+                                               NVVM::MMALayout::col});
+            for (int64_t e = 0; e < 4; ++e)
+              next.push_back(LLVM::ExtractValueOp::create(
+                  kb, loc, mma.getResult(), llvm::ArrayRef<int64_t>{e}));
+          }
+          scf::YieldOp::create(kb, loc, next);
+        });
+    // The accumulator fragment back to the output.
+    Type outElement = cast<MemRefType>(C.getType()).getElementType();
+    unsigned r = 0;
+    for (int64_t t = 0; t < perWarp; ++t)
+      for (Value row : {rowLo, rowHi})
+        for (int64_t e = 0; e < 2; ++e) {
+          Value v = kLoop.getResult(r++);
+          if (outElement != f32)
+            v = arith::TruncFOp::create(tb, loc, outElement, v);
+          llvm::SmallVector<Value> ivs(3);
+          ivs[dims->m] = row;
+          ivs[dims->n] = add(tb, cols[t], e);
+          llvm::SmallVector<Value> indices;
+          for (AffineExpr expr : mapC.getResults())
+            indices.push_back(ivs[cast<AffineDimExpr>(expr).getPosition()]);
+          memref::StoreOp::create(tb, loc, v, C, indices);
+        }
+  }
+  barrierAfter(taskLoop);
+  op.erase();
+  return true;
+}
+
 void ChunkLoopMapper::guardScalarStore(memref::StoreOp op) {
   OpBuilder b(op);
   Location loc = op.getLoc();
@@ -525,10 +765,32 @@ LogicalResult ChunkLoopMapper::distribute(gpu::LaunchOp launch) {
   // program (tensor.from_elements, tensor.insert).
   for (memref::StoreOp s : stores)
     guardScalarStore(s);
-  for (linalg::GenericOp g : generics)
+  for (linalg::GenericOp g : generics) {
+    if (tensorCores && lowerContractionToMma(g))
+      continue;
     if (failed(distributeGeneric(g)))
       return failure();
+  }
   return success();
+}
+
+/// Drops barriers with nothing but side-effect-free ops between them and
+/// the previous barrier of their block.
+static void removeRedundantBarriers(Region &region) {
+  region.walk([](Block *block) {
+    // At a block's start the state is unknown (a loop's back edge).
+    bool touched = true;
+    for (Operation &op : llvm::make_early_inc_range(*block)) {
+      if (isa<gpu::BarrierOp>(op)) {
+        if (!touched)
+          op.erase();
+        touched = false;
+        continue;
+      }
+      if (op.getNumRegions() != 0 || !isMemoryEffectFree(&op))
+        touched = true;
+    }
+  });
 }
 
 LogicalResult ChunkLoopMapper::run() {
@@ -536,16 +798,45 @@ LogicalResult ChunkLoopMapper::run() {
     return failure();
   gpu::LaunchOp launch = createLaunch();
   forall.erase();
-  if (failed(placeInSharedMemory(launch)))
+  if (failed(placeInSharedMemory(launch)) || failed(distribute(launch)))
     return failure();
-  return distribute(launch);
+  removeRedundantBarriers(launch.getBody());
+  return success();
 }
 
 struct HLAGPUMapChunkLoopsPass
     : public hla::impl::HLAGPUMapChunkLoopsPassBase<HLAGPUMapChunkLoopsPass> {
   using HLAGPUMapChunkLoopsPassBase::HLAGPUMapChunkLoopsPassBase;
 
+  /// `auto`: tensor cores (bf16 operands) when the loop reads 16-bit float
+  /// data from outside — the op's precision is then 16-bit and rounding its
+  /// chunk intermediates to bf16 stays within it; float32 ops keep exact
+  /// float32 arithmetic.
+  bool useTensorCores(scf::ForallOp forall) {
+    if (tensorCores == "on")
+      return true;
+    if (tensorCores == "off")
+      return false;
+    bool halfInputs = false;
+    forall.getBody()->walk([&](Operation *op) {
+      for (Value operand : op->getOperands())
+        if (auto type = dyn_cast<MemRefType>(operand.getType()))
+          if (!forall.getRegion().isAncestor(operand.getParentRegion()) &&
+              (type.getElementType().isBF16() ||
+               type.getElementType().isF16()))
+            halfInputs = true;
+    });
+    return halfInputs;
+  }
+
   void runOnOperation() override {
+    if (tensorCores != "auto" && tensorCores != "on" && tensorCores != "off") {
+      getOperation().emitError()
+          << "hla-gpu-map-chunk-loops: tensor-cores must be auto, on or off, "
+             "got '"
+          << tensorCores << "'";
+      return signalPassFailure();
+    }
     if (threads < 32 || threads > 1024 || threads % 32 != 0) {
       getOperation().emitError()
           << "hla-gpu-map-chunk-loops: threads must be a multiple of 32 "
@@ -558,7 +849,9 @@ struct HLAGPUMapChunkLoopsPass
       if (auto forall = dyn_cast<scf::ForallOp>(op))
         loops.push_back(forall);
     for (scf::ForallOp forall : loops)
-      if (failed(ChunkLoopMapper(forall, threads, maxSharedMemory).run()))
+      if (failed(ChunkLoopMapper(forall, threads, maxSharedMemory,
+                                 useTensorCores(forall))
+                     .run()))
         return signalPassFailure();
   }
 };

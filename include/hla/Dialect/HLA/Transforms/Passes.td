@@ -273,6 +273,19 @@ def HLAVectorizeTilesPass : Pass<"hla-vectorize-tiles"> {
   ];
 }
 
+def HLAFuseTileElementwisePass : Pass<"hla-fuse-tile-elementwise"> {
+  let summary = "Fuse chains of elementwise tile ops into one";
+  let description = [{
+    Fuses an elementwise linalg.generic on tensors into the elementwise
+    generic that consumes it (masks, decays, scalings, casts of the chunk
+    math become one op per chain). Only consumers whose loops are all
+    parallel take producers, so contractions keep their plain `C += A·B`
+    form for the tensor-core lowering. Fewer ops mean fewer passes over
+    shared memory, fewer barriers and fewer temporary tiles on the GPU.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+
 def HLAGPUMapChunkLoopsPass : Pass<"hla-gpu-map-chunk-loops",
                                    "::mlir::func::FuncOp"> {
   let summary = "Run bufferized (sequence, head) chunk loops as GPU thread blocks";
@@ -291,8 +304,17 @@ def HLAGPUMapChunkLoopsPass : Pass<"hla-gpu-map-chunk-loops",
       threads on the innermost parallel dimension), its reductions run
       inside each thread; a `gpu.barrier` separates it from the code before
       and after it;
+    * with tensor cores, a contraction `C (+)= A·B` of 2-D buffers (sizes
+      multiples of 16 x 8 x 16) runs on `mma.sync.m16n8k16` instead: each
+      warp takes 16-row by up-to-32-column blocks of C, holds them in
+      accumulator fragments over the reduction, and reads A and B from
+      shared memory as bf16 pairs;
     * a scalar `memref.store` is done by thread 0; the remaining scalar code
       (chunk bounds, loop control) runs in every thread.
+
+    `tensor-cores=auto` uses them when the loop reads 16-bit float data (the
+    op's precision is then 16-bit, and bf16 operands of its chunk math stay
+    within it); float32 ops keep float32 arithmetic.
 
     The body may read only function arguments and constants from outside.
     More shared memory than `max-shared-memory` bytes is an error.
@@ -301,12 +323,15 @@ def HLAGPUMapChunkLoopsPass : Pass<"hla-gpu-map-chunk-loops",
     Option<"threads", "threads", "int64_t", "256",
            "Threads per block">,
     Option<"maxSharedMemory", "max-shared-memory", "int64_t", "232448",
-           "Dynamic shared memory a block may use (bytes; sm_90: 227 KiB)">
+           "Dynamic shared memory a block may use (bytes; sm_90: 227 KiB)">,
+    Option<"tensorCores", "tensor-cores", "std::string", "\"auto\"",
+           "Contractions on mma.sync: auto, on or off">
   ];
   let dependentDialects = [
     "::mlir::gpu::GPUDialect", "::mlir::arith::ArithDialect",
     "::mlir::affine::AffineDialect", "::mlir::memref::MemRefDialect",
-    "::mlir::scf::SCFDialect", "::mlir::linalg::LinalgDialect"
+    "::mlir::scf::SCFDialect", "::mlir::linalg::LinalgDialect",
+    "::mlir::NVVM::NVVMDialect", "::mlir::LLVM::LLVMDialect"
   ];
 }
 
