@@ -41,10 +41,16 @@ tools = [
     ToolSubst("count", unresolved="fatal"),
     ToolSubst("hla-capi-test", unresolved="fatal"),
     "mlir-runner",
+    "llvm-nm",
+    "llvm-readelf",
 ]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 
 if os.path.exists("/dev/nvidia0") or os.environ.get("HLA_HAVE_CUDA") == "1":
     config.available_features.add("cuda")
+# The CUDA target compiles (PTX, ptxas) where the toolkit is; no GPU needed.
+if config.enable_cuda in ("ON", "1", "TRUE", "True"):
+    config.available_features.add("cuda-toolkit")
+    config.substitutions.append(("%cuda_toolkit", config.cuda_toolkit))
 if config.enable_integration_tests in ("ON", "1", "TRUE", "True"):
     config.available_features.add("integration")

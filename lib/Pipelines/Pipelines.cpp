@@ -137,6 +137,9 @@ void mlir::hla::buildCUDADevicePipeline(OpPassManager &pm,
       HLAChunkPassOptions{options.chunkSize, std::string("fused")}));
   pm.addPass(createConvertHLAToLinalgPass());
   pm.addPass(createHLAVerifyLoweredPass());
+  // Whole-tensor arith of model graphs as linalg (bufferizable; refused as
+  // host work by hla-gpu-map-chunk-loops until the graph ops get kernels).
+  pm.addPass(createConvertElementwiseToLinalgPass());
   // One op per elementwise chain (fewer shared-memory passes and barriers).
   pm.addPass(createHLAFuseTileElementwisePass());
   // No CSE before bufferization: merged zero fills of accumulators would

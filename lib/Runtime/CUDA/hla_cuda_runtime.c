@@ -11,8 +11,9 @@
 // the stream its launches use (hla_cuda_set_stream) and the hooks through
 // which an executable's main moves its inputs to the device.
 //
-// libcuda is opened with dlopen on first use, so that an artefact loads on a
-// machine without a driver and says so when it is called. Plain C: an
+// libcuda is opened with dlopen on first use (or the library that
+// $HLA_CUDA_DRIVER names), so that an artefact loads on a machine without a
+// driver and says so when it is called. Plain C: an
 // artefact depends on libc, libdl and the driver only. A failed driver call
 // prints "error: CUDA ..." and exits with status 2 — the C ABI of the
 // generated functions has no error channel.
@@ -102,10 +103,18 @@ static void fail(const char *what, const char *detail) {
 #define HLA_STRINGIFY_EXPANDED(x) HLA_STRINGIFY(x)
 #define HLA_STRINGIFY(x) #x
 
+static char driverErrorText[512];
+
 static void openDriver(void) {
-  void *library = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
+  // $HLA_CUDA_DRIVER names another driver library (a specific install).
+  const char *path = getenv("HLA_CUDA_DRIVER");
+  if (!path || !*path)
+    path = "libcuda.so.1";
+  void *library = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
   if (!library) {
-    driverError = "cannot load libcuda.so.1 (is an NVIDIA driver installed?)";
+    snprintf(driverErrorText, sizeof(driverErrorText),
+             "cannot load %s (is an NVIDIA driver installed?)", path);
+    driverError = driverErrorText;
     return;
   }
 #define HLA_LOOKUP(name, params)                                               \

@@ -844,6 +844,29 @@ struct HLAGPUMapChunkLoopsPass
           << int64_t(threads);
       return signalPassFailure();
     }
+    // Everything but the chunk loops runs on the host, where the buffers
+    // (device memory) must not be touched.
+    WalkResult host = getOperation().walk<WalkOrder::PreOrder>(
+        [&](Operation *op) {
+      if (isa<scf::ForallOp>(op))
+        return WalkResult::skip();
+      auto effects = dyn_cast<MemoryEffectOpInterface>(op);
+      bool touchesBuffers =
+          isa<linalg::LinalgOp, memref::CopyOp>(op) ||
+          (effects && (effects.hasEffect<MemoryEffects::Read>() ||
+                       effects.hasEffect<MemoryEffects::Write>()) &&
+           llvm::any_of(op->getOperands(), [](Value v) {
+             return isa<MemRefType>(v.getType());
+           }));
+      if (!touchesBuffers)
+        return WalkResult::advance();
+      op->emitOpError("hla-gpu-map-chunk-loops: only the chunk loops of hla "
+                      "attention ops run on the GPU so far; this op of the "
+                      "model graph would run on the host over device memory");
+      return WalkResult::interrupt();
+    });
+    if (host.wasInterrupted())
+      return signalPassFailure();
     llvm::SmallVector<scf::ForallOp> loops;
     for (Operation &op : getOperation().getBody().getOps())
       if (auto forall = dyn_cast<scf::ForallOp>(op))
@@ -853,6 +876,7 @@ struct HLAGPUMapChunkLoopsPass
                                  useTensorCores(forall))
                      .run()))
         return signalPassFailure();
+
   }
 };
 

@@ -1,0 +1,35 @@
+// RUN: hla-opt %s --hla-gpu-map-chunk-loops --split-input-file --verify-diagnostics
+// RUN: not hla-opt %s --split-input-file --hla-gpu-map-chunk-loops=threads=48 2>&1 | FileCheck %s --check-prefix=THREADS
+// RUN: not hla-opt %s --split-input-file --hla-gpu-map-chunk-loops=tensor-cores=maybe 2>&1 | FileCheck %s --check-prefix=CORES
+
+// Tests the diagnostics of hla-gpu-map-chunk-loops: a loop body that reads
+// a value computed outside it (host data), a loop that needs more shared
+// memory than a block may use, and bad options.
+
+// THREADS: hla-gpu-map-chunk-loops: threads must be a multiple of 32 between 32 and 1024, got 48
+// CORES: hla-gpu-map-chunk-loops: tensor-cores must be auto, on or off, got 'maybe'
+
+func.func @host_value(%x: memref<2x4xf32>, %n: index) {
+  // expected-note @below {{defined here; a GPU kernel can only take function arguments and constants}}
+  %scale = arith.index_cast %n : index to i32
+  scf.forall (%i) in (2) {
+    // expected-error @below {{hla-gpu-map-chunk-loops: the chunk loop reads a value computed outside it}}
+    %f = arith.sitofp %scale : i32 to f32
+    memref.store %f, %x[%i, %i] : memref<2x4xf32>
+  }
+  return
+}
+
+// -----
+
+func.func @too_big(%x: memref<2x4xf32>) {
+  // expected-error @below {{hla-gpu-map-chunk-loops: the chunk loop needs 262144 bytes of shared memory for its tiles and state, more than the 232448 a thread block may use (use a smaller chunk size)}}
+  scf.forall (%i) in (2) {
+    %t = memref.alloc() : memref<256x256xf32>
+    %c0 = arith.constant 0 : index
+    %v = memref.load %t[%c0, %c0] : memref<256x256xf32>
+    memref.store %v, %x[%i, %c0] : memref<2x4xf32>
+    memref.dealloc %t : memref<256x256xf32>
+  }
+  return
+}
