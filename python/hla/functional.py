@@ -432,6 +432,9 @@ def execute(op, arrays, states, cu, attrs, output_final_state, chunk_size, targe
     lib = _tensors.library_of(arrays[0])
     device = lib.device(arrays[0])
     B, T, Hq, _ = _shape(arrays[0])
+    if target == "cuda" and device != "cuda:0":
+        raise ValueError(f"hla.{op}: the inputs are on {device}, but hla's CUDA runtime runs "
+                         f"on device 0 (cuda:0); choose the GPU with CUDA_VISIBLE_DEVICES")
     if cu is not None:
         check_cu_seqlens_values(op, [int(c) for c in lib.to_list(cu)], T)
         cu = lib.contiguous(cu)
@@ -459,7 +462,11 @@ def execute(op, arrays, states, cu, attrs, output_final_state, chunk_size, targe
             raise RuntimeError(f"hla.{op}: internal error: buffers "
                                f"{[(v.dtype, v.shape) for v in views]} do not match the "
                                f"compiled signature {specs}")
-    fn.call_pointers([v.data for v in in_views], [v.data for v in out_views])
+    # CUDA: launch on torch's current stream, the one the inputs were
+    # exported for and the outputs were allocated on (no host sync).
+    stream = (_tensors.torch_module().cuda.current_stream(device).cuda_stream
+              if target == "cuda" else None)
+    fn.call_pointers([v.data for v in in_views], [v.data for v in out_views], stream)
     del in_views, out_views
     return outputs
 

@@ -18,6 +18,11 @@ bfloat16 with numpy, which has no bfloat16: inputs travel as float arrays
 rounded to nearest even, outputs come back widened to float32. torch
 bfloat16 tensors are passed as they are.
 
+CUDA artefacts (``--hla-target=cuda``, recognised by their
+``hla_cuda_set_stream`` export) take device pointers: their functions take
+torch CUDA tensors on device 0 (the device hla's CUDA runtime opens) and
+launch on torch's current stream, so no host synchronisation is needed.
+
 Nothing here needs the compiler library, only the artefact.
 """
 
@@ -26,6 +31,7 @@ from __future__ import annotations
 import ctypes
 import os
 import re
+import threading
 
 import numpy as np
 
@@ -70,27 +76,38 @@ def _from_bf16_bits(bits):
 class CompiledFunction:
     """One exported function: call it with numpy arrays or torch tensors."""
 
-    def __init__(self, lib, name):
+    def __init__(self, library, name):
+        lib = library._lib
         signature = ctypes.c_char.in_dll(lib, f"hla_{name}_signature")
         text = ctypes.string_at(ctypes.addressof(signature)).decode()
         self.name, self.inputs, self.outputs = parse_signature(text)
         self._fn = getattr(lib, f"hla_{name}")
         self._fn.argtypes = [ctypes.POINTER(ctypes.c_void_p)] * 2
         self._fn.restype = None
-        self._lib = lib  # the handle must outlive the function pointer
+        self._library = library  # the handle must outlive the function pointer
+        self.device = library.device
 
     def __repr__(self):
-        return f"<hla function {self.name}{tuple(self.inputs)} -> {tuple(self.outputs)}>"
+        return (f"<hla {self.device} function {self.name}{tuple(self.inputs)} -> "
+                f"{tuple(self.outputs)}>")
 
-    def call_pointers(self, inputs, outputs):
+    def call_pointers(self, inputs, outputs, stream=None):
         """Runs the function on raw addresses (ints), one per input/output.
 
         No checks: the caller guarantees dense buffers of the signature's
-        dtypes and shapes that stay alive for the call.
+        dtypes and shapes (device buffers for a CUDA artefact) that stay
+        alive for the call. ``stream``: the CUstream handle (an int, 0 for
+        the legacy default stream) a CUDA artefact launches on.
         """
         ins = (ctypes.c_void_p * max(len(inputs), 1))(*inputs)
         outs = (ctypes.c_void_p * max(len(outputs), 1))(*outputs)
-        self._fn(ins, outs)
+        if self.device == "cuda":
+            # The stream is the library's global: hold it for set + launch.
+            with self._library._stream_lock:
+                self._library._set_stream(ctypes.c_void_p(stream or None), 1)
+                self._fn(ins, outs)
+        else:
+            self._fn(ins, outs)
 
     def _check(self, index, spec, seen, what):
         """Raises unless a borrowed/array view matches ``spec`` (dtype, shape)."""
@@ -99,9 +116,13 @@ class CompiledFunction:
         if tuple(seen.shape) != spec.shape:
             raise ValueError(f"{self.name}: {what} {index} must have shape {list(spec.shape)}, "
                              f"got {list(seen.shape)}")
-        if seen.device[0] != "cpu":
+        if self.device == "cpu" and seen.device[0] != "cpu":
             raise ValueError(f"{self.name}: {what} {index} is on {seen.device[0]}, but compiled "
                              f"CPU code reads host memory")
+        if self.device == "cuda" and seen.device != ("cuda", 0):
+            raise ValueError(f"{self.name}: {what} {index} is on {seen.device[0]}:"
+                             f"{seen.device[1]}, but this CUDA artefact runs on cuda:0 (the "
+                             f"device hla's CUDA runtime opens)")
 
     def _prepare_numpy(self, index, spec, array):
         array = np.asarray(array)
@@ -120,6 +141,8 @@ class CompiledFunction:
             raise TypeError(f"{self.name} takes {len(self.inputs)} inputs, got {len(arrays)}")
         arrays = [_tensors.as_array(a, f"{self.name}: input {i}") for i, a in enumerate(arrays)]
         use_torch = any(_tensors.library_of(a) is _tensors.TorchArrays for a in arrays)
+        if self.device == "cuda" and not use_torch:
+            raise TypeError(f"{self.name} is CUDA code: pass torch CUDA tensors")
         lib = _tensors.TorchArrays if use_torch else _tensors.NumpyArrays
         if use_torch:
             for i, a in enumerate(arrays):
@@ -130,9 +153,10 @@ class CompiledFunction:
         else:
             prepared = [self._prepare_numpy(i, s, a)
                         for i, (s, a) in enumerate(zip(self.inputs, arrays))]
+        device = "cuda:0" if self.device == "cuda" else "cpu"
         if out is None:
             if use_torch:
-                results = [lib.empty(s.shape, s.dtype) for s in self.outputs]
+                results = [lib.empty(s.shape, s.dtype, device) for s in self.outputs]
             else:
                 results = [np.empty(s.shape, _NUMPY[s.dtype]) for s in self.outputs]
         else:
@@ -161,7 +185,10 @@ class CompiledFunction:
                                          f"{list(spec.shape)}, got {list(view.shape)}")
                     continue
                 self._check(i, spec, view, what)
-        self.call_pointers([v.data for v in in_views], [v.data for v in out_views])
+        stream = None
+        if self.device == "cuda":
+            stream = _tensors.torch_module().cuda.current_stream(device).cuda_stream
+        self.call_pointers([v.data for v in in_views], [v.data for v in out_views], stream)
         del in_views, out_views
         if not use_torch:
             results = [(_from_bf16_bits(r) if s.dtype == "bf16" else r)
@@ -184,11 +211,21 @@ class CompiledLibrary:
         self._lib = ctypes.CDLL(self.path)
         self._functions = {}
         self._names = list(names) if names is not None else None
+        try:
+            self._set_stream = self._lib.hla_cuda_set_stream
+        except AttributeError:
+            self._set_stream = None
+            self.device = "cpu"
+        else:
+            self._set_stream.argtypes = [ctypes.c_void_p, ctypes.c_int]
+            self._set_stream.restype = None
+            self._stream_lock = threading.Lock()
+            self.device = "cuda"
 
     def function(self, name):
         if name not in self._functions:
             try:
-                self._functions[name] = CompiledFunction(self._lib, name)
+                self._functions[name] = CompiledFunction(self, name)
             except (AttributeError, ValueError) as e:
                 raise AttributeError(f"{self.path} exports no hla function '{name}'") from e
         return self._functions[name]
@@ -206,7 +243,8 @@ class CompiledLibrary:
         return sorted(set(super().__dir__()) | set(self._names or []))
 
     def __repr__(self):
-        return f"<hla.CompiledLibrary {self.path} functions={self.functions()}>"
+        return (f"<hla.CompiledLibrary {self.device} {self.path} "
+                f"functions={self.functions()}>")
 
 
 def public_functions(ir_text):

@@ -1,0 +1,197 @@
+"""The functional API on CUDA tensors (skips without a GPU).
+
+CUDA tensors compile for target "cuda" and run on device pointers on torch's
+current stream. The GPU machine may lack the compiler (LLVM 22): there the
+artefacts come from HLA_TEST_CACHE_DIR, compiled elsewhere with
+
+    HLA_TEST_CACHE_DIR=DIR /usr/bin/python3 -m tests.test_api_cuda --seed
+
+(run in python/; it compiles every call below for target "cuda" without
+loading the results, which needs no GPU) plus a normal run of the API tests
+with the same DIR for the CPU artefacts.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+
+import hla
+
+from .api_util import (T, inputs, needs_artefacts, needs_cuda, reference, rel_err, torch)
+
+pytestmark = [needs_cuda, needs_artefacts]
+
+# Relative Frobenius error bounds. float16 gets bfloat16's bound here (as in
+# test/Integration/CUDA): on the H200 hla2 measured 4.5e-3 (f16) and 3.6e-3
+# (bf16), where the CPU path gives just the output's rounding, 2.1e-4 and
+# 1.7e-3. float32 measured 1e-7..2e-7. Errors are printed with -s.
+TOL = {"f32": 1e-5, "f16": 1e-2, "bf16": 1e-2}
+
+# (name, op, input shape options, op options, dtype)
+CASES = [
+    ("linear_attention", "linear_attention", {}, {}, "f32"),
+    ("hla2", "hla2", {}, {}, "f32"),
+    ("ahla", "ahla", {}, {}, "f32"),
+    ("hla3", "hla3", {}, {}, "f32"),
+    # Decay with a final state uses chunk_size=16: with a single chunk the
+    # CUDA target fails to compile it (see test_api_compile.py).
+    ("hla2-options-grouped", "hla2", dict(hq=4, hkv=2, dv=8, positive=True),
+     dict(decay=0.9, normalize=True, ridge=0.5, scale=0.6, eps=1e-4, chunk_size=16), "f32"),
+    ("hla3-decay", "hla3", dict(hq=4, hkv=2), dict(decay=0.9, chunk_size=16), "f32"),
+    ("hla2-bf16", "hla2", {}, {}, "bf16"),
+    ("hla2-f16", "hla2", {}, {}, "f16"),
+]
+
+
+def _cuda(seed, dtype="f32", **shape):
+    arrays = inputs(seed, **shape)
+    want_in = [x.astype(np.float64) for x in arrays]
+    tensors = [torch.from_numpy(x).cuda() for x in arrays]
+    if dtype != "f32":
+        tensors = [t.to({"f16": torch.float16, "bf16": torch.bfloat16}[dtype]) for t in tensors]
+        want_in = [t.double().cpu().numpy() for t in tensors]  # what the GPU sees
+    return tensors, want_in
+
+
+@pytest.mark.parametrize("name,op,shape,options,dtype", CASES, ids=[c[0] for c in CASES])
+def test_against_reference(name, op, shape, options, dtype):
+    (q, k, v), want_in = _cuda(50, dtype, **shape)
+    o, state = getattr(hla, op)(q, k, v, output_final_state=True, **options)
+    assert o.device == q.device and o.dtype == q.dtype
+    assert all(s.device == q.device and s.dtype == torch.float32 for s in state)
+    semantics = {key: value for key, value in options.items() if key != "chunk_size"}
+    want, want_state = reference(op, *want_in, output_final_state=True, **semantics)
+    err = rel_err(o.double().cpu().numpy(), want)
+    print(f"{name}: relative error {err:.2e}")
+    assert err <= TOL[dtype]
+    for got, ref in zip(state, want_state):
+        assert rel_err(got.cpu().numpy(), ref) <= TOL[dtype]
+
+
+def test_state_round_trip_and_packed():
+    (q, k, v), want_in = _cuda(51, t=64, hq=2, hkv=1)
+    zeros = tuple(torch.zeros(1, 2, 16, 16, device="cuda") for _ in range(2))
+    o1, s1 = hla.ahla(q[:, :32], k[:, :32], v[:, :32], initial_state=zeros,
+                      output_final_state=True, decay=0.9, chunk_size=16)
+    o2, s2 = hla.ahla(q[:, 32:], k[:, 32:], v[:, 32:], initial_state=s1,
+                      output_final_state=True, decay=0.9, chunk_size=16)
+    whole, s_whole = hla.ahla(q, k, v, initial_state=zeros, output_final_state=True,
+                              decay=0.9, chunk_size=16)
+    assert rel_err(torch.cat([o1, o2], 1).cpu().numpy(), whole.cpu().numpy()) <= 1e-5
+    for a, b in zip(s2, s_whole):
+        assert rel_err(a.cpu().numpy(), b.cpu().numpy()) <= 1e-5
+    cu = torch.tensor([0, 1, 1, 20, T], dtype=torch.int32, device="cuda")
+    (q, k, v), want_in = _cuda(52, hkv=1)
+    o, final = hla.hla2(q, k, v, cu_seqlens=cu, output_final_state=True, decay=0.93)
+    want, want_final = reference("hla2", *want_in, cu_seqlens=cu.cpu().numpy(),
+                                 output_final_state=True, decay=0.93)
+    assert rel_err(o.cpu().numpy(), want) <= TOL["f32"]
+    for got, ref in zip(final, want_final):
+        assert rel_err(got.cpu().numpy(), ref) <= TOL["f32"]
+
+
+def test_transposed_inputs_and_side_stream():
+    """Strided [B, H, T, D] views, on a side stream: the kernel runs on the
+    current stream, so the result is ready in stream order."""
+    (q, k, v), want_in = _cuda(53)
+    views = [x.transpose(1, 2).contiguous().transpose(1, 2) for x in (q, k, v)]
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        o = hla.hla2(*views, decay=0.9)
+        o = o * 1  # stream-ordered use of the output
+    torch.cuda.current_stream().wait_stream(stream)
+    assert rel_err(o.cpu().numpy(), reference("hla2", *want_in, decay=0.9)) <= TOL["f32"]
+
+
+def test_hlattention_cuda_matches_cpu():
+    import hla.nn
+    torch.manual_seed(0)
+    layer = hla.nn.HLAttention(d_model=32, n_heads=2, n_kv_heads=1, op="hla2", decay=0.95)
+    x = torch.randn(2, T, 32, generator=torch.Generator().manual_seed(1)) * 0.5
+    with torch.no_grad():
+        y_cpu = layer(x)
+        y_gpu = layer.cuda()(x.cuda())
+    assert y_gpu.device.type == "cuda"
+    assert rel_err(y_gpu.cpu().numpy(), y_cpu.numpy()) <= 1e-5
+
+
+def test_wrong_device_index():
+    if torch.cuda.device_count() < 2:
+        pytest.skip("needs two GPUs")
+    q, k, v = (x.to("cuda:1") for x in _cuda(54)[0])
+    with pytest.raises(ValueError, match="runs on device 0"):
+        hla.hla2(q, k, v)
+
+
+# ---------------------------------------------------------------------------
+# Seeding a cache for a GPU machine without the compiler
+# ---------------------------------------------------------------------------
+
+def _seed():
+    """Compiles, for target "cuda", every call the tests above make, into
+    $HLA_TEST_CACHE_DIR, without loading anything (no GPU needed): each call
+    is first run on numpy arrays with the compile intercepted, to learn the
+    exact signature the CUDA path will compile."""
+    import os
+    from hla import compiler, functional
+
+    os.environ["HLA_CACHE_DIR"] = os.environ["HLA_TEST_CACHE_DIR"]
+    seen = []
+
+    class Intercepted(Exception):
+        pass
+
+    def record(*args):
+        seen.append(args)
+        raise Intercepted
+
+    real = functional.compiled_function
+    functional.compiled_function = record
+
+    def plan(fn, *args, dtype="f32", **kwargs):
+        try:
+            fn(*args, **kwargs)
+        except Intercepted:
+            op, shapes, dtypes, attrs, states, finals, cu, chunk, _ = seen.pop()
+            dtypes = [dtype] * len(dtypes)
+            calls.append((op, shapes, dtypes, attrs, states, finals, cu, chunk))
+
+    calls = []
+    for _, op, shape, options, dtype in CASES:
+        plan(getattr(hla, op), *inputs(50, **shape), dtype=dtype, output_final_state=True,
+             **options)
+    q, k, v = inputs(51, t=64, hq=2, hkv=1)
+    zeros = tuple(np.zeros((1, 2, 16, 16), np.float32) for _ in range(2))
+    plan(hla.ahla, q[:, :32], k[:, :32], v[:, :32], initial_state=zeros,
+         output_final_state=True, decay=0.9, chunk_size=16)
+    plan(hla.ahla, q, k, v, initial_state=zeros, output_final_state=True, decay=0.9,
+         chunk_size=16)
+    q, k, v = inputs(52, hkv=1)
+    plan(hla.hla2, q, k, v, cu_seqlens=np.array([0, 1, 1, 20, T], np.int32),
+         output_final_state=True, decay=0.93)
+    plan(hla.hla2, *inputs(53), decay=0.9)
+    rng = np.random.default_rng(0)
+    x = [rng.standard_normal((2, T, n, 16)).astype(np.float32) for n in (2, 1, 1)]
+    plan(hla.hla2, *x, decay=0.95)  # HLAttention's call
+    functional.compiled_function = real
+
+    for op, shapes, dtypes, attrs, states, finals, cu, chunk in calls:
+        text = functional.build_ir(op, shapes, dtypes, attrs, states, finals, cu)
+        options = compiler._normalise_options({"chunk_size": chunk})
+        key = compiler.cache_key(text, "cuda", options)
+        path = os.path.join(compiler.cache_dir(), key + ".so")
+        if os.path.exists(path):
+            continue
+        ok, diagnostics = compiler._run_hla_compile(
+            text, "cuda", " ".join(f"{k}={v}" for k, v in options.items()), path)
+        print(op, dtypes[0], "ok" if ok else diagnostics.strip())
+        with open(os.path.join(compiler.cache_dir(), key + ".mlir"), "w") as f:
+            f.write(text)
+
+
+if __name__ == "__main__" and "--seed" in sys.argv:
+    _seed()
