@@ -39,9 +39,11 @@
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Utils/Utils.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ValueBoundsOpInterface.h"
 
 #include "llvm/ADT/DenseMap.h"
 
@@ -356,6 +358,53 @@ static void barrierAfter(Operation *op) {
   gpu::BarrierOp::create(b, op->getLoc());
 }
 
+/// A constant upper bound (inclusive) of an index value: from the value
+/// bounds analysis, or through the `min(x, c)` that chunk bounds are made of
+/// (which the analysis does not see through).
+static std::optional<int64_t> constantUpperBound(Value value) {
+  FailureOr<int64_t> bound = ValueBoundsConstraintSet::computeConstantBound(
+      presburger::BoundType::UB, ValueBoundsConstraintSet::Variable(value),
+      /*stopCondition=*/nullptr, /*closedUB=*/true);
+  if (succeeded(bound))
+    return *bound;
+  Operation *def = value.getDefiningOp();
+  if (!def)
+    return std::nullopt;
+  if (isa<arith::MinSIOp, arith::MinUIOp>(def)) {
+    std::optional<int64_t> a = constantUpperBound(def->getOperand(0));
+    std::optional<int64_t> b = constantUpperBound(def->getOperand(1));
+    if (a && b)
+      return std::min(*a, *b);
+    return a ? a : b;
+  }
+  if (auto mul = dyn_cast<arith::MulIOp>(def)) {
+    // Sizes: both factors are non-negative.
+    std::optional<int64_t> a = constantUpperBound(mul.getLhs());
+    std::optional<int64_t> b = constantUpperBound(mul.getRhs());
+    if (a && b)
+      return *a * *b;
+    return std::nullopt;
+  }
+  if (auto dim = dyn_cast<memref::DimOp>(def)) {
+    std::optional<int64_t> index = dim.getConstantIndex();
+    auto subview = dim.getSource().getDefiningOp<memref::SubViewOp>();
+    if (!index || !subview)
+      return std::nullopt;
+    // The result dimension's size among the subview's (rank-reducing views
+    // drop unit dimensions).
+    llvm::SmallBitVector dropped = subview.getDroppedDims();
+    int64_t seen = -1;
+    for (auto [d, size] : llvm::enumerate(subview.getMixedSizes())) {
+      if (dropped.test(d) || ++seen != *index)
+        continue;
+      if (std::optional<int64_t> c = getConstantIntValue(size))
+        return c;
+      return constantUpperBound(cast<Value>(size));
+    }
+  }
+  return std::nullopt;
+}
+
 LogicalResult ChunkLoopMapper::distributeGeneric(linalg::GenericOp op) {
   if (!op.hasPureBufferSemantics())
     return op.emitOpError("hla-gpu-map-chunk-loops: expected buffers");
@@ -376,13 +425,42 @@ LogicalResult ChunkLoopMapper::distributeGeneric(linalg::GenericOp op) {
   };
   Value count = arith::ConstantIndexOp::create(b, loc, 1);
   for (unsigned d : parallel)
-    count = arith::MulIOp::create(b, loc, count, size(d));
+    count = b.createOrFold<arith::MulIOp>(loc, count, size(d));
 
   unsigned numLoops = op.getNumLoops();
-  auto loop = scf::ForOp::create(b, loc, threadId, count, numThreads);
-  b.setInsertionPointToStart(loop.getBody());
+  // With a constant bound on the element count (a ragged chunk's rows are
+  // at most the chunk), each thread runs a loop of constant trip count,
+  // which LLVM unrolls, so that a thread's loads are in flight together.
+  Operation *loop;
+  Value linear;
+  std::optional<int64_t> bound = constantUpperBound(count);
+  if (bound) {
+    int64_t trips = (*bound + threads - 1) / threads;
+    auto strided = scf::ForOp::create(
+        b, loc, arith::ConstantIndexOp::create(b, loc, 0),
+        arith::ConstantIndexOp::create(b, loc, trips),
+        arith::ConstantIndexOp::create(b, loc, 1));
+    b.setInsertionPointToStart(strided.getBody());
+    linear = arith::AddIOp::create(
+        b, loc,
+        arith::MulIOp::create(b, loc, strided.getInductionVar(),
+                              arith::ConstantIndexOp::create(b, loc, threads)),
+        threadId);
+    loop = strided;
+    std::optional<int64_t> exact = getConstantIntValue(count);
+    if (!exact || *exact % threads != 0) {
+      Value inside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                           linear, count);
+      auto guard = scf::IfOp::create(b, loc, inside, /*withElseRegion=*/false);
+      b.setInsertionPointToStart(guard.thenBlock());
+    }
+  } else {
+    auto strided = scf::ForOp::create(b, loc, threadId, count, numThreads);
+    b.setInsertionPointToStart(strided.getBody());
+    linear = strided.getInductionVar();
+    loop = strided;
+  }
   llvm::SmallVector<Value> ivs(numLoops);
-  Value linear = loop.getInductionVar();
   for (size_t i = parallel.size(); i-- > 0;) {
     unsigned d = parallel[i];
     if (i == 0) {
@@ -483,6 +561,13 @@ LogicalResult ChunkLoopMapper::distributeGeneric(linalg::GenericOp op) {
 
   barrierAfter(loop);
   op.erase();
+  // Independent iterations side by side: a thread's loads overlap (LLVM's
+  // NVPTX pipeline does not unroll these guarded loops by itself).
+  if (auto strided = dyn_cast<scf::ForOp>(loop))
+    if (std::optional<llvm::APInt> trips = strided.getStaticTripCount())
+      if (trips->getZExtValue() > 1)
+        (void)loopUnrollByFactor(strided,
+                                 std::min<uint64_t>(trips->getZExtValue(), 4));
   return success();
 }
 
