@@ -14,7 +14,7 @@
  *   hlaFreeString(diagnostics);
  *
  * The options string holds space-separated key=value pairs: chunk-size,
- * chunk-form (phased|fused),
+ * chunk-form (phased|fused), ptxas-log (cuda: a file for ptxas's -v report),
  * schedule (auto|sequential|blelloch), scan-threads, vectorize (true|false)
  * and entry (the function an executable runs). An unknown key is an error.
  */

@@ -70,6 +70,8 @@ static LogicalResult parseOptions(llvm::StringRef text,
         return failure();
       }
       options.chunkForm = value.str();
+    } else if (key == "ptxas-log") {
+      options.ptxasLog = value.str();
     } else if (key == "schedule") {
       options.schedule = value.str();
     } else if (key == "entry") {
@@ -84,7 +86,7 @@ static LogicalResult parseOptions(llvm::StringRef text,
     } else {
       error = "unknown option '" + key.str() +
               "' (known: chunk-size, chunk-form, schedule, scan-threads, "
-              "vectorize, entry)";
+              "vectorize, entry, ptxas-log)";
       return failure();
     }
   }

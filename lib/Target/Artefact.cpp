@@ -371,8 +371,7 @@ LogicalResult mlir::hla::compileToArtefact(ModuleOp module,
         ptx.push_back(
             cast<gpu::ObjectAttr>(attr).getObject().getValue().str());
     });
-  } else if (failed(assembleKernels(module, pipeline,
-                                    options.outputPath + ".ptxas.log", ptx,
+  } else if (failed(assembleKernels(module, pipeline, options.ptxasLog, ptx,
                                     cubins, error))) {
     return fail(error);
   }

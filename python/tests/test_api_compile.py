@@ -225,10 +225,7 @@ def test_compiled_library_takes_torch_tensors():
 
 
 @needs_compiler
-@pytest.mark.parametrize("vectorize", [True, pytest.param(False, marks=pytest.mark.xfail(
-    reason="compiler bug: with vectorize=false one-shot bufferization writes results into "
-           "the function's input buffers (reported; the package does not work around it)",
-    strict=False))])
+@pytest.mark.parametrize("vectorize", [True, False])
 def test_inputs_are_not_modified(vectorize):
     lib = hla.compile(GRAPH, vectorize=vectorize)
     x = np.ones((4, 3), np.float32)
@@ -237,10 +234,6 @@ def test_inputs_are_not_modified(vectorize):
 
 
 @needs_compiler
-@pytest.mark.xfail(
-    reason="compiler bug (CUDA target): with one chunk (T <= chunk size), decay and a final "
-           "state, hla-gpu-map-chunk-loops reports 'the chunk loop reads a value computed "
-           "outside it'; with several chunks it compiles", strict=False)
 def test_cuda_compiles_single_chunk_decay_with_final_state(tmp_path):
     """Compile-only (no GPU needed, nothing loaded)."""
     from hla import functional

@@ -105,6 +105,9 @@ static int compileArtefact(llvm::StringRef inputPath,
   options.cudaChip = cudaChip;
   options.cudaFeatures = cudaFeatures;
   options.cudaToolkit = cudaToolkit;
+  // ptxas's register and spill report, kept beside the artefact.
+  if (target == "cuda")
+    options.ptxasLog = outputPath.str() + ".ptxas.log";
   return mlir::failed(mlir::hla::compileToArtefact(*module, options)) ? 1 : 0;
 }
 

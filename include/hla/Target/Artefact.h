@@ -35,6 +35,8 @@ struct ArtefactOptions {
   std::string cudaChip = "sm_90a";
   std::string cudaFeatures = "+ptx80";
   std::string cudaToolkit;
+  /// Where ptxas's -v log of the kernels goes ("" = nowhere).
+  std::string ptxasLog;
 };
 
 /// Runs the target's pipeline on `module` and writes the artefact. Reports

@@ -196,28 +196,58 @@ static CUstream currentStream(void) {
 
 void mgpuSetDefaultDevice(int32_t ordinal) { defaultDevice = ordinal; }
 
+// gpu-to-llvm's host code loads its kernel modules from a constructor, when
+// the artefact is loaded. The driver is touched only at the first launch, so
+// that a program can load an artefact, and fail cleanly, without a GPU.
+typedef struct {
+  const void *image;
+  int isPtx, optLevel;
+  CUmodule module;
+} LazyModule;
+
+static pthread_mutex_t moduleLock = PTHREAD_MUTEX_INITIALIZER;
+
 void *mgpuModuleLoad(void *data, size_t size) {
   (void)size; // cubin and fatbin images carry their own size
-  enter();
-  CUmodule module = NULL;
-  check(p_cuModuleLoadData(&module, data), "cuModuleLoadData");
-  return module;
+  LazyModule *lazy = (LazyModule *)calloc(1, sizeof(LazyModule));
+  lazy->image = data;
+  return lazy;
 }
 
 void *mgpuModuleLoadJIT(void *ptx, int optLevel) {
+  LazyModule *lazy = (LazyModule *)calloc(1, sizeof(LazyModule));
+  lazy->image = ptx;
+  lazy->isPtx = 1;
+  lazy->optLevel = optLevel;
+  return lazy;
+}
+
+static CUmodule moduleOf(LazyModule *lazy) {
   enter();
-  CUjit_option options[] = {CU_JIT_OPTIMIZATION_LEVEL};
-  void *values[] = {(void *)(intptr_t)optLevel};
-  CUmodule module = NULL;
-  check(p_cuModuleLoadDataEx(&module, ptx, 1, options, values),
-        "cuModuleLoadDataEx (PTX JIT)");
+  pthread_mutex_lock(&moduleLock);
+  if (!lazy->module) {
+    if (lazy->isPtx) {
+      CUjit_option options[] = {CU_JIT_OPTIMIZATION_LEVEL};
+      void *values[] = {(void *)(intptr_t)lazy->optLevel};
+      check(p_cuModuleLoadDataEx(&lazy->module, lazy->image, 1, options,
+                                 values),
+            "cuModuleLoadDataEx (PTX JIT)");
+    } else {
+      check(p_cuModuleLoadData(&lazy->module, lazy->image),
+            "cuModuleLoadData");
+    }
+  }
+  CUmodule module = lazy->module;
+  pthread_mutex_unlock(&moduleLock);
   return module;
 }
 
-void mgpuModuleUnload(void *module) {
+void mgpuModuleUnload(void *handle) {
+  LazyModule *lazy = (LazyModule *)handle;
   // Runs from a destructor at exit, possibly after the driver is gone.
-  if (context && !driverError)
-    p_cuModuleUnload((CUmodule)module);
+  if (lazy->module && context && !driverError)
+    p_cuModuleUnload(lazy->module);
+  free(lazy);
 }
 
 // gpu-to-llvm looks the kernel up at every launch; a small cache keeps that
@@ -243,7 +273,7 @@ void *mgpuModuleGetFunction(void *module, const char *name) {
       return f;
     }
   CUfunction function = NULL;
-  check(p_cuModuleGetFunction(&function, (CUmodule)module, name),
+  check(p_cuModuleGetFunction(&function, moduleOf((LazyModule *)module), name),
         "cuModuleGetFunction");
   if (functionCacheUsed < kFunctionCacheSize &&
       strlen(name) < sizeof(functionCache[0].name)) {

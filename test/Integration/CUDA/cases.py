@@ -62,6 +62,9 @@ def all_cases():
                           chunk=16, hq=4, hkv=2))
         cases.append(case(f"{op}-state", op, 90, options=dict(decay=0.9),
                           chunk=16, hq=4, hkv=2, state=True))
+        # One chunk: a compile-time decay of the whole sequence.
+        cases.append(case(f"{op}-one-chunk-state", op, 37, options=dict(decay=0.9),
+                          chunk=64, state=True))
         cases.append(case(f"{op}-packed", op, 150, options=dict(decay=0.93),
                           chunk=16, B=1, hkv=1, state=True,
                           cu_seqlens=[0, 1, 1, 70, 150]))

@@ -9,6 +9,7 @@
 // RUN: hla-opt %s --hla-target=cuda --emit=shared -o %t/k.so
 // RUN: llvm-nm -D --defined-only %t/k.so | FileCheck %s --check-prefix=SYMBOLS
 // RUN: llvm-readelf -d %t/k.so | FileCheck %s --check-prefix=NEEDED
+// RUN: env HLA_CUDA_DRIVER=%t/no-such-driver.so %PYTHON -c "import ctypes; ctypes.CDLL('%t/k.so'); print('loaded')" | FileCheck %s --check-prefix=LOADS
 // RUN: hla-opt %s --hla-target=cuda --emit=exe -o %t/k.exe
 // RUN: llvm-readelf -d %t/k.exe | FileCheck %s --check-prefix=NEEDED
 // RUN: env HLA_CUDA_DRIVER=%t/no-such-driver.so not %t/k.exe --random 1 2>&1 | FileCheck %s --check-prefix=NODRIVER
@@ -17,8 +18,9 @@
 // tensor cores, extern dynamic shared memory) that ptxas accepts; a cubin
 // with ptxas's log kept beside it, free of spills; a shared library that
 // exports the C ABI and the runtime's stream hook; executables and shared
-// libraries that need neither libMLIR nor libcuda at load time (the driver
-// is opened on first use, and its absence is a clear error).
+// libraries that need neither libMLIR nor libcuda at load time: a library
+// loads without a driver (kernel modules are loaded at the first launch),
+// and running without one is a clear error.
 
 // PTX: .version 8.0
 // PTX: .target sm_90a
@@ -44,6 +46,8 @@
 // NEEDED-NOT: libMLIR
 // NEEDED-NOT: libcuda
 // NEEDED: libc.so
+
+// LOADS: loaded
 
 // NODRIVER: error: CUDA: initialisation: cannot load {{.*}}no-such-driver.so (is an NVIDIA driver installed?)
 func.func @main(%q: tensor<1x100x2x32xbf16>, %k: tensor<1x100x2x32xbf16>, %v: tensor<1x100x2x32xbf16>) -> tensor<1x100x2x32xbf16> {

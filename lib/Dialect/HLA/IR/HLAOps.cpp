@@ -219,6 +219,15 @@ static LogicalResult verifyAttentionOp(AttentionOpInterface op) {
       failed(verifySameElementType(operation, "key", k, "query", q)) ||
       failed(verifySameElementType(operation, "value", v, "query", q)))
     return failure();
+  // B, H and D must not be empty (an empty sequence, T = 0, is allowed).
+  for (auto [name, type] : {std::make_pair("query", q), std::make_pair("key", k),
+                            std::make_pair("value", v)})
+    for (auto [axis, what] : {std::make_pair(0, "batch size"),
+                              std::make_pair(2, "head count"),
+                              std::make_pair(3, "feature size")})
+      if (type.getDimSize(axis) == 0)
+        return op.emitOpError() << "'" << name << "' " << what
+                                << " must be at least 1, got 0";
   for (unsigned axis : {0u, 1u})
     if (failed(verifySameDim(operation, "key", k, "query", q, axis)) ||
         failed(verifySameDim(operation, "value", v, "query", q, axis)))

@@ -121,9 +121,24 @@ LogicalResult ChunkLoopMapper::checkForall() {
       return forall.emitOpError(
           "hla-gpu-map-chunk-loops: expected static bounds from 0, step 1");
   }
+  // Constant buffers (tensor constants, e.g. a decay that is known at
+  // compile time) are read through memref.get_global: the global goes to
+  // the kernel module with the kernel, so the read moves into the body.
+  Region &body = forall.getRegion();
+  llvm::SmallVector<OpOperand *> globalUses;
+  forall.getBody()->walk([&](Operation *op) {
+    for (OpOperand &use : op->getOpOperands())
+      if (auto global = use.get().getDefiningOp<memref::GetGlobalOp>())
+        if (!body.isAncestor(global->getParentRegion()))
+          globalUses.push_back(&use);
+  });
+  for (OpOperand *use : globalUses) {
+    OpBuilder b = OpBuilder::atBlockBegin(forall.getBody());
+    use->set(b.clone(*use->get().getDefiningOp())->getResult(0));
+  }
+
   // A kernel can take function arguments (buffers in device memory, and
   // scalars) and constants from outside; anything else would be host data.
-  Region &body = forall.getRegion();
   WalkResult walk = forall.getBody()->walk([&](Operation *op) {
     for (Value operand : op->getOperands()) {
       if (body.isAncestor(operand.getParentRegion()))

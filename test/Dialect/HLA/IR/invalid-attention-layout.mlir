@@ -87,3 +87,19 @@ func.func @output_type(%q: tensor<1x8x2x4xbf16>, %k: tensor<1x8x2x4xbf16>, %v: t
   %o = hla.hla2 %q, %k, %v : (tensor<1x8x2x4xbf16>, tensor<1x8x2x4xbf16>, tensor<1x8x2x4xbf16>) -> tensor<1x8x2x4xf32>
   return
 }
+
+// -----
+
+func.func @empty_batch(%q: tensor<0x8x2x4xf32>) -> tensor<0x8x2x4xf32> {
+  // expected-error @below {{'hla.hla2' op 'query' batch size must be at least 1, got 0}}
+  %o = hla.hla2 %q, %q, %q : (tensor<0x8x2x4xf32>, tensor<0x8x2x4xf32>, tensor<0x8x2x4xf32>) -> tensor<0x8x2x4xf32>
+  return %o : tensor<0x8x2x4xf32>
+}
+
+// -----
+
+func.func @empty_features(%q: tensor<1x8x2x4xf32>, %v: tensor<1x8x2x0xf32>) -> tensor<1x8x2x0xf32> {
+  // expected-error @below {{'hla.linear_attention' op 'value' feature size must be at least 1, got 0}}
+  %o = hla.linear_attention %q, %q, %v : (tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x0xf32>) -> tensor<1x8x2x0xf32>
+  return %o : tensor<1x8x2x0xf32>
+}

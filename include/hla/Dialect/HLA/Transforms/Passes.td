@@ -195,7 +195,10 @@ def HLARecordSignaturesPass : Pass<"hla-record-signatures", "::mlir::ModuleOp"> 
     form `name|dtype:d0xd1,...|dtype:...` (dtype f32, f16, bf16, f64, i32,
     i64). hla-emit-entry-abi builds the artefacts' C ABI from it. Functions
     with dynamic shapes or non-tensor arguments are reported as errors when
-    `strict` is set (executables need static shapes).
+    `strict` is set (executables need static shapes). The tensor arguments
+    of public functions are marked `bufferization.writable = false`: in the
+    ABI the caller owns the input buffers, so bufferization must not place
+    results in them.
   }];
   let options = [
     Option<"strict", "strict", "bool", "false",
