@@ -2,7 +2,7 @@
 
 The library pulls in all of LLVM and MLIR, so it is loaded only when
 something is actually compiled: ``import hla`` and calls whose artefact is
-already cached never load it (they only look at its file's size and mtime).
+already cached never load it (they only read its file, for a digest).
 
 Where the library is looked for, in order:
 
@@ -16,6 +16,7 @@ Where the library is looked for, in order:
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import ctypes.util
 import os
 import threading
@@ -68,15 +69,29 @@ def library_path():
         + ". Build it (README) or set HLA_LIBRARY_DIR to the directory holding it.")
 
 
+_digests = {}
+
+
 def library_identity():
-    """(path, size, mtime_ns) of the compiler library, without loading it.
+    """(path, sha256 of its contents) of the compiler library, without
+    loading it.
 
     Development builds keep one version string across rebuilds, so caches
-    key on the file's size and modification time as well.
+    key on the library's contents as well; contents, unlike modification
+    times, survive copying a cache and the library to another machine. The
+    digest is computed once per process and file state.
     """
     path = library_path()
     st = os.stat(path)
-    return path, st.st_size, st.st_mtime_ns
+    state = (path, st.st_size, st.st_mtime_ns)
+    digest = _digests.get(state)
+    if digest is None:
+        h = hashlib.sha256()
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+        digest = _digests[state] = h.hexdigest()
+    return path, digest
 
 
 def load():

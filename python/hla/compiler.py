@@ -7,9 +7,9 @@ Two caches sit in front of ``hlaCompile``:
   ``~/.cache/hla``): ``<key>.so`` plus ``<key>.mlir`` (the IR, for humans).
 
 The key is the sha256 of the IR text, the target, the normalised options,
-the compiler's version string and the size and mtime of libHLACAPI.so
+the compiler's version string and the sha256 of libHLACAPI.so's contents
 (development builds keep the version string across rebuilds). The version
-string itself is remembered on disk per (path, size, mtime) of the library,
+string itself is remembered on disk per digest of the library,
 so a cache hit never loads libHLACAPI.so, which pulls in all of LLVM.
 
 Writers compile to a temporary name in the cache directory and ``os.replace``
@@ -157,13 +157,12 @@ def _writable_cache_dir():
 def compiler_version():
     """The compiler's version string, without loading it when known.
 
-    Remembered in ``<cache>/compilers/<size>-<mtime>`` so that processes
-    whose artefacts are all cached never load libHLACAPI.so. (Not keyed on
-    the path: a checkout moved or copied elsewhere, mtime kept, is the same
+    Remembered in ``<cache>/compilers/<sha256 of the library>`` so that
+    processes whose artefacts are all cached never load libHLACAPI.so. (Not
+    keyed on the path: a checkout moved or copied elsewhere is the same
     compiler.)
     """
-    _, size, mtime = _library.library_identity()
-    ident = f"{size}-{mtime}"
+    _, ident = _library.library_identity()
     memo = os.path.join(_writable_cache_dir(), "compilers", ident)
     try:
         with open(memo) as f:
@@ -180,10 +179,10 @@ def compiler_version():
 
 def cache_key(ir_text, target, options):
     """The disk cache key of an artefact (see the module doc)."""
-    _, size, mtime = _library.library_identity()
+    _, digest = _library.library_identity()
     material = json.dumps({"ir": ir_text, "target": target, "options": options,
-                           "compiler": compiler_version(), "library_size": size,
-                           "library_mtime_ns": mtime}, sort_keys=True)
+                           "compiler": compiler_version(), "library": digest},
+                          sort_keys=True)
     return hashlib.sha256(material.encode()).hexdigest()
 
 
@@ -255,7 +254,12 @@ def _load_or_compile(ir_text, target, normalised, key):
             with _lock:
                 stats["disk_hits"] += 1
             return library
-        except OSError:
+        except OSError as e:
+            # A library the artefact needs is missing here (libomp, say):
+            # recompiling would not help, and the entry is not damaged.
+            if "cannot open shared object file" in str(e):
+                raise OSError(f"hla.compile: the cached artefact {path} cannot load on "
+                              f"this machine: {e}") from e
             # A damaged file (disk full, a foreign writer): compile it again.
             _remove(path)
     option_text = " ".join(f"{k}={v}" for k, v in normalised.items())
