@@ -26,6 +26,25 @@
 using namespace mlir;
 using namespace mlir::hla;
 
+/// One-shot bufferization at the artefact ABI: identity layouts at function
+/// boundaries, results as caller-provided buffers (written in place when
+/// they are static allocations, saving a copy per output), deallocations.
+static void addBufferization(OpPassManager &pm, bool allowLoopAllocs) {
+  bufferization::OneShotBufferizePassOptions bufferize;
+  bufferize.bufferizeFunctionBoundaries = true;
+  bufferize.allowReturnAllocsFromLoops = allowLoopAllocs;
+  bufferize.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  bufferization::BufferResultsToOutParamsPassOptions outParams;
+  outParams.modifyPublicFunctions = true;
+  outParams.hoistStaticAllocs = true;
+  pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
+  bufferization::BufferDeallocationPipelineOptions dealloc;
+  bufferization::buildBufferDeallocationPipeline(pm, dealloc);
+  pm.addPass(createCanonicalizerPass());
+}
+
 void mlir::hla::buildCPUPipeline(OpPassManager &pm,
                                  const CPUPipelineOptions &options) {
   // Attention ops -> segment / scan / readout under their monoids.
@@ -54,22 +73,7 @@ void mlir::hla::buildCPUPipeline(OpPassManager &pm,
       /*strict=*/!options.entry.empty()}));
 
   // Tensors -> buffers. Loops may carry fresh buffers (the scan's carry).
-  bufferization::OneShotBufferizePassOptions bufferize;
-  bufferize.bufferizeFunctionBoundaries = true;
-  bufferize.allowReturnAllocsFromLoops = true;
-  bufferize.functionBoundaryTypeConversion =
-      bufferization::LayoutMapOption::IdentityLayoutMap;
-  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
-  // Results become caller-provided buffers: the C ABI passes outputs in.
-  bufferization::BufferResultsToOutParamsPassOptions outParams;
-  outParams.modifyPublicFunctions = true;
-  // Write results straight into the caller's buffer when they are static
-  // allocations (saves a copy per output).
-  outParams.hoistStaticAllocs = true;
-  pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
-  bufferization::BufferDeallocationPipelineOptions dealloc;
-  bufferization::buildBufferDeallocationPipeline(pm, dealloc);
-  pm.addPass(createCanonicalizerPass());
+  addBufferization(pm, /*allowLoopAllocs=*/true);
 
   // Bufferization leaves copies of a subview onto an identical subview;
   // once CSE makes the two one value, canonicalization drops the copy.
@@ -150,18 +154,7 @@ void mlir::hla::buildCUDADevicePipeline(OpPassManager &pm,
       /*strict=*/!options.entry.empty()}));
 
   // Tensors -> buffers; the chunk loops' buffers stay inside them.
-  bufferization::OneShotBufferizePassOptions bufferize;
-  bufferize.bufferizeFunctionBoundaries = true;
-  bufferize.functionBoundaryTypeConversion =
-      bufferization::LayoutMapOption::IdentityLayoutMap;
-  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
-  bufferization::BufferResultsToOutParamsPassOptions outParams;
-  outParams.modifyPublicFunctions = true;
-  outParams.hoistStaticAllocs = true;
-  pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
-  bufferization::BufferDeallocationPipelineOptions dealloc;
-  bufferization::buildBufferDeallocationPipeline(pm, dealloc);
-  pm.addPass(createCanonicalizerPass());
+  addBufferization(pm, /*allowLoopAllocs=*/false);
   pm.addPass(createCSEPass());
 
   // (sequence, head) loops -> thread blocks; buffers -> shared memory.

@@ -16,6 +16,38 @@ _CACHE = tempfile.mkdtemp(prefix="hla-test-exes-")
 
 _MLIR_DTYPES = {"f32": "f32", "f16": "f16", "bf16": "bf16"}
 
+# The option sets every target's execution tests run each op with.
+OPTION_CASES = {
+    "linear_attention": [
+        dict(scale=1.0),
+        dict(decay=0.9),
+        dict(normalize=True),
+        dict(decay=0.8, normalize=True, eps=1e-3, scale=0.7),
+    ],
+    "hla2": [
+        dict(scale=1.0),
+        dict(masked=False),
+        dict(decay=0.9),
+        dict(ridge=0.5),
+        dict(normalize=True),
+        dict(masked=False, decay=0.85, ridge=0.25),
+        dict(decay=0.9, normalize=True, ridge=0.5, scale=0.6),
+    ],
+    "ahla": [
+        dict(scale=1.0),
+        dict(decay=0.9),
+        dict(normalize=True),
+        dict(decay=0.85, normalize=True, scale=0.6),
+    ],
+    "hla3": [
+        dict(scale=1.0),
+        dict(decay=0.9),
+        dict(normalize=True),
+        dict(decay=0.85, normalize=True, scale=0.6),
+    ],
+}
+
+
 
 def tensor_type(shape, dtype="f32"):
     return "tensor<" + "x".join(str(s) for s in shape) + ("x" if shape else "") + dtype + ">"

@@ -22,7 +22,8 @@ import pytest
 
 import hla.reference as ref
 
-from .codegen_util import HLA_OPT, attention_graph, compile_graph, relative_error, run_exe
+from .codegen_util import (HLA_OPT, OPTION_CASES, attention_graph, compile_graph,
+                           relative_error, run_exe)
 
 pytestmark = pytest.mark.skipif(
     not os.path.exists(HLA_OPT), reason="hla-opt is not built (run the README's build)"
@@ -61,37 +62,6 @@ def check_op(tmp_path, rng, op, T, options=None, chunk=64, schedule="auto",
 def test_lengths_and_chunks(tmp_path, op, T, chunk):
     rng = np.random.default_rng(T * 31 + chunk)
     check_op(tmp_path, rng, op, T, chunk=chunk)
-
-
-OPTION_CASES = {
-    "linear_attention": [
-        dict(scale=1.0),
-        dict(decay=0.9),
-        dict(normalize=True),
-        dict(decay=0.8, normalize=True, eps=1e-3, scale=0.7),
-    ],
-    "hla2": [
-        dict(scale=1.0),
-        dict(masked=False),
-        dict(decay=0.9),
-        dict(ridge=0.5),
-        dict(normalize=True),
-        dict(masked=False, decay=0.85, ridge=0.25),
-        dict(decay=0.9, normalize=True, ridge=0.5, scale=0.6),
-    ],
-    "ahla": [
-        dict(scale=1.0),
-        dict(decay=0.9),
-        dict(normalize=True),
-        dict(decay=0.85, normalize=True, scale=0.6),
-    ],
-    "hla3": [
-        dict(scale=1.0),
-        dict(decay=0.9),
-        dict(normalize=True),
-        dict(decay=0.85, normalize=True, scale=0.6),
-    ],
-}
 
 
 @pytest.mark.parametrize(
@@ -150,7 +120,8 @@ def test_state_in_and_out(tmp_path, op, schedule):
 
 
 @pytest.mark.parametrize("op", OPS)
-def test_packed_sequences(tmp_path, op):
+@pytest.mark.parametrize("form", ["phased", "fused"])
+def test_packed_sequences(tmp_path, op, form):
     rng = np.random.default_rng(33)
     T, hq, hkv, d, dv = 150, 2, 1, 8, 6
     q, k, v = make_inputs(rng, op, T, hq, hkv, d, dv)
@@ -164,7 +135,7 @@ def test_packed_sequences(tmp_path, op):
     graph = attention_graph(op, q.shape, k.shape, v.shape, options,
                             state_shapes=[s.shape for s in state], final_state=True,
                             cu_seqlens=len(cu))
-    exe = compile_graph(graph, chunk=16)
+    exe = compile_graph(graph, chunk=16, extra=(f"--chunk-form={form}",))
     outs = run_exe(exe, [q, k, v, *state, cu], tmp_path)
     expected, final = getattr(ref, op)(q, k, v, initial_state=state,
                                        output_final_state=True, cu_seqlens=cu, **options)
@@ -236,28 +207,4 @@ def test_fused_form(tmp_path, op, T):
     assert relative_error(fused[0], expected) <= 1e-5
     assert relative_error(fused[0], phased[0]) <= 1e-6
     for got, want in zip(fused[1:], final):
-        assert relative_error(got, want) <= 1e-5
-
-
-@pytest.mark.parametrize("op", OPS)
-def test_fused_form_packed(tmp_path, op):
-    rng = np.random.default_rng(35)
-    T, hq, hkv, d, dv = 150, 2, 1, 8, 6
-    q, k, v = make_inputs(rng, op, T, hq, hkv, d, dv)
-    cu = np.array([0, 1, 1, 70, 150], np.int32)  # includes an empty sequence
-    options = dict(decay=0.93)
-    n = len(cu) - 1
-    _, like = getattr(ref, op)(q[:, :1], k[:, :1], v[:, :1], output_final_state=True,
-                                **options)
-    state = tuple((rng.standard_normal((n,) + s.shape[1:]) * 0.2).astype(np.float32)
-                  for s in like)
-    graph = attention_graph(op, q.shape, k.shape, v.shape, options,
-                            state_shapes=[s.shape for s in state], final_state=True,
-                            cu_seqlens=len(cu))
-    exe = compile_graph(graph, chunk=16, extra=("--chunk-form=fused",))
-    outs = run_exe(exe, [q, k, v, *state, cu], tmp_path)
-    expected, final = getattr(ref, op)(q, k, v, initial_state=state,
-                                       output_final_state=True, cu_seqlens=cu, **options)
-    assert relative_error(outs[0], expected) <= 1e-5
-    for got, want in zip(outs[1:], final):
         assert relative_error(got, want) <= 1e-5

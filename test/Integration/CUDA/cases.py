@@ -6,38 +6,14 @@ Every case is one attention op in a `func.func @main`; its entry is
 `hla_main(void **inputs, void **outputs)` taking device pointers.
 """
 
-OPS = ["linear_attention", "hla2", "ahla", "hla3"]
+import os
+import sys
 
-# The option sets the CPU tests use (python/tests/test_cpu_codegen.py).
-OPTION_CASES = {
-    "linear_attention": [
-        dict(scale=1.0),
-        dict(decay=0.9),
-        dict(normalize=True),
-        dict(decay=0.8, normalize=True, eps=1e-3, scale=0.7),
-    ],
-    "hla2": [
-        dict(scale=1.0),
-        dict(masked=False),
-        dict(decay=0.9),
-        dict(ridge=0.5),
-        dict(normalize=True),
-        dict(masked=False, decay=0.85, ridge=0.25),
-        dict(decay=0.9, normalize=True, ridge=0.5, scale=0.6),
-    ],
-    "ahla": [
-        dict(scale=1.0),
-        dict(decay=0.9),
-        dict(normalize=True),
-        dict(decay=0.85, normalize=True, scale=0.6),
-    ],
-    "hla3": [
-        dict(scale=1.0),
-        dict(decay=0.9),
-        dict(normalize=True),
-        dict(decay=0.85, normalize=True, scale=0.6),
-    ],
-}
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "..", "python", "tests"))
+from codegen_util import OPTION_CASES  # noqa: E402  (the CPU tests' option sets)
+
+OPS = ["linear_attention", "hla2", "ahla", "hla3"]
 
 
 def case(name, op, T, *, options=None, chunk=64, B=2, hq=2, hkv=2, d=16, dv=16,
