@@ -250,6 +250,18 @@ static LogicalResult retypeViews(Value value) {
       return user->emitOpError(
           "hla-gpu-map-chunk-loops: cannot move this view of a chunk buffer "
           "to shared memory");
+    if (auto subview = dyn_cast<memref::SubViewOp>(user)) {
+      // The source may now have padded rows: the view's strides follow.
+      auto sourceType = cast<MemRefType>(subview.getSource().getType());
+      auto inferred = memref::SubViewOp::inferRankReducedResultType(
+          subview.getType().getShape(), sourceType,
+          subview.getMixedOffsets(), subview.getMixedSizes(),
+          subview.getMixedStrides());
+      subview.getResult().setType(cast<MemRefType>(inferred));
+      if (failed(retypeViews(subview.getResult())))
+        return failure();
+      continue;
+    }
     for (Value result : user->getResults()) {
       auto type = dyn_cast<MemRefType>(result.getType());
       if (!type)
@@ -271,6 +283,9 @@ LogicalResult ChunkLoopMapper::placeInSharedMemory(gpu::LaunchOp launch) {
   struct Interval {
     memref::AllocOp alloc;
     int64_t first, last, bytes, offset = -1;
+    /// Elements per row in shared memory (more than the tile's columns when
+    /// the rows are padded), or 0 for an unpadded buffer.
+    int64_t paddedRow = 0;
   };
   llvm::SmallVector<Interval> intervals;
   for (memref::AllocOp alloc : allocs) {
@@ -294,34 +309,64 @@ LogicalResult ChunkLoopMapper::placeInSharedMemory(gpu::LaunchOp launch) {
                                  "used outside the block that allocates it");
       last = std::max(last, order.end[anchor]);
     }
-    intervals.push_back({alloc, first, last, byteSize(type)});
+    Interval interval{alloc, first, last, byteSize(type)};
+    // Tiles whose rows are a multiple of 128 bytes would put a column's
+    // elements in one shared-memory bank: the column reads of transposed
+    // operands and of mma fragments would serialise. 16 bytes of padding
+    // per row spread them over all banks.
+    int64_t elementBytes = type.getElementTypeBitWidth() / 8;
+    if (type.getRank() == 2 && elementBytes > 0 &&
+        (type.getDimSize(1) * elementBytes) % 128 == 0 &&
+        llvm::all_of(users, [](Operation *user) {
+          return isa<memref::DeallocOp, memref::LoadOp, memref::StoreOp,
+                     memref::CopyOp, linalg::LinalgOp, memref::SubViewOp>(
+              user);
+        })) {
+      interval.paddedRow = type.getDimSize(1) + 16 / elementBytes;
+      interval.bytes = type.getDimSize(0) * interval.paddedRow * elementBytes;
+    }
+    intervals.push_back(interval);
   }
 
   // First fit, largest buffers first, against the buffers already placed
-  // whose lifetimes overlap.
-  llvm::SmallVector<Interval *> bySize;
-  for (Interval &i : intervals)
-    bySize.push_back(&i);
-  llvm::sort(bySize, [](Interval *a, Interval *b) {
-    return a->bytes != b->bytes ? a->bytes > b->bytes : a->first < b->first;
-  });
-  int64_t total = 0;
-  llvm::SmallVector<Interval *> placed;
-  for (Interval *cur : bySize) {
-    llvm::SmallVector<std::pair<int64_t, int64_t>> busy;
-    for (Interval *p : placed)
-      if (p->first <= cur->last && cur->first <= p->last)
-        busy.push_back({p->offset, p->offset + p->bytes});
-    llvm::sort(busy);
-    int64_t offset = 0;
-    for (auto [lo, hi] : busy) {
-      if (offset + cur->bytes <= lo)
-        break;
-      offset = std::max<int64_t>(offset, llvm::alignTo(hi, kSharedAlignment));
+  // whose lifetimes overlap. Padded rows when they fit, packed ones else.
+  auto place = [&](bool padded) {
+    for (Interval &i : intervals)
+      i.bytes = padded && i.paddedRow
+                    ? i.alloc.getType().getDimSize(0) * i.paddedRow *
+                          (i.alloc.getType().getElementTypeBitWidth() / 8)
+                    : byteSize(i.alloc.getType());
+    llvm::SmallVector<Interval *> bySize;
+    for (Interval &i : intervals)
+      bySize.push_back(&i);
+    llvm::sort(bySize, [](Interval *a, Interval *b) {
+      return a->bytes != b->bytes ? a->bytes > b->bytes : a->first < b->first;
+    });
+    int64_t end = 0;
+    llvm::SmallVector<Interval *> placed;
+    for (Interval *cur : bySize) {
+      llvm::SmallVector<std::pair<int64_t, int64_t>> busy;
+      for (Interval *p : placed)
+        if (p->first <= cur->last && cur->first <= p->last)
+          busy.push_back({p->offset, p->offset + p->bytes});
+      llvm::sort(busy);
+      int64_t offset = 0;
+      for (auto [lo, hi] : busy) {
+        if (offset + cur->bytes <= lo)
+          break;
+        offset = std::max<int64_t>(offset, llvm::alignTo(hi, kSharedAlignment));
+      }
+      cur->offset = offset;
+      end = std::max(end, offset + cur->bytes);
+      placed.push_back(cur);
     }
-    cur->offset = offset;
-    total = std::max(total, offset + cur->bytes);
-    placed.push_back(cur);
+    return end;
+  };
+  int64_t total = place(/*padded=*/true);
+  if (total > maxShared) {
+    total = place(/*padded=*/false);
+    for (Interval &i : intervals)
+      i.paddedRow = 0;
   }
   if (total > maxShared)
     return launch.emitOpError("hla-gpu-map-chunk-loops: the chunk loop needs ")
@@ -337,16 +382,31 @@ LogicalResult ChunkLoopMapper::placeInSharedMemory(gpu::LaunchOp launch) {
                       workgroupSpace(b.getContext())));
   for (Interval &i : intervals) {
     b.setInsertionPoint(i.alloc);
+    Location allocLoc = i.alloc.getLoc();
+    MemRefType type = i.alloc.getType();
     Value offset = arith::ConstantIndexOp::create(b, loc, i.offset);
-    auto view = memref::ViewOp::create(b, i.alloc.getLoc(),
-                                       inWorkgroup(i.alloc.getType()), window,
-                                       offset, ValueRange{});
+    Value buffer;
+    if (i.paddedRow) {
+      // A [rows, paddedRow] view, of which the tile is the [rows, cols]
+      // part.
+      auto padded = MemRefType::get({type.getDimSize(0), i.paddedRow},
+                                    type.getElementType(), AffineMap(),
+                                    workgroupSpace(b.getContext()));
+      Value whole = memref::ViewOp::create(b, allocLoc, padded, window, offset,
+                                           ValueRange{});
+      buffer = memref::SubViewOp::create(
+          b, allocLoc, whole, llvm::ArrayRef<int64_t>{0, 0},
+          type.getShape(), llvm::ArrayRef<int64_t>{1, 1});
+    } else {
+      buffer = memref::ViewOp::create(b, allocLoc, inWorkgroup(type), window,
+                                      offset, ValueRange{});
+    }
     for (Operation *user : llvm::to_vector(i.alloc->getUsers()))
       if (isa<memref::DeallocOp>(user))
         user->erase();
-    i.alloc.getResult().replaceAllUsesWith(view.getResult());
+    i.alloc.getResult().replaceAllUsesWith(buffer);
     i.alloc.erase();
-    if (failed(retypeViews(view.getResult())))
+    if (failed(retypeViews(buffer)))
       return failure();
   }
   OpBuilder top(launch);
