@@ -91,12 +91,20 @@ private:
   LogicalResult checkForall();
   gpu::LaunchOp createLaunch();
   LogicalResult placeInSharedMemory(gpu::LaunchOp launch);
+  /// Named linalg ops and memref.copy become linalg.generic.
+  LogicalResult generalize(gpu::LaunchOp launch);
+  /// Picks the contractions for tensor cores and what each absorbs (the
+  /// zero fill before it, the elementwise op after it). Runs before the
+  /// buffers are placed, so that an absorbed op's output buffer lives from
+  /// the contraction on.
+  void planTensorCores(gpu::LaunchOp launch);
   LogicalResult distribute(gpu::LaunchOp launch);
   LogicalResult distributeGeneric(linalg::GenericOp op);
   /// C (+)= A·B on warp tensor cores (mma.sync m16n8k16, bf16 operands,
   /// f32 accumulation), if `op` is such a contraction of 2-D buffers with
   /// suitable sizes; returns false (and does nothing) otherwise.
-  bool lowerContractionToMma(linalg::GenericOp op);
+  bool lowerContractionToMma(linalg::GenericOp op, bool zeroInit,
+                             linalg::GenericOp epilogue);
   void guardScalarStore(memref::StoreOp op);
 
   scf::ForallOp forall;
@@ -104,6 +112,12 @@ private:
   int64_t maxShared;
   bool tensorCores;
   Value threadId, numThreads;
+  struct TensorCorePlan {
+    linalg::GenericOp contraction;
+    bool zeroInit;
+    linalg::GenericOp epilogue;
+  };
+  llvm::SmallVector<TensorCorePlan> tensorCorePlans;
 };
 
 LogicalResult ChunkLoopMapper::checkForall() {
@@ -721,7 +735,163 @@ static std::optional<ContractionDims> matchContraction(linalg::GenericOp op) {
   return dims;
 }
 
-bool ChunkLoopMapper::lowerContractionToMma(linalg::GenericOp op) {
+/// The element of the elementwise generic `epilogue` at the position where
+/// it reads `C[indices]` (whose value is `value`): loads its other inputs
+/// there, evaluates its body and stores its result.
+static void emitEpilogueElement(OpBuilder &b, Location loc,
+                                linalg::GenericOp epilogue, Value C,
+                                llvm::ArrayRef<Value> indices, Value value) {
+  // The epilogue's loop indices from C's: its map for C is a permutation.
+  OpOperand *fromC = nullptr;
+  for (OpOperand *input : epilogue.getDpsInputOperands())
+    if (input->get() == C)
+      fromC = input;
+  AffineMap mapC = epilogue.getMatchingIndexingMap(fromC);
+  llvm::SmallVector<Value> ivs(epilogue.getNumLoops());
+  for (auto [i, expr] : llvm::enumerate(mapC.getResults()))
+    ivs[cast<AffineDimExpr>(expr).getPosition()] = indices[i];
+  auto at = [&](AffineMap map) {
+    llvm::SmallVector<Value> where;
+    for (AffineExpr expr : map.getResults())
+      where.push_back(ivs[cast<AffineDimExpr>(expr).getPosition()]);
+    return where;
+  };
+  Block &body = epilogue.getRegion().front();
+  IRMapping mapping;
+  for (OpOperand &operand : epilogue->getOpOperands()) {
+    BlockArgument arg = epilogue.getMatchingBlockArgument(&operand);
+    if (arg.use_empty())
+      continue;
+    if (&operand == fromC) {
+      mapping.map(arg, value);
+      continue;
+    }
+    Value v = operand.get();
+    if (isa<MemRefType>(v.getType()))
+      v = memref::LoadOp::create(b, loc, v,
+                                 at(epilogue.getMatchingIndexingMap(&operand)));
+    mapping.map(arg, v);
+  }
+  for (Operation &inner : body.without_terminator()) {
+    if (auto index = dyn_cast<linalg::IndexOp>(inner)) {
+      mapping.map(index.getResult(), ivs[index.getDim()]);
+      continue;
+    }
+    b.clone(inner, mapping);
+  }
+  auto yield = cast<linalg::YieldOp>(body.getTerminator());
+  for (auto [init, result] :
+       llvm::zip(epilogue.getDpsInitsMutable(), yield.getValues()))
+    memref::StoreOp::create(b, loc, mapping.lookupOrDefault(result),
+                            init.get(),
+                            at(epilogue.getMatchingIndexingMap(&init)));
+}
+
+/// Moves the side-effect-free definition of `value` (and, first, of its
+/// operands) above `point` when it comes after it in the same block.
+/// Returns false if that is not possible.
+static bool defineBefore(Value value, Operation *point) {
+  Operation *def = value.getDefiningOp();
+  if (!def || def->getBlock() != point->getBlock() ||
+      def->isBeforeInBlock(point))
+    return true;
+  // Allocations of static buffers may start earlier: that only lengthens
+  // their lifetime.
+  bool staticAlloc = isa<memref::AllocOp>(def) && def->getNumOperands() == 0;
+  if (def == point || def->getNumRegions() ||
+      (!isMemoryEffectFree(def) && !staticAlloc))
+    return false;
+  for (Value operand : def->getOperands())
+    if (!defineBefore(operand, point))
+      return false;
+  def->moveBefore(point);
+  return true;
+}
+
+/// The op that reads or writes memory next to `op` in its block (before it
+/// when `before`), skipping side-effect-free ops, barriers, allocations and
+/// deallocations, or null.
+static Operation *adjacentEffectfulOp(Operation *op, bool before) {
+  for (Operation *cur = before ? op->getPrevNode() : op->getNextNode(); cur;
+       cur = before ? cur->getPrevNode() : cur->getNextNode()) {
+    // Allocating or freeing a buffer reads and writes no element.
+    if (isa<gpu::BarrierOp, memref::AllocOp, memref::DeallocOp>(cur))
+      continue;
+    if (cur->getNumRegions() != 0 || !isMemoryEffectFree(cur))
+      return cur;
+  }
+  return nullptr;
+}
+
+/// Whether `op` is a (generalized) fill of `buffer` with 0.
+static bool isZeroFillOf(Operation *op, Value buffer) {
+  auto fill = dyn_cast_or_null<linalg::GenericOp>(op);
+  if (!fill || fill.getNumDpsInits() != 1 || fill.getNumDpsInputs() != 1 ||
+      fill.getDpsInitOperand(0)->get() != buffer ||
+      fill.getNumLoops() != fill.getNumParallelLoops())
+    return false;
+  auto yield = cast<linalg::YieldOp>(fill.getRegion().front().getTerminator());
+  if (yield.getValues()[0] != fill.getRegion().front().getArgument(0))
+    return false;
+  auto constant =
+      fill.getDpsInputOperand(0)->get().getDefiningOp<arith::ConstantOp>();
+  auto value = constant ? dyn_cast<FloatAttr>(constant.getValue()) : nullptr;
+  return value && value.getValue().isZero();
+}
+
+/// An elementwise op right after `contraction` that is the only other
+/// reader of its output C, reads C through a permutation and writes a
+/// different buffer: it can run in the contraction's epilogue.
+static linalg::GenericOp epilogueOf(linalg::GenericOp contraction) {
+  Value C = contraction.getDpsInitOperand(0)->get();
+  auto next =
+      dyn_cast_or_null<linalg::GenericOp>(adjacentEffectfulOp(contraction,
+                                                              false));
+  if (!next || next.getNumLoops() != next.getNumParallelLoops() ||
+      next.getNumDpsInits() != 1 || next.getDpsInitOperand(0)->get() == C)
+    return nullptr;
+  int readsOfC = 0;
+  for (OpOperand *input : next.getDpsInputOperands())
+    if (input->get() == C) {
+      ++readsOfC;
+      if (!next.getMatchingIndexingMap(input).isPermutation())
+        return nullptr;
+    }
+  if (readsOfC != 1)
+    return nullptr;
+  for (OpOperand &operand : next->getOpOperands())
+    if (!next.getMatchingIndexingMap(&operand).isProjectedPermutation())
+      return nullptr;
+  // C must not be read after the epilogue: it is a buffer of this block (a
+  // fresh one per loop iteration), and its other users come before the
+  // contraction.
+  Block *block = contraction->getBlock();
+  Operation *def = C.getDefiningOp();
+  if (!def || def->getBlock() != block)
+    return nullptr;
+  for (Operation *user : C.getUsers()) {
+    if (user == contraction || user == next)
+      continue;
+    Operation *anchor = block->findAncestorOpInBlock(*user);
+    if (!anchor || !anchor->isBeforeInBlock(contraction))
+      return nullptr;
+  }
+  // Other warps still read A and B while a warp runs its epilogue.
+  Value out = next.getDpsInitOperand(0)->get();
+  for (OpOperand *input : contraction.getDpsInputOperands())
+    if (input->get() == out)
+      return nullptr;
+  // The epilogue's buffers (views of shared memory, made between the two
+  // ops) must exist when the contraction runs.
+  for (Value operand : next->getOperands())
+    if (!defineBefore(operand, contraction))
+      return nullptr;
+  return next;
+}
+
+bool ChunkLoopMapper::lowerContractionToMma(linalg::GenericOp op,
+                                            bool zeroInit,
+                                            linalg::GenericOp epilogue) {
   std::optional<ContractionDims> dims = matchContraction(op);
   if (!dims)
     return false;
@@ -805,15 +975,21 @@ bool ChunkLoopMapper::lowerContractionToMma(linalg::GenericOp op) {
         index(tb, perWarp * 8));
     Value rowLo = arith::AddIOp::create(tb, loc, row0, group);
     Value rowHi = add(tb, rowLo, 8);
-    // Accumulators start from the output (C += A·B).
+    // Accumulators start from the output (C += A·B), or from zero when C
+    // was just zero-filled (the fill is then left out).
     llvm::SmallVector<Value> init;
     llvm::SmallVector<Value> cols;
+    Value zero = arith::ConstantOp::create(tb, loc, tb.getF32FloatAttr(0));
     for (int64_t t = 0; t < perWarp; ++t) {
       Value col = arith::AddIOp::create(tb, loc, add(tb, col0, t * 8),
                                         pairCol);
       cols.push_back(col);
       for (Value row : {rowLo, rowHi})
         for (int64_t e = 0; e < 2; ++e) {
+          if (zeroInit) {
+            init.push_back(zero);
+            continue;
+          }
           Value v = load(tb, C, mapC, row, add(tb, col, e), Value());
           if (v.getType() != f32)
             v = arith::ExtFOp::create(tb, loc, f32, v);
@@ -855,7 +1031,8 @@ bool ChunkLoopMapper::lowerContractionToMma(linalg::GenericOp op) {
           }
           scf::YieldOp::create(kb, loc, next);
         });
-    // The accumulator fragment back to the output.
+    // The accumulator fragment back to the output, or through the
+    // elementwise op that consumes it (which then needs no pass of its own).
     Type outElement = cast<MemRefType>(C.getType()).getElementType();
     unsigned r = 0;
     for (int64_t t = 0; t < perWarp; ++t)
@@ -870,11 +1047,16 @@ bool ChunkLoopMapper::lowerContractionToMma(linalg::GenericOp op) {
           llvm::SmallVector<Value> indices;
           for (AffineExpr expr : mapC.getResults())
             indices.push_back(ivs[cast<AffineDimExpr>(expr).getPosition()]);
-          memref::StoreOp::create(tb, loc, v, C, indices);
+          if (epilogue)
+            emitEpilogueElement(tb, loc, epilogue, C, indices, v);
+          else
+            memref::StoreOp::create(tb, loc, v, C, indices);
         }
   }
   barrierAfter(taskLoop);
   op.erase();
+  if (epilogue)
+    epilogue.erase();
   return true;
 }
 
@@ -890,8 +1072,7 @@ void ChunkLoopMapper::guardScalarStore(memref::StoreOp op) {
   barrierAfter(guard);
 }
 
-LogicalResult ChunkLoopMapper::distribute(gpu::LaunchOp launch) {
-  // Named ops and copies become generics first.
+LogicalResult ChunkLoopMapper::generalize(gpu::LaunchOp launch) {
   llvm::SmallVector<Operation *> named;
   launch.getBody().walk([&](Operation *op) {
     if (isa<memref::CopyOp>(op) ||
@@ -912,7 +1093,34 @@ LogicalResult ChunkLoopMapper::distribute(gpu::LaunchOp launch) {
     if (failed(linalg::generalizeNamedOp(rewriter, cast<linalg::LinalgOp>(op))))
       return op->emitOpError("hla-gpu-map-chunk-loops: cannot generalize");
   }
+  return success();
+}
 
+void ChunkLoopMapper::planTensorCores(gpu::LaunchOp launch) {
+  if (!tensorCores)
+    return;
+  llvm::SmallVector<linalg::GenericOp> generics;
+  launch.getBody().walk([&](linalg::GenericOp g) { generics.push_back(g); });
+  llvm::DenseSet<Operation *> taken;
+  for (linalg::GenericOp g : generics) {
+    if (taken.contains(g) || !matchContraction(g))
+      continue;
+    Value C = g.getDpsInitOperand(0)->get();
+    Operation *before = adjacentEffectfulOp(g, /*before=*/true);
+    bool zeroInit = before && !taken.contains(before) && isZeroFillOf(before, C);
+    linalg::GenericOp epilogue = epilogueOf(g);
+    if (epilogue && (taken.contains(epilogue) || matchContraction(epilogue)))
+      epilogue = nullptr;
+    if (zeroInit)
+      before->erase();
+    taken.insert(g);
+    if (epilogue)
+      taken.insert(epilogue);
+    tensorCorePlans.push_back({g, zeroInit, epilogue});
+  }
+}
+
+LogicalResult ChunkLoopMapper::distribute(gpu::LaunchOp launch) {
   llvm::SmallVector<linalg::GenericOp> generics;
   llvm::SmallVector<memref::StoreOp> stores;
   launch.getBody().walk([&](Operation *op) {
@@ -925,8 +1133,16 @@ LogicalResult ChunkLoopMapper::distribute(gpu::LaunchOp launch) {
   // program (tensor.from_elements, tensor.insert).
   for (memref::StoreOp s : stores)
     guardScalarStore(s);
+  // Tensor-core contractions first, with what they absorb.
+  llvm::DenseSet<Operation *> absorbed;
+  for (TensorCorePlan &plan : tensorCorePlans) {
+    absorbed.insert(plan.contraction);
+    if (plan.epilogue)
+      absorbed.insert(plan.epilogue);
+    lowerContractionToMma(plan.contraction, plan.zeroInit, plan.epilogue);
+  }
   for (linalg::GenericOp g : generics) {
-    if (tensorCores && lowerContractionToMma(g))
+    if (absorbed.contains(g))
       continue;
     if (failed(distributeGeneric(g)))
       return failure();
@@ -958,6 +1174,9 @@ LogicalResult ChunkLoopMapper::run() {
     return failure();
   gpu::LaunchOp launch = createLaunch();
   forall.erase();
+  if (failed(generalize(launch)))
+    return failure();
+  planTensorCores(launch);
   if (failed(placeInSharedMemory(launch)) || failed(distribute(launch)))
     return failure();
   removeRedundantBarriers(launch.getBody());
