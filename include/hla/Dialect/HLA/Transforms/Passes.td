@@ -301,7 +301,9 @@ def HLAGPUMapChunkLoopsPass : Pass<"hla-gpu-map-chunk-loops",
 
     * every `memref.alloc` of the body (chunk tiles, the carried state) is
       placed in dynamic shared memory; buffers whose lifetimes do not overlap
-      share bytes (first fit over the body's program order);
+      share bytes (first fit over the body's program order); tiles whose
+      rows are a multiple of 128 bytes get 16 bytes of padding per row
+      (against bank conflicts on column reads) when that still fits;
     * every linalg op and `memref.copy` is run by the whole thread block:
       its parallel iterations are spread over the threads (consecutive
       threads on the innermost parallel dimension), its reductions run
@@ -311,7 +313,10 @@ def HLAGPUMapChunkLoopsPass : Pass<"hla-gpu-map-chunk-loops",
       multiples of 16 x 8 x 16) runs on `mma.sync.m16n8k16` instead: each
       warp takes 16-row by up-to-32-column blocks of C, holds them in
       accumulator fragments over the reduction, and reads A and B from
-      shared memory as bf16 pairs;
+      shared memory as bf16 pairs; a zero fill of C just before starts the
+      accumulators at zero instead, and an elementwise op just after that
+      is C's only later reader (a mask, a decay) is applied to the
+      accumulators before they are stored, into that op's output;
     * a scalar `memref.store` is done by thread 0; the remaining scalar code
       (chunk bounds, loop control) runs in every thread.
 
