@@ -14,8 +14,10 @@
  *   hlaFreeString(diagnostics);
  *
  * The options string holds space-separated key=value pairs: chunk-size,
- * chunk-form (phased|fused), ptxas-log (cuda: a file for ptxas's -v report),
- * schedule (auto|sequential|blelloch), scan-threads, vectorize (true|false)
+ * chunk-form (phased|fused|segmented), segments (runs of chunks per sequence
+ * of the segmented form; 0 = chosen for the target), ptxas-log (cuda: a file
+ * for ptxas's -v report), schedule (cpu: auto|sequential|blelloch; cuda:
+ * auto|persistent|segmented), scan-threads, vectorize (true|false)
  * and entry (the function an executable runs). An unknown key is an error.
  */
 

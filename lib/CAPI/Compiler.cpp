@@ -60,12 +60,15 @@ static LogicalResult parseOptions(llvm::StringRef text,
     if (key == "chunk-size") {
       if (failed(integer(options.chunkSize, 1)))
         return failure();
+    } else if (key == "segments") {
+      if (failed(integer(options.segments, 0)))
+        return failure();
     } else if (key == "scan-threads") {
       if (failed(integer(options.threads, 1)))
         return failure();
     } else if (key == "chunk-form") {
-      if (value != "phased" && value != "fused") {
-        error = "option 'chunk-form' needs phased or fused, not '" +
+      if (value != "phased" && value != "fused" && value != "segmented") {
+        error = "option 'chunk-form' needs phased, fused or segmented, not '" +
                 value.str() + "'";
         return failure();
       }
@@ -85,8 +88,8 @@ static LogicalResult parseOptions(llvm::StringRef text,
       options.vectorize = value == "true";
     } else {
       error = "unknown option '" + key.str() +
-              "' (known: chunk-size, chunk-form, schedule, scan-threads, "
-              "vectorize, entry, ptxas-log)";
+              "' (known: chunk-size, chunk-form, segments, schedule, "
+              "scan-threads, vectorize, entry, ptxas-log)";
       return failure();
     }
   }

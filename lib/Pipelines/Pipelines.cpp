@@ -50,8 +50,12 @@ void mlir::hla::buildCPUPipeline(OpPassManager &pm,
   // Attention ops -> segment / scan / readout under their monoids.
   pm.addPass(createHLAExpandPass());
   // Token scans -> chunk summaries, a scan over chunks, chunk readouts.
-  pm.addPass(createHLAChunkPass(
-      HLAChunkPassOptions{options.chunkSize, options.chunkForm}));
+  HLAChunkPassOptions chunking;
+  chunking.chunkSize = options.chunkSize;
+  chunking.form = options.chunkForm;
+  chunking.segments = options.segments;
+  chunking.parallelism = options.threads;
+  pm.addPass(createHLAChunkPass(chunking));
   // The scan over chunk summaries -> loops of hla.combine.
   pm.addPass(createHLALowerScansPass(
       HLALowerScansPassOptions{options.schedule, options.threads}));
@@ -135,10 +139,21 @@ void mlir::hla::buildCUDADevicePipeline(OpPassManager &pm,
                                         const CUDAPipelineOptions &options) {
   // Attention ops -> one loop over chunks per (sequence, head), carrying the
   // state: the persistent-kernel schedule, each thread block owning a
-  // (sequence, head) and its state for the whole sequence.
+  // (sequence, head) and its state for the whole sequence. Or, segmented:
+  // one thread block per (sequence, segment, head) for each of the two
+  // passes over a sequence's runs of chunks.
   pm.addPass(createHLAExpandPass());
-  pm.addPass(createHLAChunkPass(
-      HLAChunkPassOptions{options.chunkSize, std::string("fused")}));
+  HLAChunkPassOptions chunking;
+  chunking.chunkSize = options.chunkSize;
+  chunking.parallelism = options.sms;
+  chunking.segments = options.segments;
+  // An unknown schedule reaches hla-chunk as a form it rejects.
+  chunking.form = options.schedule == "persistent" ? std::string("fused")
+                  : options.schedule == "segmented" ||
+                          options.schedule == "auto"
+                      ? std::string("segmented")
+                      : "schedule '" + options.schedule + "'";
+  pm.addPass(createHLAChunkPass(chunking));
   pm.addPass(createConvertHLAToLinalgPass());
   pm.addPass(createHLAVerifyLoweredPass());
   // Whole-tensor arith of model graphs as linalg (bufferizable; refused as

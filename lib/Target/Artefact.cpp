@@ -322,6 +322,7 @@ LogicalResult mlir::hla::compileToArtefact(ModuleOp module,
     CPUPipelineOptions pipeline;
     pipeline.chunkSize = options.chunkSize;
     pipeline.chunkForm = options.chunkForm;
+    pipeline.segments = options.segments;
     pipeline.schedule = options.schedule;
     pipeline.threads = options.threads;
     pipeline.vectorize = options.vectorize;
@@ -338,8 +339,15 @@ LogicalResult mlir::hla::compileToArtefact(ModuleOp module,
 
   // CUDA: kernels to PTX, ptxas to cubins (its log kept next to the
   // artefact), then the host code.
+  if (!llvm::is_contained({"auto", "persistent", "segmented"},
+                          llvm::StringRef(options.schedule)))
+    return fail("--schedule=" + options.schedule +
+                " is not a schedule of --hla-target=cuda (auto, persistent, "
+                "segmented)");
   CUDAPipelineOptions pipeline;
   pipeline.chunkSize = options.chunkSize;
+  pipeline.schedule = options.schedule;
+  pipeline.segments = options.segments;
   pipeline.chip = options.cudaChip;
   pipeline.features = options.cudaFeatures;
   if (!options.cudaToolkit.empty())
@@ -359,10 +367,30 @@ LogicalResult mlir::hla::compileToArtefact(ModuleOp module,
           largest = std::max(largest, tensor.getNumElements());
   });
   pipeline.indexBitwidth = largest < (int64_t(1) << 31) ? 32 : 64;
-  PassManager device(module.getContext());
-  buildCUDADevicePipeline(device, pipeline);
-  if (failed(device.run(module)))
-    return failure();
+  // The auto schedule is the segmented one where it helps (few sequence-
+  // head pairs) and its kernels fit: tried on a copy, quietly, falling back
+  // to the persistent schedule (whose diagnostics are then the real ones).
+  bool compiled = false;
+  if (pipeline.schedule == "auto") {
+    OwningOpRef<ModuleOp> trial = module.clone();
+    PassManager device(module.getContext());
+    buildCUDADevicePipeline(device, pipeline);
+    ScopedDiagnosticHandler quiet(module.getContext(),
+                                  [](Diagnostic &) { return success(); });
+    if (succeeded(device.run(*trial))) {
+      module.getBodyRegion().takeBody(trial->getBodyRegion());
+      module->setAttrs(trial.get()->getAttrDictionary());
+      compiled = true;
+    } else {
+      pipeline.schedule = "persistent";
+    }
+  }
+  if (!compiled) {
+    PassManager device(module.getContext());
+    buildCUDADevicePipeline(device, pipeline);
+    if (failed(device.run(module)))
+      return failure();
+  }
   llvm::SmallVector<std::string> ptx, cubins;
   if (options.emit == "ptx") {
     // The PTX as generated, before ptxas judges it (for inspection).

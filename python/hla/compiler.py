@@ -30,8 +30,9 @@ import warnings
 from . import _library, runtime
 
 TARGETS = ("cpu", "cuda")
-SCHEDULES = ("auto", "sequential", "blelloch")
-CHUNK_FORMS = ("phased", "fused")
+SCHEDULES = {"cpu": ("auto", "sequential", "blelloch"),
+             "cuda": ("auto", "persistent", "segmented")}
+CHUNK_FORMS = ("phased", "fused", "segmented")
 
 # Counters, for tests and for users who want to know what a call cost:
 # compiles = hlaCompile calls; disk_hits = artefacts loaded from the disk
@@ -69,7 +70,7 @@ def cache_dir():
     return path
 
 
-def _normalise_options(options):
+def _normalise_options(options, target="cpu"):
     """Python keywords -> hlaCompile's "key=value" pairs, validated here so
     that a typo is a TypeError/ValueError naming the keyword."""
     pairs = {}
@@ -80,10 +81,14 @@ def _normalise_options(options):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"hla.compile: {key} must be an integer >= 1, got {value!r}")
             pairs[key.replace("_", "-")] = str(int(value))
+        elif key == "segments":
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"hla.compile: segments must be an integer >= 0, got {value!r}")
+            pairs["segments"] = str(int(value))
         elif key == "schedule":
-            if value not in SCHEDULES:
-                raise ValueError(f"hla.compile: schedule must be one of {SCHEDULES}, "
-                                 f"got {value!r}")
+            if value not in SCHEDULES[target]:
+                raise ValueError(f"hla.compile: schedule must be one of {SCHEDULES[target]} "
+                                 f"for target {target!r}, got {value!r}")
             pairs["schedule"] = value
         elif key == "chunk_form":
             if value not in CHUNK_FORMS:
@@ -96,7 +101,7 @@ def _normalise_options(options):
             pairs["vectorize"] = "true" if value else "false"
         else:
             raise TypeError(f"hla.compile: unknown option {key!r} (known: chunk_size, "
-                            f"chunk_form, schedule, scan_threads, vectorize)")
+                            f"chunk_form, segments, schedule, scan_threads, vectorize)")
     return dict(sorted(pairs.items()))
 
 
@@ -215,9 +220,11 @@ def compile(ir, target="cpu", **options):  # noqa: A001 (the public name is the 
 
     Returns a ``runtime.CompiledLibrary``: every public function ``@f`` of
     the module is an attribute ``f`` taking and returning arrays.
-    Options: ``chunk_size`` (int), ``chunk_form`` ("phased" | "fused"),
-    ``schedule`` ("auto" | "sequential" | "blelloch"), ``scan_threads``
-    (int), ``vectorize`` (bool).
+    Options: ``chunk_size`` (int), ``chunk_form`` ("phased" | "fused" |
+    "segmented", cpu), ``segments`` (int, runs of chunks per sequence of the
+    segmented form or schedule; 0 = chosen for the target), ``schedule``
+    (cpu: "auto" | "sequential" | "blelloch"; cuda: "auto" | "persistent" |
+    "segmented"), ``scan_threads`` (int), ``vectorize`` (bool).
     Raises ``CompileError`` (with ``.diagnostics``) when the compiler rejects
     the IR, ``TargetNotImplementedError`` (also a NotImplementedError) for a
     target it cannot generate code for yet.
@@ -225,7 +232,7 @@ def compile(ir, target="cpu", **options):  # noqa: A001 (the public name is the 
     if target not in TARGETS:
         raise ValueError(f"hla.compile: unknown target {target!r} (known: {', '.join(TARGETS)})")
     ir_text = _read_ir(ir)
-    normalised = _normalise_options(options)
+    normalised = _normalise_options(options, target)
     key = cache_key(ir_text, target, normalised)
     with _lock:
         hit = _loaded.get(key)

@@ -55,6 +55,13 @@ def test_compile_text_and_call():
 
 
 @needs_compiler
+def test_compile_segmented_form():
+    lib = hla.compile(GRAPH, chunk_size=8, chunk_form="segmented", segments=3)
+    q, k, v = inputs(31)
+    assert rel_err(lib.attention(q, k, v), reference("hla2", q, k, v, decay=0.9)) <= 1e-5
+
+
+@needs_compiler
 def test_compile_path_and_cache_hits(tmp_path):
     path = tmp_path / "graph.mlir"
     path.write_text(GRAPH)

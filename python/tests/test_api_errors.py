@@ -124,6 +124,13 @@ def test_compile_errors():
         hla.compile("func.func @f() { return }", vectorize="yes")
     with pytest.raises(ValueError, match="chunk_form"):
         hla.compile("func.func @f() { return }", chunk_form="tiled")
+    with pytest.raises(ValueError, match="segments must be an integer >= 0"):
+        hla.compile("func.func @f() { return }", segments=-2)
+    # Each target has its own schedules.
+    with pytest.raises(ValueError, match="schedule must be one of .* for target 'cuda'"):
+        hla.compile("func.func @f() { return }", target="cuda", schedule="blelloch")
+    with pytest.raises(ValueError, match="for target 'cpu'"):
+        hla.compile("func.func @f() { return }", schedule="persistent")
     with pytest.raises(FileNotFoundError, match="no such file"):
         hla.compile("no/such/model.mlir")
 

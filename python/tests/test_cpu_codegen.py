@@ -208,3 +208,33 @@ def test_fused_form(tmp_path, op, T):
     assert relative_error(fused[0], phased[0]) <= 1e-6
     for got, want in zip(fused[1:], final):
         assert relative_error(got, want) <= 1e-5
+
+
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("T,segments", [(1, 3), (65, 2), (200, 3), (200, 13)])
+def test_segmented_form(tmp_path, op, T, segments):
+    """hla-chunk's segmented form (runs of chunks summarised, the summaries
+    of the runs before each one combined into its initial state, then each
+    run read out) agrees with the fused form and the reference — including
+    more segments asked for than there are chunks, and state in/out."""
+    rng = np.random.default_rng(57 + T + segments)
+    hq, hkv, d, dv = 4, 2, 8, 6
+    q, k, v = make_inputs(rng, op, T, hq, hkv, d, dv, positive=True)
+    options = dict(decay=0.95, normalize=True)
+    q0, k0, v0 = make_inputs(rng, op, 30, hq, hkv, d, dv, positive=True)
+    _, state = getattr(ref, op)(q0, k0, v0, output_final_state=True, **options)
+    state = tuple(s.astype(np.float32) for s in state)
+    graph = attention_graph(op, q.shape, k.shape, v.shape, options,
+                            state_shapes=[s.shape for s in state], final_state=True)
+    segmented = run_exe(
+        compile_graph(graph, chunk=16,
+                      extra=("--chunk-form=segmented", f"--segments={segments}")),
+        [q, k, v, *state], tmp_path)
+    fused = run_exe(compile_graph(graph, chunk=16, extra=("--chunk-form=fused",)),
+                    [q, k, v, *state], tmp_path)
+    expected, final = getattr(ref, op)(q, k, v, initial_state=state,
+                                       output_final_state=True, **options)
+    assert relative_error(segmented[0], expected) <= 1e-5
+    assert relative_error(segmented[0], fused[0]) <= 1e-5
+    for got, want in zip(segmented[1:], final):
+        assert relative_error(got, want) <= 1e-5

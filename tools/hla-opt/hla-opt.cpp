@@ -48,12 +48,19 @@ llvm::cl::opt<int64_t> chunkSize("chunk-size",
                                  llvm::cl::cat(artefactCategory));
 llvm::cl::opt<std::string>
     chunkForm("chunk-form",
-              llvm::cl::desc("Chunked form: phased or fused"),
+              llvm::cl::desc("CPU: chunked form: phased, fused or segmented"),
               llvm::cl::init("phased"), llvm::cl::cat(artefactCategory));
 llvm::cl::opt<std::string>
     schedule("schedule",
-             llvm::cl::desc("Scan over chunks: sequential, blelloch, auto"),
+             llvm::cl::desc("CPU: scan over chunks (sequential, blelloch, "
+                            "auto); CUDA: kernel schedule (persistent, "
+                            "segmented, auto)"),
              llvm::cl::init("auto"), llvm::cl::cat(artefactCategory));
+llvm::cl::opt<int64_t> segments(
+    "segments",
+    llvm::cl::desc("Segmented form/schedule: runs of chunks per sequence (0: "
+                   "chosen for the target)"),
+    llvm::cl::init(0), llvm::cl::cat(artefactCategory));
 llvm::cl::opt<int64_t>
     threads("scan-threads",
             llvm::cl::desc("Threads the auto scan schedule plans for"),
@@ -100,6 +107,7 @@ static int compileArtefact(llvm::StringRef inputPath,
   options.chunkSize = chunkSize;
   options.schedule = schedule;
   options.chunkForm = chunkForm;
+  options.segments = segments;
   options.threads = threads;
   options.vectorize = vectorize;
   options.cudaChip = cudaChip;

@@ -23,9 +23,15 @@ struct CPUPipelineOptions : public PassPipelineOptions<CPUPipelineOptions> {
       llvm::cl::init(64)};
   PassOptions::Option<std::string> chunkForm{
       *this, "chunk-form",
-      llvm::cl::desc("Chunked form: phased (parallel over chunks) or fused "
-                     "(one carried loop per sequence and head)"),
+      llvm::cl::desc("Chunked form: phased (parallel over chunks), fused "
+                     "(one carried loop per sequence and head) or segmented "
+                     "(fused loops over runs of chunks, combined)"),
       llvm::cl::init("phased")};
+  PassOptions::Option<int64_t> segments{
+      *this, "segments",
+      llvm::cl::desc("Segmented form: runs of chunks per sequence (0: enough "
+                     "for `threads`)"),
+      llvm::cl::init(0)};
   PassOptions::Option<std::string> schedule{
       *this, "schedule",
       llvm::cl::desc("Scan over chunks: sequential, blelloch or auto"),
@@ -61,6 +67,24 @@ struct CUDAPipelineOptions : public PassPipelineOptions<CUDAPipelineOptions> {
   PassOptions::Option<int64_t> threads{
       *this, "threads", llvm::cl::desc("Threads per thread block"),
       llvm::cl::init(256)};
+  PassOptions::Option<std::string> schedule{
+      *this, "schedule",
+      llvm::cl::desc("persistent (one thread block per sequence and head "
+                     "loops over all its chunks), segmented (the sequence "
+                     "split into runs of chunks, their states combined) or "
+                     "auto (segmented when there are fewer sequence-head "
+                     "pairs than `sms`)"),
+      llvm::cl::init("auto")};
+  PassOptions::Option<int64_t> segments{
+      *this, "segments",
+      llvm::cl::desc("Segmented schedule: runs of chunks per sequence (0: "
+                     "enough thread blocks for `sms`)"),
+      llvm::cl::init(0)};
+  PassOptions::Option<int64_t> sms{
+      *this, "sms",
+      llvm::cl::desc("Streaming multiprocessors the schedule fills (132 on "
+                     "an H200)"),
+      llvm::cl::init(132)};
   PassOptions::Option<std::string> chip{
       *this, "chip", llvm::cl::desc("GPU architecture (sm_90a, sm_80, ...)"),
       llvm::cl::init("sm_90a")};

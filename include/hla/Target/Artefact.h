@@ -26,9 +26,14 @@ struct ArtefactOptions {
   /// The function an executable runs.
   std::string entry = "main";
   int64_t chunkSize = 64;
-  /// "phased" or "fused" (hla-chunk's form).
+  /// "phased", "fused" or "segmented" (hla-chunk's form; cpu).
   std::string chunkForm = "phased";
+  /// cpu: the scan over chunks (auto, sequential, blelloch); cuda: the
+  /// kernel schedule (auto, persistent, segmented).
   std::string schedule = "auto";
+  /// Runs of chunks per sequence of the segmented form/schedule (0: chosen
+  /// for the target's parallelism).
+  int64_t segments = 0;
   int64_t threads = 2;
   bool vectorize = true;
   /// CUDA: GPU architecture, PTX features, toolkit root ("" = the default).

@@ -69,6 +69,8 @@
   X(cuMemAlloc, (CUdeviceptr *, size_t))                                       \
   X(cuMemAllocManaged, (CUdeviceptr *, size_t, unsigned int))                  \
   X(cuMemFree, (CUdeviceptr))                                                  \
+  X(cuMemAllocAsync, (CUdeviceptr *, size_t, CUstream))                        \
+  X(cuMemFreeAsync, (CUdeviceptr, CUstream))                                   \
   X(cuMemcpyAsync, (CUdeviceptr, CUdeviceptr, size_t, CUstream))               \
   X(cuMemcpyHtoD, (CUdeviceptr, const void *, size_t))                         \
   X(cuMemcpyDtoH, (void *, CUdeviceptr, size_t))                               \
@@ -408,8 +410,10 @@ void mgpuEventRecord(void *event, void *stream) {
   check(p_cuEventRecord((CUevent)event, (CUstream)stream), "cuEventRecord");
 }
 
+// Buffers between kernels (hla's gpu.alloc async) come from the driver's
+// stream-ordered pool: no synchronisation, and freed memory is reused by the
+// next call's allocation.
 void *mgpuMemAlloc(uint64_t bytes, void *stream, bool hostShared) {
-  (void)stream;
   enter();
   CUdeviceptr pointer = 0;
   if (bytes == 0)
@@ -417,6 +421,9 @@ void *mgpuMemAlloc(uint64_t bytes, void *stream, bool hostShared) {
   if (hostShared)
     check(p_cuMemAllocManaged(&pointer, bytes, CU_MEM_ATTACH_GLOBAL),
           "cuMemAllocManaged");
+  else if (stream)
+    check(p_cuMemAllocAsync(&pointer, bytes, (CUstream)stream),
+          "cuMemAllocAsync");
   else
     check(p_cuMemAlloc(&pointer, bytes), "cuMemAlloc");
   return (void *)pointer;
@@ -424,9 +431,12 @@ void *mgpuMemAlloc(uint64_t bytes, void *stream, bool hostShared) {
 
 void mgpuMemFree(void *pointer, void *stream) {
   enter();
+  if (!pointer)
+    return;
   if (stream)
-    check(p_cuStreamSynchronize((CUstream)stream), "cuStreamSynchronize");
-  if (pointer)
+    check(p_cuMemFreeAsync((CUdeviceptr)pointer, (CUstream)stream),
+          "cuMemFreeAsync");
+  else
     check(p_cuMemFree((CUdeviceptr)pointer), "cuMemFree");
 }
 

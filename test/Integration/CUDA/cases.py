@@ -17,14 +17,18 @@ OPS = ["linear_attention", "hla2", "ahla", "hla3"]
 
 
 def case(name, op, T, *, options=None, chunk=64, B=2, hq=2, hkv=2, d=16, dv=16,
-         dtype="f32", tol=1e-4, state=False, cu_seqlens=None, positive=False):
+         dtype="f32", tol=1e-4, state=False, cu_seqlens=None, positive=False,
+         schedule="auto", segments=0):
     return dict(name=name, op=op, T=T, options=dict(options or {}), chunk=chunk,
                 B=B, hq=hq, hkv=hkv, d=d, dv=dv, dtype=dtype, tol=tol, state=state,
                 cu_seqlens=list(cu_seqlens) if cu_seqlens else None,
-                positive=positive)
+                positive=positive, schedule=schedule, segments=segments)
 
 
 def all_cases():
+    """The default schedule (auto) is the segmented one for these few
+    (sequence, head) pairs, the persistent one for packed sequences; the
+    `-persistent` and `-seg*` cases pin each."""
     cases = []
     for op in OPS:
         # Ragged tails, a single token, two chunk sizes.
@@ -51,6 +55,21 @@ def all_cases():
                           tol=1e-2, chunk=half_chunk))
         cases.append(case(f"{op}-f16", op, 300, B=1, d=64, dv=64, dtype="f16",
                           tol=1e-2, chunk=half_chunk))
+        # The persistent schedule pinned (one block per sequence and head),
+        # and segment counts pinned (one segment is the persistent form).
+        for T in [1, 65, 1000]:
+            cases.append(case(f"{op}-T{T}-persistent", op, T, chunk=16,
+                              schedule="persistent"))
+        cases.append(case(f"{op}-state-persistent", op, 90, options=dict(decay=0.9),
+                          chunk=16, hq=4, hkv=2, state=True, schedule="persistent"))
+        cases.append(case(f"{op}-bf16-persistent", op, 300, B=1, d=64, dv=64,
+                          dtype="bf16", tol=1e-2, chunk=half_chunk,
+                          schedule="persistent"))
+        for segments in [2, 7]:
+            cases.append(case(f"{op}-state-seg{segments}", op, 200,
+                              options=dict(decay=0.95, normalize=True), chunk=16,
+                              hq=4, hkv=2, state=True, positive=True,
+                              schedule="segmented", segments=segments))
     # A larger case of the main op.
     cases.append(case("hla2-bf16-large", "hla2", 2048, B=2, hq=4, hkv=4, d=64, dv=64,
                       dtype="bf16", tol=1e-2))

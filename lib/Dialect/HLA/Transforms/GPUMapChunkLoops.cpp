@@ -152,7 +152,8 @@ LogicalResult ChunkLoopMapper::checkForall() {
   }
 
   // A kernel can take function arguments (buffers in device memory, and
-  // scalars) and constants from outside; anything else would be host data.
+  // scalars), device buffers and constants from outside; anything else
+  // would be host data.
   WalkResult walk = forall.getBody()->walk([&](Operation *op) {
     for (Value operand : op->getOperands()) {
       if (body.isAncestor(operand.getParentRegion()))
@@ -161,13 +162,14 @@ LogicalResult ChunkLoopMapper::checkForall() {
         if (isa<FunctionOpInterface>(arg.getOwner()->getParentOp()))
           continue;
       Operation *def = operand.getDefiningOp();
-      if (def && def->hasTrait<OpTrait::ConstantLike>())
+      if (def && (def->hasTrait<OpTrait::ConstantLike>() ||
+                  isa<gpu::AllocOp>(def)))
         continue;
       op->emitOpError("hla-gpu-map-chunk-loops: the chunk loop reads a value "
                       "computed outside it")
               .attachNote(operand.getLoc())
-          << "defined here; a GPU kernel can only take function arguments "
-             "and constants";
+          << "defined here; a GPU kernel can only take function arguments, "
+             "device buffers and constants";
       return WalkResult::interrupt();
     }
     return WalkResult::advance();
@@ -1208,6 +1210,42 @@ struct HLAGPUMapChunkLoopsPass
     return halfInputs;
   }
 
+  /// Buffers of the function body (what one chunk loop leaves for the next,
+  /// e.g. the segmented form's segment summaries) are only touched by
+  /// kernels: they become device allocations, stream-ordered on the stream
+  /// the launches use.
+  void moveBuffersToDevice() {
+    Block &body = getOperation().getBody().front();
+    for (auto alloc :
+         llvm::make_early_inc_range(body.getOps<memref::AllocOp>())) {
+      OpBuilder b(alloc);
+      Location loc = alloc.getLoc();
+      auto tokenType = gpu::AsyncTokenType::get(b.getContext());
+      Value ready = gpu::WaitOp::create(b, loc, tokenType, ValueRange())
+                        .getAsyncToken();
+      auto device = gpu::AllocOp::create(
+          b, loc, alloc.getType(), tokenType, ValueRange{ready},
+          alloc.getDynamicSizes(), alloc.getSymbolOperands(),
+          /*hostShared=*/false);
+      for (Operation *user : llvm::make_early_inc_range(alloc->getUsers())) {
+        auto dealloc = dyn_cast<memref::DeallocOp>(user);
+        if (!dealloc)
+          continue;
+        OpBuilder d(dealloc);
+        Value after = gpu::WaitOp::create(d, loc, tokenType, ValueRange())
+                          .getAsyncToken();
+        Value freed = gpu::DeallocOp::create(d, loc, tokenType,
+                                             ValueRange{after},
+                                             device.getMemref())
+                          .getAsyncToken();
+        gpu::WaitOp::create(d, loc, Type(), ValueRange{freed});
+        dealloc.erase();
+      }
+      alloc.replaceAllUsesWith(device.getMemref());
+      alloc.erase();
+    }
+  }
+
   void runOnOperation() override {
     if (tensorCores != "auto" && tensorCores != "on" && tensorCores != "off") {
       getOperation().emitError()
@@ -1246,6 +1284,7 @@ struct HLAGPUMapChunkLoopsPass
     });
     if (host.wasInterrupted())
       return signalPassFailure();
+    moveBuffersToDevice();
     llvm::SmallVector<scf::ForallOp> loops;
     for (Operation &op : getOperation().getBody().getOps())
       if (auto forall = dyn_cast<scf::ForallOp>(op))

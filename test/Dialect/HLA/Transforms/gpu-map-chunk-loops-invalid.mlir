@@ -10,7 +10,7 @@
 // CORES: hla-gpu-map-chunk-loops: tensor-cores must be auto, on or off, got 'maybe'
 
 func.func @host_value(%x: memref<2x4xf32>, %n: index) {
-  // expected-note @below {{defined here; a GPU kernel can only take function arguments and constants}}
+  // expected-note @below {{defined here; a GPU kernel can only take function arguments, device buffers and constants}}
   %scale = arith.index_cast %n : index to i32
   scf.forall (%i) in (2) {
     // expected-error @below {{hla-gpu-map-chunk-loops: the chunk loop reads a value computed outside it}}

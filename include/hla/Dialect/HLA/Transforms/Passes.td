@@ -124,13 +124,33 @@ def HLAChunkPass : Pass<"hla-chunk"> {
     readouts use the carried state, then its summary is combined into it
     (`hla.combine`). This is the schedule of a persistent GPU kernel that
     keeps the state on chip; it has no parallelism across chunks.
+
+    With `form=segmented` (no packed sequences), each sequence is cut into
+    `segments` runs of whole chunks: one `scf.forall` over (batch, segment,
+    head) folds each run into its summary (every component, from the
+    identity); a second one combines, per (batch, segment, head), the
+    initial state with the summaries of the runs before it and runs the
+    fused chunk loop over its own run; the final state is the last run's.
+    About 1.5 times the work of the fused form, with `segments` times its
+    parallelism — for few (batch, head) pairs and long sequences. With
+    `segments=0` the count S minimises a model of the time with
+    `parallelism` iterations running at once: ceil(B·H·S / parallelism)
+    waves, each of 1/S of the sequence at 1.5 times the fused form's cost
+    per chunk (S = 1: the fused form itself); at least two chunks per run.
+    Where that is one run, or the sequences are packed, the fused form is
+    emitted.
   }];
   let options = [
     Option<"chunkSize", "chunk-size", "int64_t", "64",
            "Tokens per chunk">,
     Option<"form", "form", "std::string", "\"phased\"",
-           "phased (the three phases above) or fused (one loop over a "
-           "sequence's chunks per sequence and head, carrying the state)">
+           "phased (the three phases above), fused (one loop over a "
+           "sequence's chunks per sequence and head, carrying the state) or "
+           "segmented (fused loops over runs of chunks, see above)">,
+    Option<"segments", "segments", "int64_t", "0",
+           "segmented: runs of chunks per sequence (0: from parallelism)">,
+    Option<"parallelism", "parallelism", "int64_t", "132",
+           "segmented: loop iterations to aim for (e.g. a GPU's SMs)">
   ];
   let dependentDialects = [
     "::mlir::hla::HLADialect", "::mlir::arith::ArithDialect",
@@ -319,6 +339,10 @@ def HLAGPUMapChunkLoopsPass : Pass<"hla-gpu-map-chunk-loops",
       accumulators before they are stored, into that op's output;
     * a scalar `memref.store` is done by thread 0; the remaining scalar code
       (chunk bounds, loop control) runs in every thread.
+
+    Buffers allocated in the function body itself (what one loop leaves for
+    the next, such as the segmented form's segment summaries) become
+    `gpu.alloc`/`gpu.dealloc` on the launches' stream.
 
     `tensor-cores=auto` uses them when the loop reads 16-bit float data (the
     op's precision is then 16-bit, and bf16 operands of its chunk math stay
