@@ -27,6 +27,7 @@
 #include "mlir-c/Support.h"
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -48,6 +49,12 @@ MLIR_CAPI_EXPORTED void hlaFreeString(char *string);
 /* The compiler's version: the project version and the LLVM it was built
  * against, e.g. "hla 0.1.0 (LLVM 22.1.8)". Artefact caches key on it. */
 MLIR_CAPI_EXPORTED const char *hlaCompilerVersion(void);
+
+/* LinSimp's random feature matrix Ω [m, d] for `seed` (what the op
+ * hla.random_features becomes), row-major into `out` (m * d doubles).
+ * Returns false (writing nothing) unless m >= 1, d >= 1 and m * d <= 2^24. */
+MLIR_CAPI_EXPORTED bool hlaRandomFeatures(int64_t m, int64_t d, uint64_t seed,
+                                          double *out);
 
 #ifdef __cplusplus
 }

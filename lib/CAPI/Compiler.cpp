@@ -6,6 +6,7 @@
 
 #include "hla-c/Compiler.h"
 
+#include "hla/Dialect/HLA/IR/RandomFeatures.h"
 #include "hla/InitAll.h"
 #include "hla/Target/Artefact.h"
 
@@ -173,4 +174,12 @@ void hlaFreeString(char *string) { std::free(string); }
 
 const char *hlaCompilerVersion(void) {
   return "hla " HLA_VERSION " (LLVM " LLVM_VERSION_STRING ")";
+}
+
+bool hlaRandomFeatures(int64_t m, int64_t d, uint64_t seed, double *out) {
+  if (m < 1 || d < 1 || m > (int64_t(1) << 24) / d || !out)
+    return false;
+  std::vector<double> omega = mlir::hla::generateRandomFeatures(m, d, seed);
+  std::memcpy(out, omega.data(), omega.size() * sizeof(double));
+  return true;
 }

@@ -7,6 +7,8 @@
 
 * ``hla.linear_attention``, ``hla.hla2``, ``hla.ahla``, ``hla.hla3``,
   ``hla.linsimp``, ``hla.kda``: the attention ops on arrays (``functional``).
+* ``hla.random_features``: LinSimp's seeded feature matrix Ω, the same
+  bits as the compiler's ``hla.random_features`` op.
 * ``hla.compile``: MLIR -> loaded shared library, cached on disk
   (``compiler``); ``hla.CompileError`` carries the compiler's diagnostics.
 * ``hla.nn.HLAttention``: a torch attention sublayer (imports torch).
@@ -29,12 +31,14 @@ from .compiler import (  # noqa: F401
     compile,
 )
 from .functional import ahla, hla2, hla3, kda, linear_attention, linsimp  # noqa: F401
+from .random_features import random_features  # noqa: F401
 
 __version__ = "0.1.0"
 
 __all__ = ["compile", "CompileError", "TargetNotImplementedError", "OpNotImplementedError",
            "CompilerNotFoundError",
-           "linear_attention", "hla2", "ahla", "hla3", "linsimp", "kda", "register_torch_ops",
+           "linear_attention", "hla2", "ahla", "hla3", "linsimp", "kda", "random_features",
+           "register_torch_ops",
            "stats", "reference", "runtime"]
 
 

@@ -837,27 +837,16 @@ def linsimp_features(z, omega):
 
 
 def linsimp_omega(m, d, seed=0):
-    """Seeded orthogonal random feature matrix ``Omega [m, d]`` (§5).
+    """Seeded orthogonal random feature matrix ``Omega [m, d]`` (§5): the
+    matrix of ``hla.random_features`` (docs/RandomFeatures.md), identical to
+    what the compiler's ``hla.random_features {seed}`` op becomes.
 
-    With ``rng = numpy.random.default_rng(seed)``: for each of ``ceil(m/d)``
-    blocks draw a d x d standard normal G, take ``Q, R = qr(G)``, apply the
-    sign fix ``Q <- Q diag(sign(diag R))`` (without it the estimator is
-    biased) and append the rows of ``Q^T``; keep the first m rows; then draw
-    an ``[m, d]`` standard normal matrix and scale row i by the norm of its
-    row i.
+    ``ceil(m/d)`` blocks of d orthonormal rows (the Q of a seeded Gaussian
+    d x d matrix with positive diagonal of R: the sign fix), the first m
+    rows, each scaled by the norm of an independent Gaussian d-vector.
     """
-    if m < 1 or d < 1:
-        raise ValueError(f"m and d must be >= 1, got m={m}, d={d}")
-    rng = np.random.default_rng(seed)
-    blocks = []
-    for _ in range(-(-m // d)):
-        Qm, Rm = np.linalg.qr(rng.standard_normal((d, d)))
-        sign = np.sign(np.diag(Rm))
-        sign[sign == 0] = 1.0
-        blocks.append((Qm * sign[None, :]).T)
-    rows = np.concatenate(blocks, axis=0)[:m]
-    norms = np.linalg.norm(rng.standard_normal((m, d)), axis=1)
-    return rows * norms[:, None]
+    from .random_features import random_features
+    return random_features(m, d, seed)
 
 
 def _linsimp_readout(qi, R, U, valid, M, a, omega, sq):

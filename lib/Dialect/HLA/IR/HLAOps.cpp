@@ -612,6 +612,23 @@ LogicalResult ReadoutOp::verify() {
   return success();
 }
 
+LogicalResult RandomFeaturesOp::verify() {
+  auto type = cast<RankedTensorType>(getOutput().getType());
+  if (type.getRank() != 2 || !type.hasStaticShape() ||
+      !isa<FloatType>(type.getElementType()))
+    return emitOpError("result must be a static [m, d] tensor of floats, got ")
+           << type;
+  if (type.getDimSize(0) < 1 || type.getDimSize(1) < 1)
+    return emitOpError("needs m >= 1 rows and d >= 1 columns, got ") << type;
+  // The matrix becomes a constant in the IR; anything larger than a model's
+  // feature matrices is a mistake.
+  if (type.getNumElements() > (int64_t(1) << 24))
+    return emitOpError("at most 2^24 elements, got ") << type.getNumElements();
+  if (getSeedAttr().getInt() < 0)
+    return emitOpError("seed must be >= 0, got ") << getSeedAttr().getInt();
+  return success();
+}
+
 LogicalResult FeatureMapOp::verify() {
   RankedTensorType input = getInput().getType(), omega = getOmega().getType();
   RankedTensorType out = getOutput().getType();

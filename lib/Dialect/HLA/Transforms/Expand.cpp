@@ -13,7 +13,10 @@
 
 #include "hla/Dialect/HLA/IR/HLAAttrs.h"
 #include "hla/Dialect/HLA/IR/HLAOps.h"
+#include "hla/Dialect/HLA/IR/RandomFeatures.h"
 #include "hla/Dialect/HLA/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
 
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -187,10 +190,34 @@ struct ExpandAttentionOp
   }
 };
 
+/// The constant matrix of an hla.random_features op.
+static void materializeRandomFeatures(RandomFeaturesOp op) {
+  auto type = cast<RankedTensorType>(op.getOutput().getType());
+  auto element = cast<FloatType>(type.getElementType());
+  std::vector<double> values = generateRandomFeatures(
+      type.getDimSize(0), type.getDimSize(1), uint64_t(op.getSeed()));
+  llvm::SmallVector<APFloat> elements;
+  elements.reserve(values.size());
+  for (double value : values) {
+    APFloat x(value);
+    bool lost = false;
+    (void)x.convert(element.getFloatSemantics(),
+                    APFloat::rmNearestTiesToEven, &lost);
+    elements.push_back(x);
+  }
+  OpBuilder b(op);
+  Value constant = arith::ConstantOp::create(
+      b, op.getLoc(), DenseElementsAttr::get(type, elements));
+  op.getOutput().replaceAllUsesWith(constant);
+  op.erase();
+}
+
 struct HLAExpandPass : public hla::impl::HLAExpandPassBase<HLAExpandPass> {
   using HLAExpandPassBase::HLAExpandPassBase;
 
   void runOnOperation() override {
+    getOperation()->walk(
+        [](RandomFeaturesOp op) { materializeRandomFeatures(op); });
     RewritePatternSet patterns(&getContext());
     populateHLAExpandPatterns(patterns);
     FrozenRewritePatternSet frozen(std::move(patterns));

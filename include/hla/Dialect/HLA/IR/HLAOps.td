@@ -370,6 +370,27 @@ def HLA_FeatureMapOp : HLA_Op<"feature_map", [Pure]> {
   let hasVerifier = 1;
 }
 
+def HLA_RandomFeaturesOp : HLA_Op<"random_features", [Pure]> {
+  let summary = "LinSimp's seeded random feature matrix Ω";
+  let description = [{
+    The `[m, d]` feature matrix of LinSimp's favor kernel for `seed`
+    (SEMANTICS.md §5; the generator is specified in docs/RandomFeatures.md
+    and reproduced bit for bit by `hla.random_features` in Python):
+    ⌈m/d⌉ orthogonal d x d blocks (Gram-Schmidt with positive diagonal of R,
+    the sign fix), the first m rows, each scaled by the norm of an
+    independent standard normal d-vector. `hla-expand` replaces it by the
+    constant.
+
+    ```mlir
+    %omega = hla.random_features {seed = 7 : i64} : tensor<256x64xf32>
+    ```
+  }];
+  let arguments = (ins DefaultValuedAttr<I64Attr, "0">:$seed);
+  let results = (outs AnyRankedTensor:$output);
+  let assemblyFormat = "attr-dict `:` type($output)";
+  let hasVerifier = 1;
+}
+
 def HLA_AnchorReadoutOp : HLA_Op<"anchor_readout",
     [Pure, AttrSizedOperandSegments]> {
   let summary = "LinSimp readout over a window of anchors";

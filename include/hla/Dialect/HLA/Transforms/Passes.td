@@ -20,7 +20,8 @@ def HLAExpandPass : Pass<"hla-expand"> {
     `hla.readout` produces the output. LinSimp additionally maps keys to
     random features (`hla.feature_map`) and reads out over its anchor window
     (`hla.anchor_readout`). `hla.linsimp` with `kernel = exact` has no
-    finite state and is left as it is.
+    finite state and is left as it is. `hla.random_features` becomes its
+    constant matrix.
 
     Before:
 
@@ -41,7 +42,8 @@ def HLAExpandPass : Pass<"hla-expand"> {
     %o = hla.readout #linear_attention(%q) state(%Ps) : ... -> tensor<1x8x2x4xf32>
     ```
   }];
-  let dependentDialects = ["::mlir::hla::HLADialect"];
+  let dependentDialects = ["::mlir::hla::HLADialect",
+                           "::mlir::arith::ArithDialect"];
   let statistics = [
     Statistic<"numExpanded", "num-expanded", "Attention ops expanded">,
     Statistic<"numKept", "num-kept",
