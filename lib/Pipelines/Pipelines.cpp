@@ -55,6 +55,7 @@ void mlir::hla::buildCPUPipeline(OpPassManager &pm,
   chunking.form = options.chunkForm;
   chunking.segments = options.segments;
   chunking.parallelism = options.threads;
+  chunking.stableFeatures = options.stableFeatures;
   pm.addPass(createHLAChunkPass(chunking));
   // The scan over chunk summaries -> loops of hla.combine.
   pm.addPass(createHLALowerScansPass(

@@ -323,6 +323,7 @@ LogicalResult mlir::hla::compileToArtefact(ModuleOp module,
     pipeline.chunkSize = options.chunkSize;
     pipeline.chunkForm = options.chunkForm;
     pipeline.segments = options.segments;
+    pipeline.stableFeatures = options.stableFeatures;
     pipeline.schedule = options.schedule;
     pipeline.threads = options.threads;
     pipeline.vectorize = options.vectorize;

@@ -2,7 +2,8 @@
 
 Every op with default options, with its full option set on grouped heads,
 state carried across two halves of a sequence, packed sequences, float16,
-strided inputs; linsimp and kda (not lowered yet) raise NotImplementedError
+strided inputs; linsimp (favor); exact linsimp, packed linsimp and kda (not
+lowered yet) raise NotImplementedError
 with the compiler's reason, and the IR they build verifies with hla-opt.
 Tolerance: relative Frobenius error <= 1e-5 for float32 (SEMANTICS.md).
 """
@@ -156,7 +157,7 @@ def test_sequence_length_one():
 
 
 # ---------------------------------------------------------------------------
-# linsimp and kda: the API exists, the CPU pipeline does not lower them yet
+# linsimp (favor lowered) and kda (not lowered yet)
 # ---------------------------------------------------------------------------
 
 def _linsimp_args(dtype=np.float32):
@@ -177,12 +178,33 @@ def _kda_args():
 
 
 @needs_compiler
-def test_linsimp_not_lowered_yet():
+def test_linsimp_favor():
+    q, k, v, r, u, omega = _linsimp_args()
+    o, state = hla.linsimp(q, k, v, r, u, omega=omega, window=8, output_final_state=True)
+    want, final = hla.reference.linsimp(q, k, v, r, u, omega=omega, window=8,
+                                        output_final_state=True)
+    assert rel_err(o, want) <= 1e-5
+    assert len(state) == 5
+    for got, w in zip(state, final):
+        assert rel_err(got, w) <= 1e-5
+    # Continuing from the state equals one call over both halves.
+    o2 = hla.linsimp(q, k, v, r, u, omega=omega, window=8, initial_state=state)
+    both = [np.concatenate([x, x], axis=1) for x in (q, k, v, r, u)]
+    whole = hla.reference.linsimp(*both, omega=omega, window=8)
+    assert rel_err(o2, whole[:, q.shape[1]:]) <= 1e-5
+
+
+@needs_compiler
+def test_linsimp_exact_and_packed_not_lowered_yet():
     q, k, v, r, u, omega = _linsimp_args()
     with pytest.raises(NotImplementedError, match="does not lower linsimp") as info:
-        hla.linsimp(q, k, v, r, u, omega=omega, window=8)
+        hla.linsimp(q, k, v, r, u, omega=omega, window=8, kernel="exact")
     assert isinstance(info.value, hla.CompileError)
-    assert "was not lowered" in info.value.diagnostics  # the compiler's own words
+    assert "exact kernel has no code generation yet" in info.value.diagnostics
+    cu = np.array([0, 5, q.shape[1]], np.int32)
+    with pytest.raises(NotImplementedError, match="does not lower linsimp") as info:
+        hla.linsimp(q[:1], k[:1], v[:1], r[:1], u[:1], omega=omega, window=8, cu_seqlens=cu)
+    assert "packed sequences" in info.value.diagnostics
 
 
 @needs_compiler

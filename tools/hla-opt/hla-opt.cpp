@@ -56,6 +56,11 @@ llvm::cl::opt<std::string>
                             "auto); CUDA: kernel schedule (persistent, "
                             "segmented, auto)"),
              llvm::cl::init("auto"), llvm::cl::cat(artefactCategory));
+llvm::cl::opt<bool> stableFeatures(
+    "linsimp-stable-features",
+    llvm::cl::desc("LinSimp: shift anchor-feature exponents by each query's "
+                   "running maximum (cancels exactly; off to compare)"),
+    llvm::cl::init(true), llvm::cl::cat(artefactCategory));
 llvm::cl::opt<int64_t> segments(
     "segments",
     llvm::cl::desc("Segmented form/schedule: runs of chunks per sequence (0: "
@@ -108,6 +113,7 @@ static int compileArtefact(llvm::StringRef inputPath,
   options.schedule = schedule;
   options.chunkForm = chunkForm;
   options.segments = segments;
+  options.stableFeatures = stableFeatures;
   options.threads = threads;
   options.vectorize = vectorize;
   options.cudaChip = cudaChip;

@@ -16,7 +16,9 @@ def ConvertHLAToLinalgPass : Pass<"convert-hla-to-linalg"> {
     the sum of its rule's terms, each term a batched matrix chain over the
     leading dimensions (matrix products, matrix-vector products, outer and
     inner products of vectors, and broadcast scalars such as decays).
-    Results nobody reads become dead code.
+    Results nobody reads become dead code. `hla.feature_map` becomes two
+    reductions (the projections Ω z and the squared norms) and an
+    elementwise `m^-½ exp(·)`.
 
     ```mlir
     %S, %C = hla.combine #m(%Sa, %Ca), (%Sb, %Cb) : ...
@@ -26,7 +28,7 @@ def ConvertHLAToLinalgPass : Pass<"convert-hla-to-linalg"> {
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::linalg::LinalgDialect",
-    "::mlir::tensor::TensorDialect"
+    "::mlir::math::MathDialect", "::mlir::tensor::TensorDialect"
   ];
 }
 

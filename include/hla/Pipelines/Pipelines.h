@@ -36,6 +36,11 @@ struct CPUPipelineOptions : public PassPipelineOptions<CPUPipelineOptions> {
       *this, "schedule",
       llvm::cl::desc("Scan over chunks: sequential, blelloch or auto"),
       llvm::cl::init("auto")};
+  PassOptions::Option<bool> stableFeatures{
+      *this, "linsimp-stable-features",
+      llvm::cl::desc("LinSimp: shift anchor-feature exponents by each "
+                     "query's running maximum"),
+      llvm::cl::init(true)};
   PassOptions::Option<int64_t> threads{
       *this, "threads",
       llvm::cl::desc("Threads the auto schedule plans for"),

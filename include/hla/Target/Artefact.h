@@ -34,6 +34,8 @@ struct ArtefactOptions {
   /// Runs of chunks per sequence of the segmented form/schedule (0: chosen
   /// for the target's parallelism).
   int64_t segments = 0;
+  /// LinSimp: the stabilised anchor features (off only to compare).
+  bool stableFeatures = true;
   int64_t threads = 2;
   bool vectorize = true;
   /// CUDA: GPU architecture, PTX features, toolkit root ("" = the default).

@@ -18,6 +18,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 #define DEBUG_TYPE "convert-hla-to-linalg"
@@ -303,11 +304,127 @@ static void lowerCombine(CombineOp op) {
   op.erase();
 }
 
+/// φ(z) = m^-½ exp(Ω z − ‖z‖²/2) with z = √s x, over every leading index:
+/// the projections Ω x and the squared norms as two reductions, then one
+/// elementwise pass.
+static void lowerFeatureMap(FeatureMapOp op) {
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  Type f32 = b.getF32Type();
+  auto inType = cast<RankedTensorType>(op.getInput().getType());
+  auto outType = cast<RankedTensorType>(op.getOutput().getType());
+  int64_t lead = inType.getRank() - 1;
+  int64_t features = outType.getShape().back();
+  double s = op.getScale().convertToDouble();
+  MLIRContext *ctx = b.getContext();
+  auto f = [&](double v) -> Value {
+    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
+  };
+  auto toF32 = [&](OpBuilder &nb, Location l, Value v) -> Value {
+    if (v.getType() == nb.getF32Type())
+      return v;
+    return arith::ExtFOp::create(nb, l, nb.getF32Type(), v);
+  };
+  auto zeros = [&](llvm::ArrayRef<int64_t> shape) -> Value {
+    return linalg::FillOp::create(
+               b, loc, f(0.0),
+               Value(tensor::EmptyOp::create(b, loc, shape, f32)))
+        .getResult(0);
+  };
+  // dims: lead..., m, d
+  llvm::SmallVector<AffineExpr> leadDims;
+  for (int64_t i = 0; i < lead; ++i)
+    leadDims.push_back(b.getAffineDimExpr(i));
+  AffineExpr mDim = b.getAffineDimExpr(lead), dDim = b.getAffineDimExpr(lead + 1);
+  auto withDims = [&](llvm::ArrayRef<AffineExpr> tail, int64_t dims) {
+    llvm::SmallVector<AffineExpr> exprs(leadDims);
+    llvm::append_range(exprs, tail);
+    return AffineMap::get(dims, 0, exprs, ctx);
+  };
+  llvm::SmallVector<utils::IteratorType> projIters(lead,
+                                                   utils::IteratorType::parallel);
+  projIters.push_back(utils::IteratorType::parallel);
+  projIters.push_back(utils::IteratorType::reduction);
+  llvm::SmallVector<int64_t> outShape(outType.getShape());
+  double root = std::sqrt(s);
+  Value projected =
+      linalg::GenericOp::create(
+          b, loc, TypeRange{RankedTensorType::get(outShape, f32)},
+          ValueRange{op.getInput(), op.getOmega()}, ValueRange{zeros(outShape)},
+          llvm::ArrayRef<AffineMap>{
+              withDims({dDim}, lead + 2),
+              AffineMap::get(lead + 2, 0, {mDim, dDim}, ctx),
+              withDims({mDim}, lead + 2)},
+          projIters,
+          [&](OpBuilder &nb, Location l, ValueRange args) {
+            Value prod = arith::MulFOp::create(nb, l, toF32(nb, l, args[0]),
+                                               toF32(nb, l, args[1]));
+            linalg::YieldOp::create(
+                nb, l, Value(arith::AddFOp::create(nb, l, args[2], prod)));
+          })
+          .getResult(0);
+  llvm::SmallVector<int64_t> leadShape(inType.getShape().drop_back());
+  llvm::SmallVector<utils::IteratorType> normIters(lead,
+                                                   utils::IteratorType::parallel);
+  normIters.push_back(utils::IteratorType::reduction);
+  Value squares =
+      linalg::GenericOp::create(
+          b, loc, TypeRange{RankedTensorType::get(leadShape, f32)},
+          ValueRange{op.getInput()}, ValueRange{zeros(leadShape)},
+          llvm::ArrayRef<AffineMap>{
+              AffineMap::getMultiDimIdentityMap(lead + 1, ctx),
+              AffineMap::get(lead + 1, 0, leadDims, ctx)},
+          normIters,
+          [&](OpBuilder &nb, Location l, ValueRange args) {
+            Value x = toF32(nb, l, args[0]);
+            Value sq = arith::MulFOp::create(nb, l, x, x);
+            linalg::YieldOp::create(
+                nb, l, Value(arith::AddFOp::create(nb, l, args[1], sq)));
+          })
+          .getResult(0);
+  llvm::SmallVector<utils::IteratorType> outIters(
+      lead + 1, utils::IteratorType::parallel);
+  double norm = 1.0 / std::sqrt(double(features));
+  Value result =
+      linalg::GenericOp::create(
+          b, loc, TypeRange{RankedTensorType::get(outShape, f32)},
+          ValueRange{projected, squares},
+          ValueRange{tensor::EmptyOp::create(b, loc, outShape, f32)},
+          llvm::ArrayRef<AffineMap>{
+              AffineMap::getMultiDimIdentityMap(lead + 1, ctx),
+              AffineMap::get(lead + 1, 0, leadDims, ctx),
+              AffineMap::getMultiDimIdentityMap(lead + 1, ctx)},
+          outIters,
+          [&](OpBuilder &nb, Location l, ValueRange args) {
+            auto c = [&](double v) -> Value {
+              return arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(v));
+            };
+            Value e = arith::SubFOp::create(
+                nb, l, arith::MulFOp::create(nb, l, args[0], c(root)),
+                arith::MulFOp::create(nb, l, args[1], c(0.5 * s)));
+            Value phi = arith::MulFOp::create(
+                nb, l, math::ExpOp::create(nb, l, e), c(norm));
+            linalg::YieldOp::create(nb, l, phi);
+          })
+          .getResult(0);
+  op.getOutput().replaceAllUsesWith(result);
+  op.erase();
+}
+
 struct ConvertHLAToLinalgPass
     : public hla::impl::ConvertHLAToLinalgPassBase<ConvertHLAToLinalgPass> {
   using ConvertHLAToLinalgPassBase::ConvertHLAToLinalgPassBase;
 
   void runOnOperation() override {
+    llvm::SmallVector<FeatureMapOp> featureMaps;
+    getOperation()->walk([&](FeatureMapOp op) { featureMaps.push_back(op); });
+    for (FeatureMapOp op : featureMaps) {
+      if (!cast<RankedTensorType>(op.getInput().getType()).hasStaticShape()) {
+        op.emitError() << "convert-hla-to-linalg: needs static shapes";
+        return signalPassFailure();
+      }
+      lowerFeatureMap(op);
+    }
     llvm::SmallVector<CombineOp> combines;
     getOperation()->walk([&](CombineOp op) { combines.push_back(op); });
     for (CombineOp op : combines) {

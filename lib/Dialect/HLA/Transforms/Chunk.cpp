@@ -148,6 +148,8 @@ struct ChunkTiles {
   llvm::SmallVector<Value> carried;
   /// The chunk's number of valid tokens (index).
   Value length;
+  /// Batch entry, first token and query head of the chunk (index).
+  Value batch, start, head;
 };
 
 /// The tensor network of one term while its indices are summed out.
@@ -533,12 +535,18 @@ FailureOr<Value> TermEmitter::emit(const IndexTerm &term, bool isSummary,
 // The rewrite
 //===----------------------------------------------------------------------===//
 
-/// Static sizes of a matched segment -> scan -> readout chain.
+/// Static sizes of a matched segment -> scan -> readout chain. The readout
+/// is an hla.readout or LinSimp's hla.anchor_readout (`anchor`).
 struct ChainInfo {
   SegmentOp segment;
   ScanOp scan;
-  ReadoutOp readout;
+  Operation *readout = nullptr;
+  AnchorReadoutOp anchor;
   int64_t batch = 0, length = 0, heads = 0;
+
+  RankedTensorType outputType() const {
+    return cast<RankedTensorType>(readout->getResult(0).getType());
+  }
 };
 
 static OpFoldResult idx(OpBuilder &b, int64_t v) { return b.getIndexAttr(v); }
@@ -546,8 +554,12 @@ static OpFoldResult idx(OpBuilder &b, int64_t v) { return b.getIndexAttr(v); }
 class ChunkRewriter {
 public:
   ChunkRewriter(ChainInfo info, int64_t chunk, const ChunkPlan &plan)
-      : info(info), spec(info.readout.getMonoid().getSpec()), chunk(chunk),
+      : info(info), spec(info.scan.getMonoid().getSpec()), chunk(chunk),
         plan(plan) {}
+
+  /// Features on the anchor side shifted by one running maximum per query
+  /// (cancels in LinSimp's joint normalisation; off only to test that).
+  bool stableFeatures = true;
 
   /// The three-phase form (summaries, scan over chunks, readouts).
   LogicalResult rewritePhased(std::string &error);
@@ -598,6 +610,26 @@ private:
   FailureOr<Value> emitReadoutRows(OpBuilder &b, Location loc,
                                    const ChunkTiles &tiles,
                                    std::string &error);
+  /// LinSimp: the rows of the chunk, summed over each query's anchor
+  /// window (one pass per anchor offset w: the anchors' features F_w, the
+  /// monoid's num/den readouts with input F_w, weighted by the anchor
+  /// values), then num / den.
+  FailureOr<Value> emitAnchorRows(OpBuilder &b, Location loc,
+                                  const ChunkTiles &tiles, std::string &error);
+  /// LinSimp: rows of tokens [start − (W−1), start − (W−1) + rows) of the
+  /// anchor operand `operand` (a kv-head tensor; null: the validity, 1 per
+  /// real token) for a (batch entry, query head): tokens in [0, end) from
+  /// the operand, those before 0 from the initial anchors `init` (null: 0),
+  /// the rest 0. f32.
+  Value loadWindow(OpBuilder &b, Location loc, Value operand, Value init,
+                   Value batch, Value head, Value start, Value end,
+                   int64_t rows);
+  /// LinSimp: the last W−1 anchors (r, u, validity) of every sequence.
+  llvm::SmallVector<Value> emitFinalAnchors(OpBuilder &b, Location loc);
+  /// Replaces the readout's results (output, and LinSimp's final anchors)
+  /// and erases the chain.
+  void finish(OpBuilder &b, Location loc, Value output,
+              llvm::ArrayRef<Value> finalStates);
   /// The carried components of the scan's initial state (or the identity)
   /// for `sequence` and `head`.
   llvm::SmallVector<Value> initialCarry(OpBuilder &b, Location loc,
@@ -639,7 +671,6 @@ private:
 
 void ChunkRewriter::prepareShapes() {
   SegmentOp segment = info.segment;
-  ReadoutOp readout = info.readout;
   carried = spec.getCarryComponents();
   numChunks = (info.length + chunk - 1) / chunk;
 
@@ -661,8 +692,10 @@ void ChunkRewriter::prepareShapes() {
   operandOfInput.assign(spec.inputs.size(), Value());
   for (auto [i, input] : llvm::enumerate(spec.getTokenInputs()))
     operandOfInput[input] = segment.getInputs()[i];
-  for (auto [i, input] : llvm::enumerate(spec.getReadoutInputs()))
-    operandOfInput[input] = readout.getInputs()[i];
+  // LinSimp's readout input (the anchor features) is made per chunk.
+  if (auto plain = dyn_cast<ReadoutOp>(info.readout))
+    for (auto [i, input] : llvm::enumerate(spec.getReadoutInputs()))
+      operandOfInput[input] = plain.getInputs()[i];
 
   // Packed sequences: chunks never straddle a sequence boundary, so each
   // sequence gets ceil(len / c) chunk slots; a table built at run time maps
@@ -836,10 +869,14 @@ std::pair<Value, Value> ChunkRewriter::chunkBounds(OpBuilder &b,
 void ChunkRewriter::loadTokens(OpBuilder &b, Location loc, ChunkTiles &tiles,
                                Value batch, Value start, Value head,
                                llvm::ArrayRef<unsigned> inputs) {
+  tiles.batch = batch;
+  tiles.start = start;
+  tiles.head = head;
   tiles.tokens.assign(spec.inputs.size(), Value());
   for (unsigned input : inputs)
-    tiles.tokens[input] = loadTile(b, loc, input, operandOfInput[input], batch,
-                                   start, tiles.length, head);
+    if (operandOfInput[input])
+      tiles.tokens[input] = loadTile(b, loc, input, operandOfInput[input],
+                                     batch, start, tiles.length, head);
 }
 
 llvm::SmallVector<unsigned>
@@ -897,7 +934,9 @@ ChunkRewriter::emitSummaries(OpBuilder &b, Location loc,
 FailureOr<Value> ChunkRewriter::emitReadoutRows(OpBuilder &b, Location loc,
                                                 const ChunkTiles &tiles,
                                                 std::string &error) {
-  RankedTensorType outType = info.readout.getOutput().getType();
+  if (info.anchor)
+    return emitAnchorRows(b, loc, tiles, error);
+  RankedTensorType outType = info.outputType();
   int64_t width = outType.getDimSize(3);
   TileBuilder tb(b, loc);
   Value num, den;
@@ -913,7 +952,8 @@ FailureOr<Value> ChunkRewriter::emitReadoutRows(OpBuilder &b, Location loc,
   Value result = num;
   if (den) {
     // num / (den + eps), row by row.
-    double eps = info.readout.getEpsAttr().getValueAsDouble();
+    double eps =
+        cast<ReadoutOp>(info.readout).getEpsAttr().getValueAsDouble();
     AffineMap id = b.getMultiDimIdentityMap(1);
     Value inverse = tb.generic(
         {den}, tb.empty({chunk}), {id, id}, {IteratorType::parallel},
@@ -986,7 +1026,7 @@ FailureOr<scf::ForOp> ChunkRewriter::emitChunkLoop(
     OpBuilder &b, Location loc, Value batch, Value head, Value lo, Value hi,
     llvm::ArrayRef<Value> carry, Value rows, Value first, bool allComponents,
     llvm::ArrayRef<unsigned> inputs, std::string &error) {
-  RankedTensorType outType = info.readout.getOutput().getType();
+  RankedTensorType outType = info.outputType();
   int64_t width = outType.getDimSize(3);
   auto rowsType = RankedTensorType::get({ShapedType::kDynamic, width},
                                         outType.getElementType());
@@ -1066,11 +1106,362 @@ FailureOr<scf::ForOp> ChunkRewriter::emitChunkLoop(
   return loop;
 }
 
+void ChunkRewriter::finish(OpBuilder &, Location loc, Value output,
+                           llvm::ArrayRef<Value> finalStates) {
+  // New ops go where the chain's readout was: after the chunk loops.
+  OpBuilder b(info.readout);
+  llvm::SmallVector<Value> results = {output};
+  if (info.anchor && !info.anchor.getFinalAnchors().empty())
+    llvm::append_range(results, emitFinalAnchors(b, loc));
+  info.readout->replaceAllUsesWith(results);
+  for (auto [old, now] : llvm::zip(info.scan.getFinal(), finalStates))
+    old.replaceAllUsesWith(now);
+  info.readout->erase();
+  info.scan.erase();
+  info.segment.erase();
+}
+
+Value ChunkRewriter::loadWindow(OpBuilder &b, Location loc, Value operand,
+                                Value init, Value batch, Value head,
+                                Value start, Value end, int64_t rows) {
+  int64_t before = info.anchor.getWindow() - 1;
+  Type f32 = b.getF32Type();
+  TileBuilder tb(b, loc);
+  auto cst = [&](int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(b, loc, v);
+  };
+  // Tokens [start − nb, end) are real, at rows [before − nb, ...); the
+  // before − nb rows ahead of them are anchors [nb, before) of `init`.
+  Value nb = arith::MinSIOp::create(b, loc, start, cst(before));
+  Value realLo = arith::SubIOp::create(b, loc, start, nb);
+  Value count = arith::SubIOp::create(b, loc, end, realLo);
+  Value offset = arith::SubIOp::create(b, loc, cst(before), nb);
+  Value initCount = offset;
+  Type element = f32;
+  int64_t width = 0;
+  bool isVector = false;
+  if (operand) {
+    auto type = cast<RankedTensorType>(operand.getType());
+    element = type.getElementType();
+    width = type.getDimSize(3);
+    isVector = true;
+  } else if (init) {
+    isVector = false;
+  }
+  llvm::SmallVector<int64_t> tileShape = {rows};
+  if (isVector)
+    tileShape.push_back(width);
+  auto zerosOf = [&](Type type) -> Value {
+    Value zero = arith::ConstantOp::create(b, loc, b.getFloatAttr(type, 0.0));
+    return linalg::FillOp::create(
+               b, loc, zero,
+               Value(tensor::EmptyOp::create(b, loc, tileShape, type)))
+        .getResult(0);
+  };
+  llvm::SmallVector<OpFoldResult> rowSizes = {count};
+  if (isVector)
+    rowSizes.push_back(idx(b, width));
+  llvm::SmallVector<OpFoldResult> rowOffsets = {offset};
+  if (isVector)
+    rowOffsets.push_back(idx(b, 0));
+  llvm::SmallVector<OpFoldResult> ones(tileShape.size(), idx(b, 1));
+  Value tile;
+  if (operand) {
+    auto type = cast<RankedTensorType>(operand.getType());
+    int64_t groups = info.heads / type.getDimSize(2);
+    Value kvHead = head;
+    if (groups != 1)
+      kvHead = arith::DivUIOp::create(b, loc, head, cst(groups));
+    Value slice = tensor::ExtractSliceOp::create(
+        b, loc, RankedTensorType::get({ShapedType::kDynamic, width}, element),
+        operand,
+        llvm::ArrayRef<OpFoldResult>{batch, realLo, kvHead, idx(b, 0)},
+        llvm::ArrayRef<OpFoldResult>{idx(b, 1), count, idx(b, 1),
+                                     idx(b, width)},
+        llvm::ArrayRef<OpFoldResult>{idx(b, 1), idx(b, 1), idx(b, 1),
+                                     idx(b, 1)});
+    tile = tensor::InsertSliceOp::create(b, loc, slice, zerosOf(element),
+                                         rowOffsets, rowSizes, ones);
+    tile = tb.castTo(tile, f32);
+  } else {
+    // Validity: 1 for the real tokens.
+    Value one = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(1.0));
+    Value real = linalg::FillOp::create(
+                     b, loc, one,
+                     Value(tensor::EmptyOp::create(
+                         b, loc, llvm::ArrayRef<int64_t>{ShapedType::kDynamic},
+                         f32, ValueRange{count})))
+                     .getResult(0);
+    tile = tensor::InsertSliceOp::create(b, loc, real, zerosOf(f32),
+                                         rowOffsets, rowSizes, ones);
+  }
+  if (init) {
+    // Initial anchors [B, H_q, W−1, ...] (f32), rows [nb, before).
+    llvm::SmallVector<OpFoldResult> offsets = {batch, head, nb};
+    llvm::SmallVector<OpFoldResult> sizes = {idx(b, 1), idx(b, 1), initCount};
+    llvm::SmallVector<int64_t> sliceShape = {ShapedType::kDynamic};
+    if (isVector) {
+      offsets.push_back(idx(b, 0));
+      sizes.push_back(idx(b, width));
+      sliceShape.push_back(width);
+    }
+    llvm::SmallVector<OpFoldResult> strides(offsets.size(), idx(b, 1));
+    Value slice = tensor::ExtractSliceOp::create(
+        b, loc, RankedTensorType::get(sliceShape, f32), init, offsets, sizes,
+        strides);
+    llvm::SmallVector<OpFoldResult> at(tileShape.size(), idx(b, 0));
+    llvm::SmallVector<OpFoldResult> initSizes = {initCount};
+    if (isVector)
+      initSizes.push_back(idx(b, width));
+    tile = tensor::InsertSliceOp::create(b, loc, slice, tile, at, initSizes,
+                                         ones);
+  }
+  return tile;
+}
+
+llvm::SmallVector<Value> ChunkRewriter::emitFinalAnchors(OpBuilder &b,
+                                                        Location loc) {
+  AnchorReadoutOp op = info.anchor;
+  int64_t before = op.getWindow() - 1;
+  llvm::SmallVector<Value> inits;
+  for (Value result : op.getFinalAnchors()) {
+    auto type = cast<RankedTensorType>(result.getType());
+    inits.push_back(tensor::EmptyOp::create(b, loc, type.getShape(),
+                                            type.getElementType()));
+  }
+  if (before == 0)
+    return inits;
+  ValueRange initial = op.getAnchors();
+  auto loop = scf::ForallOp::create(
+      b, loc, {idx(b, info.batch), idx(b, info.heads)}, inits, std::nullopt);
+  OpBuilder::InsertionGuard guard(b);
+  Block *body = loop.getBody();
+  b.setInsertionPointToStart(body);
+  Value bi = body->getArgument(0), hi = body->getArgument(1);
+  Value end = arith::ConstantIndexOp::create(b, loc, info.length);
+  Value operands[] = {op.getAnchorKey(), op.getAnchorValue(), Value()};
+  llvm::SmallVector<Value> tiles;
+  for (unsigned i = 0; i < 3; ++i)
+    tiles.push_back(loadWindow(b, loc, operands[i],
+                               initial.empty() ? Value() : initial[i], bi, hi,
+                               end, end, before));
+  b.setInsertionPointToStart(loop.getTerminator().getBody());
+  for (unsigned i = 0; i < 3; ++i) {
+    auto type = cast<RankedTensorType>(tiles[i].getType());
+    llvm::SmallVector<OpFoldResult> offsets = {bi, hi};
+    llvm::SmallVector<OpFoldResult> sizes = {idx(b, 1), idx(b, 1)};
+    for (int64_t s : type.getShape()) {
+      offsets.push_back(idx(b, 0));
+      sizes.push_back(idx(b, s));
+    }
+    llvm::SmallVector<OpFoldResult> strides(offsets.size(), idx(b, 1));
+    tensor::ParallelInsertSliceOp::create(b, loc, tiles[i],
+                                          body->getArgument(2 + i), offsets,
+                                          sizes, strides);
+  }
+  return llvm::SmallVector<Value>(loop.getResults());
+}
+
+FailureOr<Value> ChunkRewriter::emitAnchorRows(OpBuilder &b, Location loc,
+                                               const ChunkTiles &tiles,
+                                               std::string &error) {
+  AnchorReadoutOp op = info.anchor;
+  int64_t window = op.getWindow();
+  int64_t before = window - 1;
+  double rootTau = std::sqrt(op.getScale().convertToDouble());
+  RankedTensorType outType = info.outputType();
+  int64_t width = outType.getDimSize(3);
+  auto omegaType = cast<RankedTensorType>(op.getOmega().getType());
+  int64_t features = omegaType.getDimSize(0);
+  int64_t d = omegaType.getDimSize(1);
+  Type f32 = b.getF32Type();
+  TileBuilder tb(b, loc);
+  ValueRange initial = op.getAnchors();
+
+  // The chunk's queries and the anchor rows of its windows: tokens
+  // [start − (W−1), start + c).
+  Value q = loadTile(b, loc, 0, op.getQuery(), tiles.batch, tiles.start,
+                     tiles.length, tiles.head);
+  Value end = arith::AddIOp::create(b, loc, tiles.start, tiles.length);
+  int64_t rows = chunk + before;
+  Value anchorRows[3];
+  Value operands[] = {op.getAnchorKey(), op.getAnchorValue(), Value()};
+  for (unsigned i = 0; i < 3; ++i)
+    anchorRows[i] = loadWindow(b, loc, operands[i],
+                               initial.empty() ? Value() : initial[i],
+                               tiles.batch, tiles.head, tiles.start, end, rows);
+  Value omega = tb.castTo(op.getOmega(), f32);
+
+  unsigned fInput = spec.getReadoutInputs().front();
+  const PlannedOutput *numPlan = nullptr, *denPlan = nullptr;
+  for (const PlannedOutput &out : plan.readouts)
+    (out.name == "num" ? numPlan : denPlan) = &out;
+  if (!numPlan || !denPlan) {
+    error = "LinSimp's monoid must read out num and den";
+    return failure();
+  }
+
+  // Accumulators over the window: Σ_c u_c ⊙ num_ic, Σ_c den_ic, and the
+  // query's running maximum of its anchors' feature exponents.
+  const float lowest = -3.0e38f;
+  Value accNum = tb.zeros({chunk, width});
+  Value accDen = tb.zeros({chunk});
+  Value lowestF = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(lowest));
+  Value mu = linalg::FillOp::create(b, loc, lowestF, tb.empty({chunk}))
+                 .getResult(0);
+  Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
+  Value c1 = arith::ConstantIndexOp::create(b, loc, 1);
+  Value cW = arith::ConstantIndexOp::create(b, loc, window);
+  AffineMap id1 = b.getMultiDimIdentityMap(1);
+  AffineMap id2 = b.getMultiDimIdentityMap(2);
+  AffineMap rows2 = AffineMap::get(2, 0, {b.getAffineDimExpr(0)},
+                                   b.getContext());
+  using IT = IteratorType;
+  bool failedEmission = false;
+  auto loop = scf::ForOp::create(
+      b, loc, c0, cW, c1, ValueRange{accNum, accDen, mu},
+      [&](OpBuilder &nb, Location l, Value w, ValueRange acc) {
+        TileBuilder t(nb, l);
+        // Anchor c = i − w of query i is row i + (W−1) − w of the window
+        // tiles: one contiguous slice per offset w.
+        Value offset = arith::SubIOp::create(
+            nb, l, arith::ConstantIndexOp::create(nb, l, before), w);
+        auto rowsOf = [&](Value tile, int64_t cols) -> Value {
+          llvm::SmallVector<OpFoldResult> offsets = {offset};
+          llvm::SmallVector<OpFoldResult> sizes = {idx(nb, chunk)};
+          llvm::SmallVector<int64_t> shape = {chunk};
+          if (cols) {
+            offsets.push_back(idx(nb, 0));
+            sizes.push_back(idx(nb, cols));
+            shape.push_back(cols);
+          }
+          llvm::SmallVector<OpFoldResult> strides(offsets.size(), idx(nb, 1));
+          return tensor::ExtractSliceOp::create(
+              nb, l, RankedTensorType::get(shape, f32), tile, offsets, sizes,
+              strides);
+        };
+        Value r = rowsOf(anchorRows[0], d);
+        Value u = rowsOf(anchorRows[1], width);
+        Value valid = rowsOf(anchorRows[2], 0);
+        // x_ic = τ^½ (q_i ⊙ r_c); exponent Ω x − ‖x‖²/2.
+        Value x = t.generic(
+            {q, r}, t.empty({chunk, d}), {id2, id2, id2},
+            {IT::parallel, IT::parallel},
+            [&](OpBuilder &eb, Location el, ValueRange args) -> Value {
+              Value prod = arith::MulFOp::create(eb, el, args[0], args[1]);
+              return arith::MulFOp::create(
+                  eb, el, prod,
+                  arith::ConstantOp::create(eb, el,
+                                            eb.getF32FloatAttr(rootTau)));
+            });
+        Value halfNorm = t.scale(t.dotRows(x, x), 0.5);
+        Value projected = t.matmul(x, omega, false, /*transB=*/true);
+        Value exponent = t.generic(
+            {projected, halfNorm}, t.empty({chunk, features}),
+            {id2, rows2, id2}, {IT::parallel, IT::parallel},
+            [&](OpBuilder &eb, Location el, ValueRange args) -> Value {
+              return arith::SubFOp::create(eb, el, args[0], args[1]);
+            });
+        // The running maximum over the query's real anchors so far, and the
+        // factor that rescales what was accumulated under the old one.
+        Value next = acc[2], rescale;
+        if (stableFeatures) {
+          Value rowMax = t.generic(
+              {exponent},
+              linalg::FillOp::create(
+                  nb, l,
+                  Value(arith::ConstantOp::create(nb, l,
+                                                  nb.getF32FloatAttr(lowest))),
+                  t.empty({chunk}))
+                  .getResult(0),
+              {id2, rows2}, {IT::parallel, IT::reduction},
+              [&](OpBuilder &eb, Location el, ValueRange args) -> Value {
+                return arith::MaximumFOp::create(eb, el, args[0], args[1]);
+              });
+          next = t.generic(
+              {acc[2], rowMax, valid}, t.empty({chunk}),
+              {id1, id1, id1, id1}, {IT::parallel},
+              [&](OpBuilder &eb, Location el, ValueRange args) -> Value {
+                Value zero =
+                    arith::ConstantOp::create(eb, el, eb.getF32FloatAttr(0));
+                Value real = arith::CmpFOp::create(
+                    eb, el, arith::CmpFPredicate::OGT, args[2], zero);
+                Value candidate = arith::SelectOp::create(eb, el, real, args[1],
+                                                          args[0]);
+                return arith::MaximumFOp::create(eb, el, args[0], candidate);
+              });
+          rescale = t.generic(
+              {acc[2], next}, t.empty({chunk}), {id1, id1, id1},
+              {IT::parallel},
+              [&](OpBuilder &eb, Location el, ValueRange args) -> Value {
+                return math::ExpOp::create(
+                    eb, el, arith::SubFOp::create(eb, el, args[0], args[1]));
+              });
+        }
+        // F_w = m^-½ exp(exponent − μ) for real anchors, 0 for padding.
+        double norm = 1.0 / std::sqrt(double(features));
+        Value featuresTile = t.generic(
+            {exponent, next, valid}, t.empty({chunk, features}),
+            {id2, rows2, rows2, id2}, {IT::parallel, IT::parallel},
+            [&](OpBuilder &eb, Location el, ValueRange args) -> Value {
+              Value e = args[0];
+              if (stableFeatures)
+                e = arith::SubFOp::create(eb, el, e, args[1]);
+              Value f = arith::MulFOp::create(
+                  eb, el, math::ExpOp::create(eb, el, e),
+                  arith::ConstantOp::create(eb, el, eb.getF32FloatAttr(norm)));
+              Value zero =
+                  arith::ConstantOp::create(eb, el, eb.getF32FloatAttr(0));
+              Value real = arith::CmpFOp::create(
+                  eb, el, arith::CmpFPredicate::OGT, args[2], zero);
+              return arith::SelectOp::create(eb, el, real, f, zero);
+            });
+        ChunkTiles anchorTiles = tiles;
+        anchorTiles.tokens[fInput] = featuresTile;
+        FailureOr<Value> num = emitOutput(t, *numPlan, anchorTiles, false,
+                                          {chunk, width}, error);
+        FailureOr<Value> den = failure();
+        if (succeeded(num))
+          den = emitOutput(t, *denPlan, anchorTiles, false, {chunk}, error);
+        if (failed(den)) {
+          failedEmission = true;
+          scf::YieldOp::create(nb, l, acc);
+          return;
+        }
+        Value weighted = t.mul(u, *num);
+        Value sumNum = acc[0], sumDen = acc[1];
+        if (stableFeatures) {
+          sumNum = t.scaleRows(sumNum, rescale);
+          sumDen = t.mul(sumDen, rescale);
+        }
+        // Copied into the carried buffers, updated in place (as the chunk
+        // loops do with their state).
+        Value results[] = {t.add(sumNum, weighted), t.add(sumDen, *den), next};
+        llvm::SmallVector<Value> yields;
+        for (unsigned i = 0; i < 3; ++i)
+          yields.push_back(
+              linalg::CopyOp::create(nb, l, results[i], acc[i]).getResult(0));
+        scf::YieldOp::create(nb, l, yields);
+      });
+  if (failedEmission)
+    return failure();
+  // Joint normalisation over every (j, c) pair of the query: no eps (the
+  // features are positive; a real query has its own token as an anchor).
+  Value inverse = tb.generic(
+      {loop.getResult(1)}, tb.empty({chunk}), {id1, id1}, {IT::parallel},
+      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+        Value one = arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(1));
+        return arith::DivFOp::create(nb, l, one, args[0]);
+      });
+  return tb.castTo(tb.scaleRows(loop.getResult(0), inverse),
+                   outType.getElementType());
+}
+
 LogicalResult ChunkRewriter::rewritePhased(std::string &error) {
-  ReadoutOp readout = info.readout;
+  Operation *readout = info.readout;
   ScanOp scan = info.scan;
   SegmentOp segment = info.segment;
-  Location loc = readout.getLoc();
+  Location loc = readout->getLoc();
   OpBuilder b(readout);
   OpBuilder hoist(segment);
   Type f32 = b.getF32Type();
@@ -1134,7 +1525,7 @@ LogicalResult ChunkRewriter::rewritePhased(std::string &error) {
                               /*axis=*/1);
 
   // Phase 3: every readout at every position.
-  RankedTensorType outType = readout.getOutput().getType();
+  RankedTensorType outType = info.outputType();
   int64_t width = outType.getDimSize(3);
   Value outInit = tensor::EmptyOp::create(b, loc, outType.getShape(),
                                           outType.getElementType());
@@ -1187,26 +1578,22 @@ LogicalResult ChunkRewriter::rewritePhased(std::string &error) {
                                      idx(b, 1)});
   }
 
-  readout.getOutput().replaceAllUsesWith(phase3.getResult(0));
-  for (auto [old, now] :
-       llvm::zip(scan.getFinal(), carry.getResults().drop_front(carried.size())))
-    old.replaceAllUsesWith(now);
-  readout.erase();
-  scan.erase();
-  segment.erase();
+  finish(b, loc, phase3.getResult(0),
+         llvm::SmallVector<Value>(
+             carry.getResults().drop_front(carried.size())));
   return success();
 }
 
 LogicalResult ChunkRewriter::rewriteFused(std::string &error) {
-  ReadoutOp readout = info.readout;
+  Operation *readout = info.readout;
   ScanOp scan = info.scan;
   SegmentOp segment = info.segment;
-  Location loc = readout.getLoc();
+  Location loc = readout->getLoc();
   OpBuilder b(readout);
   Type f32 = b.getF32Type();
   prepareShapes();
 
-  RankedTensorType outType = readout.getOutput().getType();
+  RankedTensorType outType = info.outputType();
   Type outElement = outType.getElementType();
   int64_t width = outType.getDimSize(3);
   bool wantFinal = !scan.getFinal().empty();
@@ -1284,21 +1671,17 @@ LogicalResult ChunkRewriter::rewriteFused(std::string &error) {
       insertComponent(b, loc, chunks->getResult(i), body->getArgument(3 + i),
                       c, {si, hi});
 
-  readout.getOutput().replaceAllUsesWith(loop.getResult(0));
-  for (auto [old, now] : llvm::zip(scan.getFinal(), loop.getResults().drop_front()))
-    old.replaceAllUsesWith(now);
-  readout.erase();
-  scan.erase();
-  segment.erase();
+  finish(b, loc, loop.getResult(0),
+         llvm::SmallVector<Value>(loop.getResults().drop_front()));
   return success();
 }
 
 LogicalResult ChunkRewriter::rewriteSegmented(int64_t segments,
                                               std::string &error) {
-  ReadoutOp readout = info.readout;
+  Operation *readout = info.readout;
   ScanOp scan = info.scan;
   SegmentOp segment = info.segment;
-  Location loc = readout.getLoc();
+  Location loc = readout->getLoc();
   OpBuilder b(readout);
   Type f32 = b.getF32Type();
   prepareShapes();
@@ -1312,7 +1695,7 @@ LogicalResult ChunkRewriter::rewriteSegmented(int64_t segments,
                        std::max<int64_t>(segments, 1);
   segments = (numChunks + perSegment - 1) / perSegment;
 
-  RankedTensorType outType = readout.getOutput().getType();
+  RankedTensorType outType = info.outputType();
   Type outElement = outType.getElementType();
   int64_t width = outType.getDimSize(3);
   bool wantFinal = !scan.getFinal().empty();
@@ -1437,7 +1820,7 @@ LogicalResult ChunkRewriter::rewriteSegmented(int64_t segments,
   // The final state is the last segment's, copied out per (batch entry,
   // head) by a loop of its own: on a GPU the copy is a kernel, not a host
   // access to device memory.
-  readout.getOutput().replaceAllUsesWith(readoutLoop.getResult(0));
+  llvm::SmallVector<Value> finalStates;
   if (wantFinal) {
     llvm::SmallVector<Value> finalInits;
     for (unsigned c : carried) {
@@ -1462,12 +1845,9 @@ LogicalResult ChunkRewriter::rewriteSegmented(int64_t segments,
         insertComponent(b, loc, states[i], body->getArgument(2 + i), c,
                         {bi, hi});
     }
-    for (auto [old, now] : llvm::zip(scan.getFinal(), copyOut.getResults()))
-      old.replaceAllUsesWith(now);
+    finalStates = llvm::SmallVector<Value>(copyOut.getResults());
   }
-  readout.erase();
-  scan.erase();
-  segment.erase();
+  finish(b, loc, readoutLoop.getResult(0), finalStates);
   return success();
 }
 
@@ -1492,22 +1872,30 @@ struct HLAChunkPass : public hla::impl::HLAChunkPassBase<HLAChunkPass> {
                                   << int64_t(chunkSize);
       return signalPassFailure();
     }
-    llvm::SmallVector<ReadoutOp> readouts;
-    getOperation()->walk([&](ReadoutOp op) { readouts.push_back(op); });
-    for (ReadoutOp readout : readouts)
+    llvm::SmallVector<Operation *> readouts;
+    getOperation()->walk([&](Operation *op) {
+      if (isa<ReadoutOp, AnchorReadoutOp>(op))
+        readouts.push_back(op);
+    });
+    for (Operation *readout : readouts)
       if (failed(chunk(readout)))
         return signalPassFailure();
   }
 
-  LogicalResult chunk(ReadoutOp readout) {
+  LogicalResult chunk(Operation *readout) {
     ChainInfo info;
     info.readout = readout;
+    info.anchor = dyn_cast<AnchorReadoutOp>(readout);
     auto fail = [&](const llvm::Twine &why) {
-      return readout.emitError() << "hla-chunk: " << why;
+      return readout->emitError() << "hla-chunk: " << why;
     };
-    Operation *state = readout.getState().empty()
-                           ? nullptr
-                           : readout.getState()[0].getDefiningOp();
+    ValueRange states = info.anchor
+                            ? ValueRange(info.anchor.getState())
+                            : ValueRange(cast<ReadoutOp>(readout).getState());
+    MonoidAttr monoid = info.anchor
+                            ? info.anchor.getMonoid()
+                            : cast<ReadoutOp>(readout).getMonoid();
+    Operation *state = states.empty() ? nullptr : states[0].getDefiningOp();
     info.scan = dyn_cast_or_null<ScanOp>(state);
     if (!info.scan || info.scan.getExclusive() || info.scan.getAxis() != 1)
       return fail("the readout's state must come from an inclusive hla.scan "
@@ -1517,8 +1905,8 @@ struct HLAChunkPass : public hla::impl::HLAChunkPassBase<HLAChunkPass> {
                        : info.scan.getSegments()[0].getDefiningOp<SegmentOp>();
     if (!info.segment)
       return fail("the scan's segments must come from one hla.segment");
-    if (info.scan.getMonoid() != readout.getMonoid() ||
-        info.segment.getMonoid() != readout.getMonoid())
+    if (info.scan.getMonoid() != monoid ||
+        info.segment.getMonoid() != monoid)
       return fail("segment, scan and readout must share one monoid");
     for (Value v : info.segment.getResults())
       if (!v.hasOneUse())
@@ -1532,21 +1920,29 @@ struct HLAChunkPass : public hla::impl::HLAChunkPassBase<HLAChunkPass> {
     auto lead = cast<RankedTensorType>(info.segment.getResult(0).getType());
     if (lead.getRank() < 3 || !lead.hasStaticShape())
       return fail("the chunked lowering needs static [B, T, H, ...] shapes");
-    for (Value v : llvm::concat<Value>(info.segment.getInputs(),
-                                       readout.getInputs()))
+    llvm::SmallVector<Value> inputs(info.segment.getInputs());
+    if (info.anchor)
+      llvm::append_range(inputs, info.anchor->getOperands());
+    else
+      llvm::append_range(inputs, cast<ReadoutOp>(readout).getInputs());
+    for (Value v : inputs)
       if (!cast<RankedTensorType>(v.getType()).hasStaticShape())
         return fail("the chunked lowering needs static input shapes");
-    if (lead.getRank() - spec(readout).components[0].getRank() != 3)
+    if (info.anchor && info.anchor.getCuSeqlens())
+      return fail("LinSimp's anchor windows over packed sequences "
+                  "(cu_seqlens) are not lowered yet");
+    if (lead.getRank() - monoid.getSpec().components[0].getRank() != 3)
       return fail("the chunked lowering needs [B, T, H] leading dimensions");
     info.batch = lead.getDimSize(0);
     info.length = lead.getDimSize(1);
     info.heads = lead.getDimSize(2);
 
     std::string error;
-    FailureOr<ChunkPlan> plan = buildChunkPlan(spec(readout), error);
+    FailureOr<ChunkPlan> plan = buildChunkPlan(monoid.getSpec(), error);
     if (failed(plan))
       return fail(error);
     ChunkRewriter rewriter(info, chunkSize, *plan);
+    rewriter.stableFeatures = stableFeatures;
     LogicalResult rewritten = failure();
     if (form == "fused") {
       rewritten = rewriter.rewriteFused(error);

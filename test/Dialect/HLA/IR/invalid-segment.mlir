@@ -93,3 +93,15 @@ func.func @mixed(%k: tensor<1x8x2x4xf32>) {
   %p:2 = hla.segment #la(%k, %k) : (tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>) -> (tensor<1x8x2x4x4xf32>, tensor<1x8x2x4xf16>)
   return
 }
+
+// -----
+
+#la = #hla.monoid<"la" inputs(q: [d], k: [d], v: [dv]) state(P: [d, dv])
+  token(P = k * v.T) combine(P = P.a + P.b) readout(num = q.T * P)>
+
+// Tests that the inputs are float tensors (of any float types).
+func.func @integer_input(%k: tensor<1x8x2x4xf32>, %v: tensor<1x8x2x4xi32>) {
+  // expected-error @+1 {{inputs must be float tensors, got 'tensor<1x8x2x4xi32>'}}
+  %p = hla.segment #la(%k, %v) : (tensor<1x8x2x4xf32>, tensor<1x8x2x4xi32>) -> tensor<1x8x2x4x4xf32>
+  return
+}

@@ -231,7 +231,9 @@ def HLA_SegmentOp : HLA_Op<"segment", [Pure]> {
     `[lead..., input shape]`; the results are every state component,
     `[lead..., component shape]`. The last leading dimension is the head
     axis: an operand with H_i heads is shared by H / H_i consecutive result
-    heads (grouped K/V heads).
+    heads (grouped K/V heads). The operands are float tensors of any float
+    types (LinSimp's f32 key features beside bf16 values); the results
+    share one.
 
     ```mlir
     %S, %C = hla.segment #m (%q, %k, %v)

@@ -152,7 +152,10 @@ def HLAChunkPass : Pass<"hla-chunk"> {
     Option<"segments", "segments", "int64_t", "0",
            "segmented: runs of chunks per sequence (0: from parallelism)">,
     Option<"parallelism", "parallelism", "int64_t", "132",
-           "segmented: loop iterations to aim for (e.g. a GPU's SMs)">
+           "segmented: loop iterations to aim for (e.g. a GPU's SMs)">,
+    Option<"stableFeatures", "stable-features", "bool", "true",
+           "LinSimp: shift each query's anchor-feature exponents by their "
+           "running maximum (cancels exactly; off to compare)">
   ];
   let dependentDialects = [
     "::mlir::hla::HLADialect", "::mlir::arith::ArithDialect",

@@ -1,0 +1,184 @@
+"""LinSimp (favor) compiled for the CPU by hla-opt, against the float64
+references of SEMANTICS.md §5: ragged tails, chunk sizes, the three chunked
+forms, grouped heads, windows shorter and longer than a chunk, state in and
+out, bf16 inputs, the stabilised and plain anchor features, and the
+random_features op inside the graph."""
+
+import numpy as np
+import pytest
+
+from hla import reference as ref
+from hla.random_features import random_features
+
+from .codegen_util import compile_graph, relative_error, run_exe, tensor_type
+
+
+def linsimp_graph(B, T, hq, hkv, d, dv, m, window, *, seed=None, state=False,
+                  dtype="f32", scale=None):
+    """@main(q, k, v, r, u[, omega][, M, a, ar, au, av]) -> (o[, states])."""
+    t = lambda shape: tensor_type(shape, dtype)  # noqa: E731
+    f32 = lambda shape: tensor_type(shape, "f32")  # noqa: E731
+    ins = [t((B, T, hq, d)), t((B, T, hkv, d)), t((B, T, hkv, dv)),
+           t((B, T, hkv, d)), t((B, T, hkv, dv))]
+    om = t((m, d))
+    states = [f32((B, hq, m, dv)), f32((B, hq, m)), f32((B, hq, window - 1, d)),
+              f32((B, hq, window - 1, dv)), f32((B, hq, window - 1))]
+    args = [f"%a{i}: {ty}" for i, ty in enumerate(ins)]
+    names = [f"%a{i}" for i in range(5)]
+    body = []
+    if seed is None:
+        args.append(f"%om: {om}")
+    else:
+        body.append(f"  %om = hla.random_features {{seed = {seed} : i64}} : {om}")
+    operand_types = ins + [om]
+    state_text = ""
+    results = [t((B, T, hq, dv))]
+    if state:
+        args += [f"%s{i}: {ty}" for i, ty in enumerate(states)]
+        state_text = " initial_state(" + ", ".join(f"%s{i}" for i in range(5)) + ")"
+        operand_types += states
+        results += states
+    attrs = [f"window = {window} : i64"]
+    if scale is not None:
+        attrs.append(f"scale = {scale!r} : f64")
+    res = ", ".join(f"%o#{i}" for i in range(len(results))) if state else "%o"
+    lhs = f"%o:{len(results)}" if state else "%o"
+    body.append(f"  {lhs} = hla.linsimp {', '.join(names)}, %om{state_text} "
+                f"{{{', '.join(attrs)}}} : ({', '.join(operand_types)}) -> "
+                f"({', '.join(results)})")
+    body.append(f"  return {res} : {', '.join(results)}")
+    return (f"func.func @main({', '.join(args)}) -> ({', '.join(results)}) {{\n"
+            + "\n".join(body) + "\n}\n")
+
+
+def make_inputs(rng, B, T, hq, hkv, d, dv, std=0.5):
+    # Small-norm q, k, r: the regime where favor features are accurate and
+    # their exponents stay moderate (SEMANTICS.md §5).
+    q = std * rng.standard_normal((B, T, hq, d))
+    k = std * rng.standard_normal((B, T, hkv, d))
+    r = std * rng.standard_normal((B, T, hkv, d))
+    v = rng.standard_normal((B, T, hkv, dv))
+    u = rng.standard_normal((B, T, hkv, dv))
+    return [x.astype(np.float32) for x in (q, k, v, r, u)]
+
+
+@pytest.mark.parametrize("T", [1, 7, 16, 17, 50])
+@pytest.mark.parametrize("chunk", [8, 16])
+@pytest.mark.parametrize("window", [1, 4, 20])
+def test_lengths_chunks_windows(tmp_path, T, chunk, window):
+    rng = np.random.default_rng(1000 * T + 10 * chunk + window)
+    B, hq, hkv, d, dv, m = 2, 2, 1, 8, 4, 16
+    q, k, v, r, u = make_inputs(rng, B, T, hq, hkv, d, dv)
+    omega = random_features(m, d, seed=T).astype(np.float32)
+    exe = compile_graph(linsimp_graph(B, T, hq, hkv, d, dv, m, window), chunk=chunk)
+    (out,) = run_exe(exe, [q, k, v, r, u, omega], tmp_path)
+    want = ref.linsimp(q, k, v, r, u, omega=omega, window=window)
+    assert relative_error(out, want) <= 1e-5
+
+
+@pytest.mark.parametrize("form", ["phased", "fused", "segmented"])
+def test_forms_and_state(tmp_path, form):
+    """Every chunked form, from a state a previous call left (anchors of
+    earlier tokens included), giving the final state."""
+    rng = np.random.default_rng(7)
+    B, T, hq, hkv, d, dv, m, window = 1, 45, 4, 2, 8, 6, 32, 6
+    prev = make_inputs(rng, B, 9, hq, hkv, d, dv)
+    omega = random_features(m, d, seed=11).astype(np.float32)
+    _, state = ref.linsimp(*prev, omega=omega, window=window, output_final_state=True)
+    state = [s.astype(np.float32) for s in state]
+    q, k, v, r, u = make_inputs(rng, B, T, hq, hkv, d, dv)
+    extra = (f"--chunk-form={form}",) + (("--segments=3",) if form == "segmented" else ())
+    exe = compile_graph(linsimp_graph(B, T, hq, hkv, d, dv, m, window, state=True),
+                        chunk=8, extra=extra)
+    outs = run_exe(exe, [q, k, v, r, u, omega, *state], tmp_path)
+    want, final = ref.linsimp(q, k, v, r, u, omega=omega, window=window,
+                              initial_state=tuple(state), output_final_state=True)
+    assert relative_error(outs[0], want) <= 1e-5
+    assert len(outs) == 6
+    for got, w in zip(outs[1:], final):
+        assert relative_error(got, w) <= 1e-5
+
+
+def test_short_sequence_keeps_initial_anchors(tmp_path):
+    """T < W−1: the final anchors are partly the initial ones, validity included."""
+    rng = np.random.default_rng(8)
+    B, T, hq, hkv, d, dv, m, window = 2, 3, 2, 2, 4, 4, 8, 8
+    omega = random_features(m, d, seed=2).astype(np.float32)
+    prev = make_inputs(rng, B, 2, hq, hkv, d, dv)
+    _, state = ref.linsimp(*prev, omega=omega, window=window, output_final_state=True)
+    state = [s.astype(np.float32) for s in state]
+    q, k, v, r, u = make_inputs(rng, B, T, hq, hkv, d, dv)
+    exe = compile_graph(linsimp_graph(B, T, hq, hkv, d, dv, m, window, state=True), chunk=4)
+    outs = run_exe(exe, [q, k, v, r, u, omega, *state], tmp_path)
+    want, final = ref.linsimp(q, k, v, r, u, omega=omega, window=window,
+                              initial_state=tuple(state), output_final_state=True)
+    assert relative_error(outs[0], want) <= 1e-5
+    np.testing.assert_array_equal(outs[5], final[4])  # validity: 0 0 1 1 1 1 1
+    for got, w in zip(outs[1:5], final):
+        assert relative_error(got, w) <= 1e-5
+
+
+def test_random_features_op_in_the_graph(tmp_path):
+    """Ω generated by the compiler from a seed equals hla.random_features."""
+    rng = np.random.default_rng(9)
+    B, T, hq, hkv, d, dv, m, window = 1, 40, 2, 2, 8, 8, 64, 5
+    q, k, v, r, u = make_inputs(rng, B, T, hq, hkv, d, dv)
+    exe = compile_graph(linsimp_graph(B, T, hq, hkv, d, dv, m, window, seed=123), chunk=16)
+    (out,) = run_exe(exe, [q, k, v, r, u], tmp_path)
+    want = ref.linsimp(q, k, v, r, u, omega=random_features(m, d, seed=123).astype(np.float32),
+                       window=window)
+    assert relative_error(out, want) <= 1e-5
+
+
+def test_stabilised_equals_plain(tmp_path):
+    """The running-max shift of the anchor features cancels: with inputs
+    whose features neither overflow nor underflow, both forms agree."""
+    rng = np.random.default_rng(10)
+    B, T, hq, hkv, d, dv, m, window = 1, 37, 2, 1, 8, 4, 16, 7
+    q, k, v, r, u = make_inputs(rng, B, T, hq, hkv, d, dv)
+    omega = random_features(m, d, seed=4).astype(np.float32)
+    graph = linsimp_graph(B, T, hq, hkv, d, dv, m, window)
+    stable = run_exe(compile_graph(graph, chunk=8), [q, k, v, r, u, omega], tmp_path)[0]
+    plain = run_exe(compile_graph(graph, chunk=8, extra=("--linsimp-stable-features=0",)),
+                    [q, k, v, r, u, omega], tmp_path)[0]
+    assert relative_error(stable, plain) <= 1e-6
+    assert relative_error(stable, ref.linsimp(q, k, v, r, u, omega=omega,
+                                              window=window)) <= 1e-5
+
+
+def test_stabilised_survives_large_exponents(tmp_path):
+    """Queries and anchors scaled up until the plain features overflow
+    float32: the stabilised form still matches the float64 reference."""
+    rng = np.random.default_rng(12)
+    B, T, hq, hkv, d, dv, m, window = 1, 24, 1, 1, 4, 4, 8, 4
+    q, k, v, r, u = make_inputs(rng, B, T, hq, hkv, d, dv, std=0.3)
+    # Exponents Ωx − ‖x‖²/2 around −150: below float32's range, inside
+    # float64's (where the reference evaluates them).
+    q *= 10.0
+    r *= 10.0
+    omega = random_features(m, d, seed=5).astype(np.float32)
+    graph = linsimp_graph(B, T, hq, hkv, d, dv, m, window, scale=1.0)
+    want = ref.linsimp(q, k, v, r, u, omega=omega, window=window, scale=1.0)
+    assert np.all(np.isfinite(want))
+    stable = run_exe(compile_graph(graph, chunk=8), [q, k, v, r, u, omega], tmp_path)[0]
+    assert relative_error(stable, want) <= 1e-4
+    plain = run_exe(compile_graph(graph, chunk=8, extra=("--linsimp-stable-features=0",)),
+                    [q, k, v, r, u, omega], tmp_path)[0]
+    assert not np.all(np.isfinite(plain)) or relative_error(plain, want) > 1e-4
+
+
+def test_bf16_inputs(tmp_path):
+    rng = np.random.default_rng(13)
+    B, T, hq, hkv, d, dv, m, window = 1, 33, 2, 2, 16, 8, 32, 8
+    xs = make_inputs(rng, B, T, hq, hkv, d, dv)
+
+    def to_bf16(x):
+        bits = x.astype(np.float32).view(np.uint32)
+        bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+        return bits.view(np.float32)
+    xs = [to_bf16(x) for x in xs]
+    omega = to_bf16(random_features(m, d, seed=6))
+    exe = compile_graph(linsimp_graph(B, T, hq, hkv, d, dv, m, window, dtype="bf16"), chunk=16)
+    (out,) = run_exe(exe, [*xs, omega], tmp_path)
+    want = ref.linsimp(*xs, omega=omega, window=window)
+    assert relative_error(out.astype(np.float64), want) <= 1e-2
