@@ -10,45 +10,7 @@ import pytest
 from hla import reference as ref
 from hla.random_features import random_features
 
-from .codegen_util import compile_graph, relative_error, run_exe, tensor_type
-
-
-def linsimp_graph(B, T, hq, hkv, d, dv, m, window, *, seed=None, state=False,
-                  dtype="f32", scale=None):
-    """@main(q, k, v, r, u[, omega][, M, a, ar, au, av]) -> (o[, states])."""
-    t = lambda shape: tensor_type(shape, dtype)  # noqa: E731
-    f32 = lambda shape: tensor_type(shape, "f32")  # noqa: E731
-    ins = [t((B, T, hq, d)), t((B, T, hkv, d)), t((B, T, hkv, dv)),
-           t((B, T, hkv, d)), t((B, T, hkv, dv))]
-    om = t((m, d))
-    states = [f32((B, hq, m, dv)), f32((B, hq, m)), f32((B, hq, window - 1, d)),
-              f32((B, hq, window - 1, dv)), f32((B, hq, window - 1))]
-    args = [f"%a{i}: {ty}" for i, ty in enumerate(ins)]
-    names = [f"%a{i}" for i in range(5)]
-    body = []
-    if seed is None:
-        args.append(f"%om: {om}")
-    else:
-        body.append(f"  %om = hla.random_features {{seed = {seed} : i64}} : {om}")
-    operand_types = ins + [om]
-    state_text = ""
-    results = [t((B, T, hq, dv))]
-    if state:
-        args += [f"%s{i}: {ty}" for i, ty in enumerate(states)]
-        state_text = " initial_state(" + ", ".join(f"%s{i}" for i in range(5)) + ")"
-        operand_types += states
-        results += states
-    attrs = [f"window = {window} : i64"]
-    if scale is not None:
-        attrs.append(f"scale = {scale!r} : f64")
-    res = ", ".join(f"%o#{i}" for i in range(len(results))) if state else "%o"
-    lhs = f"%o:{len(results)}" if state else "%o"
-    body.append(f"  {lhs} = hla.linsimp {', '.join(names)}, %om{state_text} "
-                f"{{{', '.join(attrs)}}} : ({', '.join(operand_types)}) -> "
-                f"({', '.join(results)})")
-    body.append(f"  return {res} : {', '.join(results)}")
-    return (f"func.func @main({', '.join(args)}) -> ({', '.join(results)}) {{\n"
-            + "\n".join(body) + "\n}\n")
+from .codegen_util import compile_graph, linsimp_graph, relative_error, run_exe
 
 
 def make_inputs(rng, B, T, hq, hkv, d, dv, std=0.5):

@@ -22,7 +22,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
 sys.path.insert(0, os.path.join(REPO, "python", "tests"))
 sys.path.insert(0, HERE)
 
-from codegen_util import attention_graph  # noqa: E402
+from codegen_util import attention_graph, linsimp_graph  # noqa: E402
 from cases import all_cases  # noqa: E402
 
 
@@ -32,6 +32,10 @@ def state_shapes(c):
     h, d, dv = c["hq"], c["d"], c["dv"]
     norm = c["options"].get("normalize", False)
     op = c["op"]
+    if op == "linsimp":
+        w1 = c["window"] - 1
+        return [(n, h, c["m"], dv), (n, h, c["m"]), (n, h, w1, d), (n, h, w1, dv),
+                (n, h, w1)]
     if op == "linear_attention":
         shapes = [(n, h, d, dv)] + ([(n, h, d)] if norm else [])
     elif op == "hla2":
@@ -52,6 +56,9 @@ def state_shapes(c):
 
 def graph_of(c):
     dtype = c["dtype"]
+    if c["op"] == "linsimp":
+        return linsimp_graph(c["B"], c["T"], c["hq"], c["hkv"], c["d"], c["dv"], c["m"],
+                             c["window"], state=c["state"], dtype=dtype)
     q = (c["B"], c["T"], c["hq"], c["d"])
     k = (c["B"], c["T"], c["hkv"], c["d"])
     v = (c["B"], c["T"], c["hkv"], c["dv"])

@@ -18,11 +18,32 @@ OPS = ["linear_attention", "hla2", "ahla", "hla3"]
 
 def case(name, op, T, *, options=None, chunk=64, B=2, hq=2, hkv=2, d=16, dv=16,
          dtype="f32", tol=1e-4, state=False, cu_seqlens=None, positive=False,
-         schedule="auto", segments=0):
+         schedule="auto", segments=0, m=0, window=0):
     return dict(name=name, op=op, T=T, options=dict(options or {}), chunk=chunk,
                 B=B, hq=hq, hkv=hkv, d=d, dv=dv, dtype=dtype, tol=tol, state=state,
                 cu_seqlens=list(cu_seqlens) if cu_seqlens else None,
-                positive=positive, schedule=schedule, segments=segments)
+                positive=positive, schedule=schedule, segments=segments, m=m,
+                window=window)
+
+
+def linsimp_cases():
+    """LinSimp (favor): Ω is an input (hla.random_features of the case's m
+    and d, seed 1); small-norm q, k, r (SEMANTICS.md §5)."""
+    cases = []
+    for T in [1, 17, 100]:
+        for chunk in [8, 16]:
+            for window in [4, 20]:
+                cases.append(case(f"linsimp-T{T}-c{chunk}-W{window}", "linsimp", T,
+                                  chunk=chunk, hq=2, hkv=1, d=16, dv=16, m=32,
+                                  window=window))
+    for schedule, segments in [("persistent", 0), ("segmented", 3)]:
+        cases.append(case(f"linsimp-state-{schedule}", "linsimp", 90, chunk=8, B=2,
+                          hq=4, hkv=2, d=16, dv=8, m=32, window=6, state=True,
+                          schedule=schedule, segments=segments))
+    # The seed model's layer shape: d = 64, m = 256, W = 64, bf16.
+    cases.append(case("linsimp-bf16", "linsimp", 300, chunk=16, B=1, hq=2, hkv=2,
+                      d=64, dv=64, m=256, window=64, dtype="bf16", tol=1e-2))
+    return cases
 
 
 def all_cases():
@@ -73,4 +94,4 @@ def all_cases():
     # A larger case of the main op.
     cases.append(case("hla2-bf16-large", "hla2", 2048, B=2, hq=4, hkv=4, d=64, dv=64,
                       dtype="bf16", tol=1e-2))
-    return cases
+    return cases + linsimp_cases()

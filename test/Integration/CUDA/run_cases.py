@@ -39,6 +39,17 @@ def load_reference():
 
 
 ref = load_reference()
+
+
+def load_random_features():
+    spec = importlib.util.spec_from_file_location(
+        "hla_random_features", os.path.join(REPO, "python", "hla", "random_features.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.random_features
+
+
+random_features = load_random_features()
 TORCH_DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16,
                 "i32": torch.int32, "i64": torch.int64, "f64": torch.float64}
 
@@ -103,8 +114,43 @@ def make_inputs(rng, c):
     return q, k, v
 
 
+def run_linsimp_case(c, casedir, rng):
+    lib = Library(os.path.join(casedir, c["name"] + ".so"))
+    B, T, hq, hkv, d, dv = c["B"], c["T"], c["hq"], c["hkv"], c["d"], c["dv"]
+    dtype = TORCH_DTYPES[c["dtype"]]
+
+    def draw(T):
+        return [0.5 * rng.standard_normal((B, T, hq, d)),
+                0.5 * rng.standard_normal((B, T, hkv, d)),
+                rng.standard_normal((B, T, hkv, dv)),
+                0.5 * rng.standard_normal((B, T, hkv, d)),
+                rng.standard_normal((B, T, hkv, dv))]
+
+    xs = draw(T) + [random_features(c["m"], d, 1)]
+    # Inputs rounded to the case's dtype on the device; the reference gets
+    # the rounded values.
+    tensors = [torch.from_numpy(x).to(dtype).cuda().contiguous() for x in xs]
+    xs = [t.double().cpu().numpy() for t in tensors]
+    kwargs = dict(omega=xs[5], window=c["window"])
+    if c["state"]:
+        prev = draw(7)
+        _, state = ref.linsimp(*prev, omega=xs[5], window=c["window"],
+                               output_final_state=True)
+        state = [s.astype(np.float32) for s in state]
+        tensors += [torch.from_numpy(s).cuda() for s in state]
+        kwargs.update(initial_state=tuple(s.astype(np.float64) for s in state),
+                      output_final_state=True)
+    outs = lib(*tensors)
+    expected = ref.linsimp(*xs[:5], **kwargs)
+    wants = [expected[0], *expected[1]] if c["state"] else [expected]
+    errors = [relative_error(o.float().cpu().numpy(), w) for o, w in zip(outs, wants)]
+    return max(errors)
+
+
 def run_case(c, casedir):
     rng = np.random.default_rng(abs(hash(c["name"])) % (2 ** 32))
+    if c["op"] == "linsimp":
+        return run_linsimp_case(c, casedir, rng)
     lib = Library(os.path.join(casedir, c["name"] + ".so"))
     q, k, v = make_inputs(rng, c)
     dtype = TORCH_DTYPES[c["dtype"]]

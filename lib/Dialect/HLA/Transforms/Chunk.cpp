@@ -624,6 +624,10 @@ private:
   Value loadWindow(OpBuilder &b, Location loc, Value operand, Value init,
                    Value batch, Value head, Value start, Value end,
                    int64_t rows);
+  /// φ(z) = m^-½ exp(Ω z − ‖z‖²/2), z = √scale x, for the rows of the
+  /// chunk tile `x` [c, d] below `length` (0 for the padding rows).
+  Value keyFeatures(OpBuilder &b, Location loc, Value x, Value omega,
+                    double scale, Value length);
   /// LinSimp: the last W−1 anchors (r, u, validity) of every sequence.
   llvm::SmallVector<Value> emitFinalAnchors(OpBuilder &b, Location loc);
   /// Replaces the readout's results (output, and LinSimp's final anchors)
@@ -873,10 +877,23 @@ void ChunkRewriter::loadTokens(OpBuilder &b, Location loc, ChunkTiles &tiles,
   tiles.start = start;
   tiles.head = head;
   tiles.tokens.assign(spec.inputs.size(), Value());
-  for (unsigned input : inputs)
-    if (operandOfInput[input])
-      tiles.tokens[input] = loadTile(b, loc, input, operandOfInput[input],
-                                     batch, start, tiles.length, head);
+  for (unsigned input : inputs) {
+    Value operand = operandOfInput[input];
+    if (!operand)
+      continue;
+    // Random features of keys are made per chunk from the key tile: no
+    // [B, T, H, m] tensor of them is ever stored.
+    if (auto features = operand.getDefiningOp<FeatureMapOp>()) {
+      Value keys = loadTile(b, loc, input, features.getInput(), batch, start,
+                            tiles.length, head);
+      tiles.tokens[input] =
+          keyFeatures(b, loc, keys, features.getOmega(),
+                      features.getScale().convertToDouble(), tiles.length);
+      continue;
+    }
+    tiles.tokens[input] =
+        loadTile(b, loc, input, operand, batch, start, tiles.length, head);
+  }
 }
 
 llvm::SmallVector<unsigned>
@@ -1118,7 +1135,46 @@ void ChunkRewriter::finish(OpBuilder &, Location loc, Value output,
     old.replaceAllUsesWith(now);
   info.readout->erase();
   info.scan.erase();
-  info.segment.erase();
+  Operation *segment = info.segment;
+  llvm::SmallVector<Operation *> producers;
+  for (Value input : info.segment.getInputs())
+    if (auto features = input.getDefiningOp<FeatureMapOp>())
+      producers.push_back(features);
+  segment->erase();
+  // Feature maps folded into the chunk loops.
+  for (Operation *op : producers)
+    if (op->use_empty())
+      op->erase();
+}
+
+Value ChunkRewriter::keyFeatures(OpBuilder &b, Location loc, Value x,
+                                 Value omega, double scale, Value length) {
+  TileBuilder tb(b, loc);
+  auto omegaType = cast<RankedTensorType>(omega.getType());
+  int64_t features = omegaType.getDimSize(0);
+  double root = std::sqrt(scale);
+  Value projected = tb.matmul(x, omega, false, /*transB=*/true);
+  Value halfNorm = tb.scale(tb.dotRows(x, x), 0.5 * scale);
+  AffineMap id2 = b.getMultiDimIdentityMap(2);
+  AffineMap rows = AffineMap::get(2, 0, {b.getAffineDimExpr(0)},
+                                  b.getContext());
+  double norm = 1.0 / std::sqrt(double(features));
+  return tb.generic(
+      {projected, halfNorm}, tb.empty({chunk, features}), {id2, rows, id2},
+      {IteratorType::parallel, IteratorType::parallel},
+      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+        auto c = [&](double v) -> Value {
+          return arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(v));
+        };
+        Value e = arith::SubFOp::create(
+            nb, l, arith::MulFOp::create(nb, l, args[0], c(root)), args[1]);
+        Value phi =
+            arith::MulFOp::create(nb, l, math::ExpOp::create(nb, l, e), c(norm));
+        Value row = linalg::IndexOp::create(nb, l, 0);
+        Value real = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ult,
+                                           row, length);
+        return arith::SelectOp::create(nb, l, real, phi, c(0.0));
+      });
 }
 
 Value ChunkRewriter::loadWindow(OpBuilder &b, Location loc, Value operand,
@@ -1184,16 +1240,24 @@ Value ChunkRewriter::loadWindow(OpBuilder &b, Location loc, Value operand,
                                          rowOffsets, rowSizes, ones);
     tile = tb.castTo(tile, f32);
   } else {
-    // Validity: 1 for the real tokens.
-    Value one = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(1.0));
-    Value real = linalg::FillOp::create(
-                     b, loc, one,
-                     Value(tensor::EmptyOp::create(
-                         b, loc, llvm::ArrayRef<int64_t>{ShapedType::kDynamic},
-                         f32, ValueRange{count})))
-                     .getResult(0);
-    tile = tensor::InsertSliceOp::create(b, loc, real, zerosOf(f32),
-                                         rowOffsets, rowSizes, ones);
+    // Validity: 1 for the real tokens, rows [offset, offset + count) (a
+    // static tile: GPU buffers have static shapes).
+    Value last = arith::AddIOp::create(b, loc, offset, count);
+    tile = tb.generic(
+        {}, tb.empty({rows}), {b.getMultiDimIdentityMap(1)},
+        {IteratorType::parallel},
+        [&](OpBuilder &nb, Location l, ValueRange) -> Value {
+          Value row = linalg::IndexOp::create(nb, l, 0);
+          Value after = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::sge,
+                                              row, offset);
+          Value before = arith::CmpIOp::create(
+              nb, l, arith::CmpIPredicate::slt, row, last);
+          Value real = arith::AndIOp::create(nb, l, after, before);
+          return arith::SelectOp::create(
+              nb, l, real,
+              arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(1.0)),
+              arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(0.0)));
+        });
   }
   if (init) {
     // Initial anchors [B, H_q, W−1, ...] (f32), rows [nb, before).
@@ -1290,7 +1354,8 @@ FailureOr<Value> ChunkRewriter::emitAnchorRows(OpBuilder &b, Location loc,
     anchorRows[i] = loadWindow(b, loc, operands[i],
                                initial.empty() ? Value() : initial[i],
                                tiles.batch, tiles.head, tiles.start, end, rows);
-  Value omega = tb.castTo(op.getOmega(), f32);
+  // Ω is read where it is (global memory on a GPU), in its own type.
+  Value omega = op.getOmega();
 
   unsigned fInput = spec.getReadoutInputs().front();
   const PlannedOutput *numPlan = nullptr, *denPlan = nullptr;
@@ -1354,20 +1419,16 @@ FailureOr<Value> ChunkRewriter::emitAnchorRows(OpBuilder &b, Location loc,
                   arith::ConstantOp::create(eb, el,
                                             eb.getF32FloatAttr(rootTau)));
             });
+        // (The exponent is never stored: ‖x‖²/2 is one number per row, so
+        // its row maximum is the projections' maximum minus it.)
         Value halfNorm = t.scale(t.dotRows(x, x), 0.5);
         Value projected = t.matmul(x, omega, false, /*transB=*/true);
-        Value exponent = t.generic(
-            {projected, halfNorm}, t.empty({chunk, features}),
-            {id2, rows2, id2}, {IT::parallel, IT::parallel},
-            [&](OpBuilder &eb, Location el, ValueRange args) -> Value {
-              return arith::SubFOp::create(eb, el, args[0], args[1]);
-            });
         // The running maximum over the query's real anchors so far, and the
         // factor that rescales what was accumulated under the old one.
         Value next = acc[2], rescale;
         if (stableFeatures) {
           Value rowMax = t.generic(
-              {exponent},
+              {projected},
               linalg::FillOp::create(
                   nb, l,
                   Value(arith::ConstantOp::create(nb, l,
@@ -1379,15 +1440,16 @@ FailureOr<Value> ChunkRewriter::emitAnchorRows(OpBuilder &b, Location loc,
                 return arith::MaximumFOp::create(eb, el, args[0], args[1]);
               });
           next = t.generic(
-              {acc[2], rowMax, valid}, t.empty({chunk}),
-              {id1, id1, id1, id1}, {IT::parallel},
+              {acc[2], rowMax, valid, halfNorm}, t.empty({chunk}),
+              {id1, id1, id1, id1, id1}, {IT::parallel},
               [&](OpBuilder &eb, Location el, ValueRange args) -> Value {
                 Value zero =
                     arith::ConstantOp::create(eb, el, eb.getF32FloatAttr(0));
                 Value real = arith::CmpFOp::create(
                     eb, el, arith::CmpFPredicate::OGT, args[2], zero);
-                Value candidate = arith::SelectOp::create(eb, el, real, args[1],
-                                                          args[0]);
+                Value top = arith::SubFOp::create(eb, el, args[1], args[3]);
+                Value candidate =
+                    arith::SelectOp::create(eb, el, real, top, args[0]);
                 return arith::MaximumFOp::create(eb, el, args[0], candidate);
               });
           rescale = t.generic(
@@ -1401,19 +1463,19 @@ FailureOr<Value> ChunkRewriter::emitAnchorRows(OpBuilder &b, Location loc,
         // F_w = m^-½ exp(exponent − μ) for real anchors, 0 for padding.
         double norm = 1.0 / std::sqrt(double(features));
         Value featuresTile = t.generic(
-            {exponent, next, valid}, t.empty({chunk, features}),
-            {id2, rows2, rows2, id2}, {IT::parallel, IT::parallel},
+            {projected, halfNorm, next, valid}, t.empty({chunk, features}),
+            {id2, rows2, rows2, rows2, id2}, {IT::parallel, IT::parallel},
             [&](OpBuilder &eb, Location el, ValueRange args) -> Value {
-              Value e = args[0];
+              Value e = arith::SubFOp::create(eb, el, args[0], args[1]);
               if (stableFeatures)
-                e = arith::SubFOp::create(eb, el, e, args[1]);
+                e = arith::SubFOp::create(eb, el, e, args[2]);
               Value f = arith::MulFOp::create(
                   eb, el, math::ExpOp::create(eb, el, e),
                   arith::ConstantOp::create(eb, el, eb.getF32FloatAttr(norm)));
               Value zero =
                   arith::ConstantOp::create(eb, el, eb.getF32FloatAttr(0));
               Value real = arith::CmpFOp::create(
-                  eb, el, arith::CmpFPredicate::OGT, args[2], zero);
+                  eb, el, arith::CmpFPredicate::OGT, args[3], zero);
               return arith::SelectOp::create(eb, el, real, f, zero);
             });
         ChunkTiles anchorTiles = tiles;
@@ -1587,7 +1649,6 @@ LogicalResult ChunkRewriter::rewritePhased(std::string &error) {
 LogicalResult ChunkRewriter::rewriteFused(std::string &error) {
   Operation *readout = info.readout;
   ScanOp scan = info.scan;
-  SegmentOp segment = info.segment;
   Location loc = readout->getLoc();
   OpBuilder b(readout);
   Type f32 = b.getF32Type();
@@ -1680,7 +1741,6 @@ LogicalResult ChunkRewriter::rewriteSegmented(int64_t segments,
                                               std::string &error) {
   Operation *readout = info.readout;
   ScanOp scan = info.scan;
-  SegmentOp segment = info.segment;
   Location loc = readout->getLoc();
   OpBuilder b(readout);
   Type f32 = b.getF32Type();

@@ -51,7 +51,14 @@ static Value multiplyAdd(OpBuilder &b, Location loc, ValueRange args) {
   auto flags = arith::FastMathFlagsAttr::get(
       b.getContext(),
       arith::FastMathFlags::reassoc | arith::FastMathFlags::contract);
-  Value product = arith::MulFOp::create(b, loc, args[0], args[1], flags);
+  // Narrower operands (a bf16 matrix read in place) are widened to the
+  // accumulator's type.
+  Type acc = args[2].getType();
+  auto widen = [&](Value v) -> Value {
+    return v.getType() == acc ? v : arith::ExtFOp::create(b, loc, acc, v);
+  };
+  Value product =
+      arith::MulFOp::create(b, loc, widen(args[0]), widen(args[1]), flags);
   return arith::AddFOp::create(b, loc, args[2], product, flags);
 }
 

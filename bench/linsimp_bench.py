@@ -1,0 +1,136 @@
+#!/usr/bin/env python3
+"""One LinSimp layer (favor, W = 64, m = 256, d = 64, bf16) against causal
+scaled_dot_product_attention at the same shape, on the GPU.
+
+    linsimp_bench.py build OUTDIR      # here: compile the kernels (hla-opt)
+    linsimp_bench.py run OUTDIR        # on the GPU machine: time and compare
+
+The hla kernel is the attention op alone (q, k, v, r, u and Ω in, o out),
+as SDPA is. One process; median of 20 timed runs after warm-up with CUDA
+events; fresh random inputs (small-norm q, k, r, as LinSimp needs). The
+first 96 output rows are checked against the float64 reference.
+Writes $OUT/linsimp_bench.json and prints a table.
+"""
+
+import ctypes
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+
+# (B, H, T): the seed model's heads (d_model 1024 = 16 x 64).
+SHAPES = [(4, 16, 2048), (1, 16, 2048), (1, 16, 16384)]
+D, M, W = 64, 256, 64
+CHUNKS = [16]
+
+
+def name_of(B, H, T, chunk):
+    return f"linsimp_bf16_B{B}_H{H}_T{T}_c{chunk}"
+
+
+def build(outdir):
+    sys.path.insert(0, os.path.join(REPO, "python", "tests"))
+    from codegen_util import linsimp_graph
+    hla_opt = os.path.join(REPO, "build", "bin", "hla-opt")
+    os.makedirs(outdir, exist_ok=True)
+    for (B, H, T) in SHAPES:
+        for chunk in CHUNKS:
+            name = name_of(B, H, T, chunk)
+            src = os.path.join(outdir, name + ".mlir")
+            with open(src, "w") as f:
+                f.write(linsimp_graph(B, T, H, H, D, D, M, W, dtype="bf16"))
+            r = subprocess.run([hla_opt, src, "--hla-target=cuda", "--emit=shared", "-o",
+                                os.path.join(outdir, name + ".so"), f"--chunk-size={chunk}"],
+                               capture_output=True, text=True)
+            print(name, "ok" if r.returncode == 0 else r.stderr[-600:], flush=True)
+
+
+def _load(path, name):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def run(outdir):
+    import numpy as np
+    import torch
+    import torch.nn.functional as F
+    ref = _load(os.path.join(REPO, "python", "hla", "reference.py"), "hla_reference")
+    rf = _load(os.path.join(REPO, "python", "hla", "random_features.py"), "hla_rf")
+    dev = "cuda"
+
+    def bench(fn, warm=3, rep=20):
+        for _ in range(warm):
+            fn()
+        torch.cuda.synchronize()
+        ts = []
+        for _ in range(rep):
+            s = torch.cuda.Event(enable_timing=True)
+            e = torch.cuda.Event(enable_timing=True)
+            s.record(); fn(); e.record(); torch.cuda.synchronize()
+            ts.append(s.elapsed_time(e))
+        ts.sort()
+        return ts[len(ts) // 2]
+
+    print("device", torch.cuda.get_device_name(), "torch", torch.__version__, flush=True)
+    omega = torch.from_numpy(rf.random_features(M, D, 1)).to(torch.bfloat16).to(dev)
+    rows = []
+    for (B, H, T) in SHAPES:
+        r = {"B": B, "H": H, "T": T, "d": D, "m": M, "W": W}
+        q = torch.randn(B, T, H, D, device=dev, dtype=torch.bfloat16) * 0.5
+        k = torch.randn(B, T, H, D, device=dev, dtype=torch.bfloat16) * 0.5
+        rr = torch.randn(B, T, H, D, device=dev, dtype=torch.bfloat16) * 0.5
+        v = torch.randn(B, T, H, D, device=dev, dtype=torch.bfloat16)
+        u = torch.randn(B, T, H, D, device=dev, dtype=torch.bfloat16)
+        for chunk in CHUNKS:
+            path = os.path.join(outdir, name_of(B, H, T, chunk) + ".so")
+            if not os.path.exists(path):
+                continue
+            lib = ctypes.CDLL(path)
+            lib.hla_cuda_set_stream.argtypes = [ctypes.c_void_p, ctypes.c_int]
+            lib.hla_cuda_set_stream(ctypes.c_void_p(torch.cuda.current_stream().cuda_stream), 1)
+            fn = lib.hla_main
+            fn.argtypes = [ctypes.POINTER(ctypes.c_void_p)] * 2
+            o = torch.full_like(v, float("nan"))
+            ins = (ctypes.c_void_p * 6)(*[t.data_ptr() for t in (q, k, v, rr, u, omega)])
+            outs = (ctypes.c_void_p * 1)(o.data_ptr())
+            call = lambda: fn(ins, outs)  # noqa: E731
+            call(); torch.cuda.synchronize()
+            n = 96  # causal: the first rows depend on the first tokens only
+            xs = [t[:1, :n].double().cpu().numpy() for t in (q, k, v, rr, u)]
+            want = ref.linsimp(*xs, omega=omega.double().cpu().numpy(), window=W)
+            got = o[:1, :n].double().cpu().numpy()
+            r[f"hla_c{chunk}_relerr"] = float(np.linalg.norm(got - want) / np.linalg.norm(want))
+            r[f"hla_c{chunk}_finite"] = bool(torch.isfinite(o).all())
+            r[f"hla_c{chunk}_ms"] = bench(call)
+            if r.get("hla_ms") is None or r[f"hla_c{chunk}_ms"] < r["hla_ms"]:
+                r["hla_ms"], r["hla_chunk"] = r[f"hla_c{chunk}_ms"], chunk
+        qs, ks, vs = (t.transpose(1, 2).contiguous() for t in (q, k, v))
+        r["sdpa_ms"] = bench(lambda: F.scaled_dot_product_attention(qs, ks, vs, is_causal=True))
+        if r.get("hla_ms"):
+            r["hla_over_sdpa"] = r["hla_ms"] / r["sdpa_ms"]
+        rows.append(r)
+        print(json.dumps(r), flush=True)
+        del q, k, v, rr, u, qs, ks, vs
+        torch.cuda.empty_cache()
+    with open(os.path.join(os.environ.get("OUT", outdir), "linsimp_bench.json"), "w") as f:
+        json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__,
+                   "rows": rows}, f, indent=1)
+    print(f"{'B':>2} {'H':>3} {'T':>6} {'hla ms':>8} {'sdpa ms':>8} {'hla/sdpa':>8} {'relerr':>8}")
+    for r in rows:
+        c = r.get("hla_chunk")
+        print(f"{r['B']:>2} {r['H']:>3} {r['T']:>6} {r.get('hla_ms', float('nan')):8.3f} "
+              f"{r['sdpa_ms']:8.3f} {r.get('hla_over_sdpa', float('nan')):8.2f} "
+              f"{r.get(f'hla_c{c}_relerr', float('nan')):8.1e}")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3 or sys.argv[1] not in ("build", "run"):
+        print(__doc__)
+        sys.exit(2)
+    (build if sys.argv[1] == "build" else run)(sys.argv[2])
