@@ -552,9 +552,7 @@ def kda(q, k, v, *, g, beta, scale=None, initial_state=None, output_final_state=
     """Kimi Delta Attention, the gated delta rule (SEMANTICS.md §6).
 
     ``g`` [B, T, H_kv, D] is the log-decay (<= 0), ``beta`` [B, T, H_kv].
-    State ``(S [D, Dv],)``. Not lowered by the CPU code generator yet: raises
-    NotImplementedError with the compiler's reason after checking the
-    arguments.
+    State ``(S [D, Dv],)``. Compiled in the WY/UT chunked form.
     """
     return _call("kda", [("q", q), ("k", k), ("v", v), ("g", g), ("beta", beta)],
                  dict(scale=scale), initial_state, output_final_state, cu_seqlens,

@@ -130,6 +130,37 @@ def linsimp_graph(B, T, hq, hkv, d, dv, m, window, *, seed=None, state=False,
             + "\n".join(body) + "\n}\n")
 
 
+def kda_graph(B, T, hq, hkv, dk, dv, *, state=False, dtype="f32", scale=None,
+              cu_seqlens=None):
+    """@main(q, k, v, g, beta[, S0][, cu_seqlens]) -> (o[, S])."""
+    t = lambda shape: tensor_type(shape, dtype)  # noqa: E731
+    n = (cu_seqlens - 1) if cu_seqlens else B
+    ins = [t((B, T, hq, dk)), t((B, T, hkv, dk)), t((B, T, hkv, dv)),
+           t((B, T, hkv, dk)), t((B, T, hkv))]
+    results = [t((B, T, hq, dv))]
+    states = [tensor_type((n, hq, dk, dv), "f32")]
+    args = [f"%a{i}: {ty}" for i, ty in enumerate(ins)]
+    operands = ", ".join(f"%a{i}" for i in range(5))
+    types = list(ins)
+    tail = ""
+    if state:
+        args.append(f"%s0: {states[0]}")
+        tail += " initial_state(%s0)"
+        types += states
+        results += states
+    if cu_seqlens:
+        args.append(f"%cu: tensor<{cu_seqlens}xi32>")
+        tail += " cu_seqlens(%cu)"
+        types.append(f"tensor<{cu_seqlens}xi32>")
+    attrs = f" {{scale = {scale!r} : f64}}" if scale is not None else ""
+    lhs = f"%o:{len(results)}" if len(results) > 1 else "%o"
+    res = ", ".join(f"%o#{i}" for i in range(len(results))) if len(results) > 1 else "%o"
+    return (f"func.func @main({', '.join(args)}) -> ({', '.join(results)}) {{\n"
+            f"  {lhs} = hla.kda {operands}{tail}{attrs} : ({', '.join(types)}) -> "
+            f"({', '.join(results)})\n"
+            f"  return {res} : {', '.join(results)}\n}}\n")
+
+
 def compile_graph(graph, chunk=64, schedule="auto", emit="exe", extra=()):
     """Compiles `graph` (MLIR text) and returns the artefact's path."""
     key = hashlib.sha256(

@@ -560,6 +560,9 @@ public:
   /// Features on the anchor side shifted by one running maximum per query
   /// (cancels in LinSimp's joint normalisation; off only to test that).
   bool stableFeatures = true;
+  /// The gated delta rule (KDA): its matrix-valued transition has no index
+  /// plan; chunks are summarised and read out in the WY/UT form instead.
+  bool deltaRule = false;
 
   /// The three-phase form (summaries, scan over chunks, readouts).
   LogicalResult rewritePhased(std::string &error);
@@ -610,6 +613,12 @@ private:
   FailureOr<Value> emitReadoutRows(OpBuilder &b, Location loc,
                                    const ChunkTiles &tiles,
                                    std::string &error);
+  /// KDA (SEMANTICS.md §6): the chunk's affine map (A, B) when
+  /// `carried` is null, else its output rows read from the state `carried`.
+  FailureOr<llvm::SmallVector<Value>> emitDeltaRule(OpBuilder &b,
+                                                    Location loc,
+                                                    const ChunkTiles &tiles,
+                                                    Value carried);
   /// LinSimp: the rows of the chunk, summed over each query's anchor
   /// window (one pass per anchor offset w: the anchors' features F_w, the
   /// monoid's num/den readouts with input F_w, weighted by the anchor
@@ -899,6 +908,11 @@ void ChunkRewriter::loadTokens(OpBuilder &b, Location loc, ChunkTiles &tiles,
 llvm::SmallVector<unsigned>
 ChunkRewriter::usedInputs(llvm::ArrayRef<PlannedOutput> outputs) const {
   llvm::SmallVector<unsigned> inputs;
+  if (deltaRule) {
+    for (unsigned i = 0; i < spec.inputs.size(); ++i)
+      inputs.push_back(i);
+    return inputs;
+  }
   for (const PlannedOutput &out : outputs)
     for (const IndexTerm &t : out.terms)
       for (const ChainFactor &f : t.chain)
@@ -928,6 +942,8 @@ FailureOr<Value> ChunkRewriter::emitOutput(TileBuilder &tb,
 FailureOr<llvm::SmallVector<Value>>
 ChunkRewriter::emitSummaries(OpBuilder &b, Location loc,
                              const ChunkTiles &tiles, std::string &error) {
+  if (deltaRule)
+    return emitDeltaRule(b, loc, tiles, Value());
   TileBuilder tb(b, loc);
   llvm::SmallVector<Value> values(spec.components.size());
   for (const PlannedOutput &out : plan.summaries) {
@@ -953,6 +969,15 @@ FailureOr<Value> ChunkRewriter::emitReadoutRows(OpBuilder &b, Location loc,
                                                 std::string &error) {
   if (info.anchor)
     return emitAnchorRows(b, loc, tiles, error);
+  if (deltaRule) {
+    unsigned s = *spec.findComponent("S");
+    FailureOr<llvm::SmallVector<Value>> rows =
+        emitDeltaRule(b, loc, tiles, tiles.carried[s]);
+    if (failed(rows))
+      return failure();
+    return TileBuilder(b, loc).castTo(rows->front(),
+                                      info.outputType().getElementType());
+  }
   RankedTensorType outType = info.outputType();
   int64_t width = outType.getDimSize(3);
   TileBuilder tb(b, loc);
@@ -1121,6 +1146,163 @@ FailureOr<scf::ForOp> ChunkRewriter::emitChunkLoop(
   if (failedEmission)
     return failure();
   return loop;
+}
+
+FailureOr<llvm::SmallVector<Value>>
+ChunkRewriter::emitDeltaRule(OpBuilder &b, Location loc,
+                             const ChunkTiles &tiles, Value carried) {
+  TileBuilder tb(b, loc);
+  using IT = IteratorType;
+  MLIRContext *ctx = b.getContext();
+  auto input = [&](llvm::StringRef name) {
+    return tiles.tokens[*spec.findInput(name)];
+  };
+  Value q = input("q"), k = input("k"), v = input("v"), g = input("g"),
+        beta = input("beta");
+  double scale = 1.0;
+  if (std::optional<unsigned> p = spec.findParam("scale"))
+    scale = spec.params[*p].value;
+  int64_t dk = TileBuilder::shapeOf(k)[1];
+  int64_t c = chunk;
+  AffineExpr r, s, d;
+  bindDims(ctx, r, s, d);
+  auto map3 = [&](llvm::ArrayRef<AffineExpr> exprs) {
+    return AffineMap::get(3, 0, exprs, ctx);
+  };
+  auto cst = [](OpBuilder &nb, Location l, double value) -> Value {
+    return arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(value));
+  };
+  // Padding rows hold zeros: g = 0 and β = 0 make them identity maps.
+
+  // Γ[r] = Σ_{s ≤ r} g[s]: the in-chunk cumulative log-decay per channel.
+  Value gamma = tb.generic(
+      {g}, tb.zeros({c, dk}), {map3({s, d}), map3({r, d})},
+      {IT::parallel, IT::reduction, IT::parallel},
+      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+        Value row = linalg::IndexOp::create(nb, l, 0);
+        Value col = linalg::IndexOp::create(nb, l, 1);
+        Value inside =
+            arith::CmpIOp::create(nb, l, arith::CmpIPredicate::sle, col, row);
+        Value add = arith::AddFOp::create(nb, l, args[1], args[0]);
+        return arith::SelectOp::create(nb, l, inside, add, args[1]);
+      });
+  // P[r, s] = Σ_d x[r,d] y[s,d] e^{Γ[r,d] − Γ[s,d]} for s < r (s ≤ r when
+  // not strict): the decay between two tokens of the chunk, never e^{−Γ}
+  // alone (it would overflow).
+  auto pairs = [&](Value x, Value y, bool strict) -> Value {
+    return tb.generic(
+        {x, y, gamma, gamma}, tb.zeros({c, c}),
+        {map3({r, d}), map3({s, d}), map3({r, d}), map3({s, d}), map3({r, s})},
+        {IT::parallel, IT::parallel, IT::reduction},
+        [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+          Value row = linalg::IndexOp::create(nb, l, 0);
+          Value col = linalg::IndexOp::create(nb, l, 1);
+          Value inside = arith::CmpIOp::create(
+              nb, l,
+              strict ? arith::CmpIPredicate::slt : arith::CmpIPredicate::sle,
+              col, row);
+          Value decay = math::ExpOp::create(
+              nb, l, arith::SubFOp::create(nb, l, args[2], args[3]));
+          Value term = arith::MulFOp::create(
+              nb, l, arith::MulFOp::create(nb, l, args[0], args[1]), decay);
+          Value add = arith::AddFOp::create(nb, l, args[4], term);
+          return arith::SelectOp::create(nb, l, inside, add, args[4]);
+        });
+  };
+  Value lower = tb.scaleRows(pairs(k, k, /*strict=*/true), beta);
+
+  // T = (I + L)^-1 diag(β), row by row (forward substitution):
+  // T[r] = β_r e_r − L[r] T (rows ≥ r of T are still 0).
+  Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
+  Value c1 = arith::ConstantIndexOp::create(b, loc, 1);
+  Value cC = arith::ConstantIndexOp::create(b, loc, c);
+  auto rowType = RankedTensorType::get({1, c}, b.getF32Type());
+  auto solve = scf::ForOp::create(
+      b, loc, c0, cC, c1, ValueRange{tb.zeros({c, c})},
+      [&](OpBuilder &nb, Location l, Value row, ValueRange iter) {
+        TileBuilder t(nb, l);
+        llvm::SmallVector<OpFoldResult> at = {row, idx(nb, 0)};
+        llvm::SmallVector<OpFoldResult> size = {idx(nb, 1), idx(nb, c)};
+        llvm::SmallVector<OpFoldResult> one = {idx(nb, 1), idx(nb, 1)};
+        Value lrow = tensor::ExtractSliceOp::create(nb, l, rowType, lower, at,
+                                                    size, one);
+        Value reach = t.matmul(lrow, iter[0]);
+        Value betaR = tensor::ExtractOp::create(nb, l, beta, ValueRange{row});
+        AffineMap id = nb.getMultiDimIdentityMap(2);
+        Value next = t.generic(
+            {reach}, t.empty({1, c}), {id, id}, {IT::parallel, IT::parallel},
+            [&](OpBuilder &eb, Location el, ValueRange args) -> Value {
+              Value col = linalg::IndexOp::create(eb, el, 1);
+              Value diag = arith::CmpIOp::create(
+                  eb, el, arith::CmpIPredicate::eq, col, row);
+              Value e = arith::SelectOp::create(eb, el, diag, betaR,
+                                                cst(eb, el, 0.0));
+              return arith::SubFOp::create(eb, el, e, args[0]);
+            });
+        Value written = tensor::InsertSliceOp::create(nb, l, next, iter[0], at,
+                                                      size, one);
+        scf::YieldOp::create(nb, l, written);
+      });
+  Value tri = solve.getResult(0);
+
+  AffineMap id2 = b.getMultiDimIdentityMap(2);
+  Value expGamma = tb.generic(
+      {gamma}, tb.empty({c, dk}), {id2, id2}, {IT::parallel, IT::parallel},
+      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+        return math::ExpOp::create(nb, l, args[0]);
+      });
+  Value w = tb.matmul(tri, tb.mul(expGamma, k)); // W = T (e^Γ ⊙ K)
+  Value u = tb.matmul(tri, v);                    // U = T V
+
+  if (!carried) {
+    // The chunk's map S ↦ A S + B: A = Diag(e^{Γ_last}) − K̃ᵀ W,
+    // B = K̃ᵀ U, K̃[s] = e^{Γ_last − Γ[s]} ⊙ k[s].
+    Value last = tensor::ExtractSliceOp::create(
+        b, loc, RankedTensorType::get({dk}, b.getF32Type()), gamma,
+        llvm::ArrayRef<OpFoldResult>{idx(b, c - 1), idx(b, 0)},
+        llvm::ArrayRef<OpFoldResult>{idx(b, 1), idx(b, dk)},
+        llvm::ArrayRef<OpFoldResult>{idx(b, 1), idx(b, 1)});
+    AffineMap cols = AffineMap::get(2, 0, {b.getAffineDimExpr(1)}, ctx);
+    Value kTilde = tb.generic(
+        {last, gamma, k}, tb.empty({c, dk}), {cols, id2, id2, id2},
+        {IT::parallel, IT::parallel},
+        [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+          Value decay = math::ExpOp::create(
+              nb, l, arith::SubFOp::create(nb, l, args[0], args[1]));
+          return arith::MulFOp::create(nb, l, decay, args[2]);
+        });
+    Value kw = tb.matmul(kTilde, w, /*transA=*/true);
+    AffineMap rows = AffineMap::get(2, 0, {b.getAffineDimExpr(0)}, ctx);
+    Value a = tb.generic(
+        {last, kw}, tb.empty({dk, dk}), {rows, id2, id2},
+        {IT::parallel, IT::parallel},
+        [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+          Value i = linalg::IndexOp::create(nb, l, 0);
+          Value j = linalg::IndexOp::create(nb, l, 1);
+          Value diag =
+              arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq, i, j);
+          Value decay = arith::SelectOp::create(
+              nb, l, diag, math::ExpOp::create(nb, l, args[0]),
+              cst(nb, l, 0.0));
+          return arith::SubFOp::create(nb, l, decay, args[1]);
+        });
+    Value bMap = tb.matmul(kTilde, u, /*transA=*/true);
+    llvm::SmallVector<Value> values(spec.components.size());
+    values[*spec.findComponent("M")] = a;
+    values[*spec.findComponent("S")] = bMap;
+    return values;
+  }
+  // O = s (e^Γ ⊙ Q) S + A_qk (U − W S), A_qk = s P(Q, K) (s ≤ r).
+  Value qs = tb.scale(tb.mul(expGamma, q), scale);
+  Value attn = tb.scale(pairs(q, k, /*strict=*/false), scale);
+  Value delta = tb.generic(
+      {u, tb.matmul(w, carried)}, tb.empty(TileBuilder::shapeOf(u)),
+      {id2, id2, id2}, {IT::parallel, IT::parallel},
+      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+        return arith::SubFOp::create(nb, l, args[0], args[1]);
+      });
+  Value rowsOut = tb.add(tb.matmul(qs, carried), tb.matmul(attn, delta));
+  return llvm::SmallVector<Value>{rowsOut};
 }
 
 void ChunkRewriter::finish(OpBuilder &, Location loc, Value output,
@@ -1998,11 +2180,26 @@ struct HLAChunkPass : public hla::impl::HLAChunkPassBase<HLAChunkPass> {
     info.heads = lead.getDimSize(2);
 
     std::string error;
-    FailureOr<ChunkPlan> plan = buildChunkPlan(monoid.getSpec(), error);
+    // The gated delta rule (the library's `kda` monoid): a matrix-valued
+    // transition, chunked in the WY/UT form rather than by an index plan.
+    const MonoidSpec &monoidSpec = monoid.getSpec();
+    bool deltaRule =
+        monoidSpec.name == "kda" && monoidSpec.findComponent("M") &&
+        monoidSpec.components[*monoidSpec.findComponent("M")].eyeIdentity &&
+        monoidSpec.findComponent("S") && monoidSpec.components.size() == 2 &&
+        llvm::all_of(llvm::ArrayRef<llvm::StringRef>{"q", "k", "v", "g",
+                                                     "beta"},
+                     [&](llvm::StringRef n) {
+                       return monoidSpec.findInput(n).has_value();
+                     });
+    FailureOr<ChunkPlan> plan = ChunkPlan();
+    if (!deltaRule)
+      plan = buildChunkPlan(monoidSpec, error);
     if (failed(plan))
       return fail(error);
     ChunkRewriter rewriter(info, chunkSize, *plan);
     rewriter.stableFeatures = stableFeatures;
+    rewriter.deltaRule = deltaRule;
     LogicalResult rewritten = failure();
     if (form == "fused") {
       rewritten = rewriter.rewriteFused(error);

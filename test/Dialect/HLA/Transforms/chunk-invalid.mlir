@@ -1,10 +1,16 @@
 // RUN: hla-opt %s --split-input-file --hla-expand --hla-chunk --verify-diagnostics
 
-// Tests that KDA, whose transition is a matrix, is refused by the scalar-
-// decay chunked form with the reason.
-func.func @kda(%q: tensor<1x8x2x4xf32>, %beta: tensor<1x8x2xf32>) -> tensor<1x8x2x4xf32> {
+#affine = #hla.monoid<"affine" inputs(q: [d], k: [d], v: [dv]) state(M: [d, d] eye, S: [d, dv])
+  token(M = k * k.T, S = k * v.T) combine(M = M.b * M.a, S = M.b * S.a + S.b)
+  readout(num = q.T * S)>
+
+// Tests that a matrix-valued transition other than the gated delta rule's
+// (which hla-chunk knows in its WY/UT form) is refused with the reason.
+func.func @affine(%q: tensor<1x8x2x4xf32>) -> tensor<1x8x2x4xf32> {
+  %m, %s = hla.segment #affine(%q, %q) : (tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>) -> (tensor<1x8x2x4x4xf32>, tensor<1x8x2x4x4xf32>)
+  %p = hla.scan #affine(%m, %s) : (tensor<1x8x2x4x4xf32>, tensor<1x8x2x4x4xf32>) -> tensor<1x8x2x4x4xf32>
   // expected-error @+1 {{hla-chunk: component 'M' has identity 'eye' but is not a scalar decay}}
-  %o = hla.kda %q, %q, %q, %q, %beta : (tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2xf32>) -> tensor<1x8x2x4xf32>
+  %o = hla.readout #affine(%q) state(%p) : (tensor<1x8x2x4xf32>, tensor<1x8x2x4x4xf32>) -> tensor<1x8x2x4xf32>
   return %o : tensor<1x8x2x4xf32>
 }
 
