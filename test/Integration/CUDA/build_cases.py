@@ -22,7 +22,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
 sys.path.insert(0, os.path.join(REPO, "python", "tests"))
 sys.path.insert(0, HERE)
 
-from codegen_util import attention_graph, linsimp_graph  # noqa: E402
+from codegen_util import attention_graph, kda_graph, linsimp_graph  # noqa: E402
 from cases import all_cases  # noqa: E402
 
 
@@ -36,6 +36,8 @@ def state_shapes(c):
         w1 = c["window"] - 1
         return [(n, h, c["m"], dv), (n, h, c["m"]), (n, h, w1, d), (n, h, w1, dv),
                 (n, h, w1)]
+    if op == "kda":
+        return [(n, h, d, dv)]
     if op == "linear_attention":
         shapes = [(n, h, d, dv)] + ([(n, h, d)] if norm else [])
     elif op == "hla2":
@@ -56,6 +58,10 @@ def state_shapes(c):
 
 def graph_of(c):
     dtype = c["dtype"]
+    if c["op"] == "kda":
+        return kda_graph(c["B"], c["T"], c["hq"], c["hkv"], c["d"], c["dv"],
+                         state=c["state"], dtype=dtype,
+                         cu_seqlens=len(c["cu_seqlens"]) if c["cu_seqlens"] else None)
     if c["op"] == "linsimp":
         return linsimp_graph(c["B"], c["T"], c["hq"], c["hkv"], c["d"], c["dv"], c["m"],
                              c["window"], state=c["state"], dtype=dtype)

@@ -94,4 +94,21 @@ def all_cases():
     # A larger case of the main op.
     cases.append(case("hla2-bf16-large", "hla2", 2048, B=2, hq=4, hkv=4, d=64, dv=64,
                       dtype="bf16", tol=1e-2))
-    return cases + linsimp_cases()
+    return cases + linsimp_cases() + kda_cases()
+
+
+def kda_cases():
+    """KDA: L2-normalised keys, log-decays g <= 0, beta in (0.1, 0.9)."""
+    cases = []
+    for T in [1, 17, 100]:
+        for chunk in [16, 64]:
+            cases.append(case(f"kda-T{T}-c{chunk}", "kda", T, chunk=chunk, hq=2, hkv=1,
+                              d=16, dv=16))
+    for schedule, segments in [("persistent", 0), ("segmented", 3)]:
+        cases.append(case(f"kda-state-{schedule}", "kda", 90, chunk=16, B=2, hq=4, hkv=2,
+                          d=16, dv=8, state=True, schedule=schedule, segments=segments))
+    cases.append(case("kda-packed", "kda", 150, chunk=16, B=1, hkv=1, state=True,
+                      cu_seqlens=[0, 1, 1, 70, 150]))
+    cases.append(case("kda-bf16", "kda", 300, chunk=64, B=1, hq=2, hkv=2, d=64, dv=64,
+                      dtype="bf16", tol=1e-2))
+    return cases

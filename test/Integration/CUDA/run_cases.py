@@ -147,10 +147,41 @@ def run_linsimp_case(c, casedir, rng):
     return max(errors)
 
 
+def run_kda_case(c, casedir, rng):
+    lib = Library(os.path.join(casedir, c["name"] + ".so"))
+    B, T, hq, hkv, d, dv = c["B"], c["T"], c["hq"], c["hkv"], c["d"], c["dv"]
+    dtype = TORCH_DTYPES[c["dtype"]]
+    q = rng.standard_normal((B, T, hq, d)) * d ** -0.5
+    k = rng.standard_normal((B, T, hkv, d))
+    k /= np.linalg.norm(k, axis=-1, keepdims=True)
+    v = rng.standard_normal((B, T, hkv, dv))
+    g = -np.abs(rng.standard_normal((B, T, hkv, d))) * 0.2
+    beta = rng.uniform(0.1, 0.9, (B, T, hkv))
+    tensors = [torch.from_numpy(x).to(dtype).cuda().contiguous() for x in (q, k, v, g, beta)]
+    q, k, v, g, beta = (t.double().cpu().numpy() for t in tensors)
+    kwargs = {}
+    if c["state"]:
+        n = len(c["cu_seqlens"]) - 1 if c["cu_seqlens"] else B
+        s0 = (rng.standard_normal((n, hq, d, dv)) * 0.3).astype(np.float32)
+        tensors.append(torch.from_numpy(s0).cuda())
+        kwargs.update(initial_state=(s0.astype(np.float64),), output_final_state=True)
+    if c["cu_seqlens"]:
+        cu = np.array(c["cu_seqlens"], np.int32)
+        tensors.append(torch.from_numpy(cu).cuda())
+        kwargs["cu_seqlens"] = cu
+    outs = lib(*tensors)
+    expected = ref.kda(q, k, v, g=g, beta=beta, **kwargs)
+    wants = [expected[0], *expected[1]] if c["state"] else [expected]
+    errors = [relative_error(o.float().cpu().numpy(), w) for o, w in zip(outs, wants)]
+    return max(errors)
+
+
 def run_case(c, casedir):
     rng = np.random.default_rng(abs(hash(c["name"])) % (2 ** 32))
     if c["op"] == "linsimp":
         return run_linsimp_case(c, casedir, rng)
+    if c["op"] == "kda":
+        return run_kda_case(c, casedir, rng)
     lib = Library(os.path.join(casedir, c["name"] + ".so"))
     q, k, v = make_inputs(rng, c)
     dtype = TORCH_DTYPES[c["dtype"]]
