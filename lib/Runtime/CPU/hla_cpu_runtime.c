@@ -420,10 +420,21 @@ static double uniform01(uint64_t *state) {
   return ((nextRandom(state) >> 11) + 0.5) * (1.0 / 9007199254740992.0);
 }
 
-/// Standard normal samples (Box-Muller), scaled by `scale`.
+/// Standard normal samples (Box-Muller), scaled by `scale`; integer tensors
+/// (token ids) get uniform integers in [0, 256).
 static void fillRandom(void *buffer, const HlaTensorInfo *t, uint64_t *state,
                        double scale) {
   int64_t n = numElements(t);
+  if (t->dtype == HLA_I32 || t->dtype == HLA_I64) {
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t id = (int64_t)(nextRandom(state) >> 56);
+      if (t->dtype == HLA_I32)
+        ((int32_t *)buffer)[i] = (int32_t)id;
+      else
+        ((int64_t *)buffer)[i] = id;
+    }
+    return;
+  }
   for (int64_t i = 0; i < n; ++i) {
     double u1 = uniform01(state), u2 = uniform01(state);
     float x = (float)(scale * sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
@@ -596,13 +607,6 @@ int main(int argc, char **argv) {
   for (int i = 0; i < sig.numInputs; ++i) {
     const HlaTensorInfo *t = &sig.inputs[i];
     if (randomInputs) {
-      if (t->dtype == HLA_I32 || t->dtype == HLA_I64) {
-        fprintf(stderr,
-                "error: argument %d is an integer tensor; --random cannot "
-                "make it, pass .npy files\n",
-                i);
-        return 2;
-      }
       inputs[i] = malloc((size_t)numElements(t) * dtypeSize(t->dtype) + 64);
       fillRandom(inputs[i], t, &state, 0.5);
       continue;
