@@ -162,6 +162,9 @@ void mlir::hla::buildCUDADevicePipeline(OpPassManager &pm,
   pm.addPass(createConvertElementwiseToLinalgPass());
   // One op per elementwise chain (fewer shared-memory passes and barriers).
   pm.addPass(createHLAFuseTileElementwisePass());
+  // The model graph's own ops (projections, norms, gathers) as loops of
+  // row blocks: kernels too, like the chunk loops.
+  pm.addNestedPass<func::FuncOp>(createHLAGPUDistributeGraphOpsPass());
   // No CSE before bufferization: merged zero fills of accumulators would
   // become one zero tile kept alive for the whole loop and copied into
   // every accumulator.

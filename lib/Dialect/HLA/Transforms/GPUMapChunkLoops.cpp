@@ -32,6 +32,7 @@
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
@@ -161,7 +162,19 @@ LogicalResult ChunkLoopMapper::checkForall() {
       if (auto arg = dyn_cast<BlockArgument>(operand))
         if (isa<FunctionOpInterface>(arg.getOwner()->getParentOp()))
           continue;
-      Operation *def = operand.getDefiningOp();
+      // Views of device buffers (reshapes, casts, subviews made on the
+      // host) are descriptors of device memory too.
+      Value root = operand;
+      while (Operation *view = root.getDefiningOp()) {
+        auto viewLike = dyn_cast<ViewLikeOpInterface>(view);
+        if (!viewLike || !isa<MemRefType>(root.getType()))
+          break;
+        root = viewLike.getViewSource();
+      }
+      if (auto arg = dyn_cast<BlockArgument>(root))
+        if (isa<FunctionOpInterface>(arg.getOwner()->getParentOp()))
+          continue;
+      Operation *def = root.getDefiningOp();
       if (def && (def->hasTrait<OpTrait::ConstantLike>() ||
                   isa<gpu::AllocOp>(def)))
         continue;
@@ -1246,6 +1259,113 @@ struct HLAGPUMapChunkLoopsPass
     }
   }
 
+  /// A constant buffer the host hands on (to a call: e.g. a layer's Ω from
+  /// hla.random_features) is copied to device memory first; loops read
+  /// constants directly (their kernels carry the global).
+  void copyGlobalsToDevice() {
+    func::FuncOp func = getOperation();
+    Block &body = func.getBody().front();
+    for (auto global :
+         llvm::make_early_inc_range(body.getOps<memref::GetGlobalOp>())) {
+      llvm::SmallVector<OpOperand *> hostUses;
+      for (OpOperand &use : global->getUses())
+        if (!use.getOwner()->getParentOfType<scf::ForallOp>())
+          hostUses.push_back(&use);
+      auto type = cast<MemRefType>(global.getType());
+      if (hostUses.empty() || !type.hasStaticShape())
+        continue;
+      OpBuilder b(global);
+      b.setInsertionPointAfter(global);
+      Location loc = global.getLoc();
+      auto tokenType = gpu::AsyncTokenType::get(b.getContext());
+      Value ready = gpu::WaitOp::create(b, loc, tokenType, ValueRange())
+                        .getAsyncToken();
+      auto device = gpu::AllocOp::create(
+          b, loc, type, tokenType, ValueRange{ready}, ValueRange(),
+          ValueRange(), /*hostShared=*/false);
+      Value copied =
+          gpu::MemcpyOp::create(b, loc, tokenType,
+                                ValueRange{device.getAsyncToken()},
+                                device.getMemref(), global.getResult())
+              .getAsyncToken();
+      gpu::WaitOp::create(b, loc, Type(), ValueRange{copied});
+      for (OpOperand *use : hostUses)
+        use->set(device.getMemref());
+      for (Block &block : func.getBody())
+        if (auto ret = dyn_cast<func::ReturnOp>(block.getTerminator())) {
+          OpBuilder d(ret);
+          Value after = gpu::WaitOp::create(d, loc, tokenType, ValueRange())
+                            .getAsyncToken();
+          Value freed = gpu::DeallocOp::create(d, loc, tokenType,
+                                               ValueRange{after},
+                                               device.getMemref())
+                            .getAsyncToken();
+          gpu::WaitOp::create(d, loc, Type(), ValueRange{freed});
+        }
+    }
+  }
+
+  /// Copies of the function body become device work: whole buffers (a
+  /// call's result into the caller's output buffer) a device-to-device copy
+  /// on the stream, others (a slice handed to a call) a one-block loop that
+  /// hla-gpu-map-chunk-loops turns into a kernel.
+  void copyOnDevice() {
+    Block &body = getOperation().getBody().front();
+    for (auto copy :
+         llvm::make_early_inc_range(body.getOps<memref::CopyOp>())) {
+      auto from = cast<MemRefType>(copy.getSource().getType());
+      auto to = cast<MemRefType>(copy.getTarget().getType());
+      if (from != to || !from.getLayout().isIdentity() ||
+          !from.hasStaticShape()) {
+        OpBuilder b(copy);
+        MLIRContext *ctx = b.getContext();
+        auto loop = scf::ForallOp::create(
+            b, copy.getLoc(), llvm::ArrayRef<OpFoldResult>{b.getIndexAttr(1)},
+            ValueRange(),
+            ArrayAttr::get(ctx, {gpu::GPUBlockMappingAttr::get(
+                                    ctx, gpu::MappingId::DimX)}));
+        copy->moveBefore(loop.getTerminator());
+        continue;
+      }
+      OpBuilder b(copy);
+      Location loc = copy.getLoc();
+      auto tokenType = gpu::AsyncTokenType::get(b.getContext());
+      Value ready = gpu::WaitOp::create(b, loc, tokenType, ValueRange())
+                        .getAsyncToken();
+      Value copied =
+          gpu::MemcpyOp::create(b, loc, tokenType, ValueRange{ready},
+                                copy.getTarget(), copy.getSource())
+              .getAsyncToken();
+      gpu::WaitOp::create(b, loc, Type(), ValueRange{copied});
+      copy.erase();
+    }
+  }
+
+  /// A scalar the host reads from a 0-d buffer (a run-time check's
+  /// operand, e.g. the range of token ids) is copied to the host first.
+  void stageScalarReads() {
+    Block &body = getOperation().getBody().front();
+    for (auto load :
+         llvm::make_early_inc_range(body.getOps<memref::LoadOp>())) {
+      auto type = load.getMemRefType();
+      if (type.getRank() != 0 || !type.getLayout().isIdentity())
+        continue;
+      OpBuilder b(load);
+      Location loc = load.getLoc();
+      auto tokenType = gpu::AsyncTokenType::get(b.getContext());
+      auto hostType = MemRefType::get({}, type.getElementType());
+      Value host = memref::AllocaOp::create(b, loc, hostType);
+      Value ready = gpu::WaitOp::create(b, loc, tokenType, ValueRange())
+                        .getAsyncToken();
+      Value copied =
+          gpu::MemcpyOp::create(b, loc, tokenType, ValueRange{ready}, host,
+                                load.getMemRef())
+              .getAsyncToken();
+      gpu::WaitOp::create(b, loc, Type(), ValueRange{copied});
+      load->setOperand(0, host);
+    }
+  }
+
   void runOnOperation() override {
     if (tensorCores != "auto" && tensorCores != "on" && tensorCores != "off") {
       getOperation().emitError()
@@ -1261,25 +1381,34 @@ struct HLAGPUMapChunkLoopsPass
           << int64_t(threads);
       return signalPassFailure();
     }
+    stageScalarReads();
+    copyOnDevice();
+    copyGlobalsToDevice();
     // Everything but the chunk loops runs on the host, where the buffers
     // (device memory) must not be touched.
     WalkResult host = getOperation().walk<WalkOrder::PreOrder>(
         [&](Operation *op) {
       if (isa<scf::ForallOp>(op))
         return WalkResult::skip();
+      // Allocations, copies and waits of the gpu dialect are device work.
+      if (isa<gpu::GPUDialect>(op->getDialect()))
+        return WalkResult::advance();
       auto effects = dyn_cast<MemoryEffectOpInterface>(op);
       bool touchesBuffers =
           isa<linalg::LinalgOp, memref::CopyOp>(op) ||
           (effects && (effects.hasEffect<MemoryEffects::Read>() ||
                        effects.hasEffect<MemoryEffects::Write>()) &&
            llvm::any_of(op->getOperands(), [](Value v) {
-             return isa<MemRefType>(v.getType());
+             // Host stack buffers (staged scalars) are the host's own.
+             return isa<MemRefType>(v.getType()) &&
+                    !v.getDefiningOp<memref::AllocaOp>();
            }));
       if (!touchesBuffers)
         return WalkResult::advance();
-      op->emitOpError("hla-gpu-map-chunk-loops: only the chunk loops of hla "
-                      "attention ops run on the GPU so far; this op of the "
-                      "model graph would run on the host over device memory");
+      op->emitOpError("hla-gpu-map-chunk-loops: this op would run on the "
+                      "host over device memory (on the GPU run: loops, "
+                      "linalg ops via hla-gpu-distribute-graph-ops, copies "
+                      "and reads of single values)");
       return WalkResult::interrupt();
     });
     if (host.wasInterrupted())

@@ -301,6 +301,42 @@ def HLAVectorizeTilesPass : Pass<"hla-vectorize-tiles"> {
   ];
 }
 
+def HLAGPUDistributeGraphOpsPass : Pass<"hla-gpu-distribute-graph-ops",
+                                        "::mlir::func::FuncOp"> {
+  let summary = "Turn a model graph's tensor ops into loops of GPU blocks";
+  let description = [{
+    Runs on tensors before bufferization, after the attention ops became
+    their chunk loops: every linalg op of the function body outside those
+    loops (projections, norms, activations, fills, gathers) is tiled along
+    its first parallel loop into an `scf.forall` of row blocks of at most
+    `rows` rows (the largest such divisor of the extent, so that every
+    block has static sizes); an op without parallel loops (a full
+    reduction) becomes a one-iteration `scf.forall`. A
+    `tensor.insert_slice` of the body is rewritten to copy its source with
+    `linalg.copy` into the slice of its destination, which is then tiled
+    like the rest. `hla-gpu-map-chunk-loops` turns each loop into a kernel,
+    so no op of the graph touches device memory from the host.
+
+    Before:
+
+    ```mlir
+    %y = linalg.matmul ins(%x, %w : tensor<64x32xf32>, tensor<32x32xf32>)
+        outs(%z : tensor<64x32xf32>) -> tensor<64x32xf32>
+    ```
+
+    After (`rows=16`): an `scf.forall (%i) in (4)` whose body multiplies
+    rows [16 i, 16 i + 16) of `%x` by `%w` into the same rows of `%z`.
+  }];
+  let options = [
+    Option<"rows", "rows", "int64_t", "16",
+           "Rows of the first parallel loop per block (at most)">
+  ];
+  let dependentDialects = ["::mlir::gpu::GPUDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def HLAFuseTileElementwisePass : Pass<"hla-fuse-tile-elementwise"> {
   let summary = "Fuse chains of elementwise tile ops into one";
   let description = [{
