@@ -537,9 +537,9 @@ def linsimp(q, k, v, r, u, *, omega, window=64, kernel="favor", scale=None,
     kernel approximates the exact one only for small-norm inputs.
     State (favor): ``(M [m, Dv], a [m], anchor_r [W-1, D], anchor_u [W-1, Dv],
     anchor_valid [W-1])``; kernel='exact' has none.
-    The favor kernel is compiled (CPU); kernel='exact' and packed sequences
-    are not lowered yet and raise NotImplementedError with the compiler's
-    reason after checking the arguments.
+    The favor kernel is compiled; kernel='exact' is not lowered yet and
+    raises NotImplementedError with the compiler's reason after checking the
+    arguments.
     """
     return _call("linsimp", [("q", q), ("k", k), ("v", v), ("r", r), ("u", u),
                              ("omega", omega)],

@@ -93,15 +93,16 @@ def attention_graph(op, qshape, kshape, vshape, options, dtype="f32",
 
 
 def linsimp_graph(B, T, hq, hkv, d, dv, m, window, *, seed=None, state=False,
-                  dtype="f32", scale=None):
+                  dtype="f32", scale=None, cu_seqlens=None):
     """@main(q, k, v, r, u[, omega][, M, a, ar, au, av]) -> (o[, states])."""
     t = lambda shape: tensor_type(shape, dtype)  # noqa: E731
     f32 = lambda shape: tensor_type(shape, "f32")  # noqa: E731
     ins = [t((B, T, hq, d)), t((B, T, hkv, d)), t((B, T, hkv, dv)),
            t((B, T, hkv, d)), t((B, T, hkv, dv))]
     om = t((m, d))
-    states = [f32((B, hq, m, dv)), f32((B, hq, m)), f32((B, hq, window - 1, d)),
-              f32((B, hq, window - 1, dv)), f32((B, hq, window - 1))]
+    n = (cu_seqlens - 1) if cu_seqlens else B
+    states = [f32((n, hq, m, dv)), f32((n, hq, m)), f32((n, hq, window - 1, d)),
+              f32((n, hq, window - 1, dv)), f32((n, hq, window - 1))]
     args = [f"%a{i}: {ty}" for i, ty in enumerate(ins)]
     names = [f"%a{i}" for i in range(5)]
     body = []
@@ -117,6 +118,10 @@ def linsimp_graph(B, T, hq, hkv, d, dv, m, window, *, seed=None, state=False,
         state_text = " initial_state(" + ", ".join(f"%s{i}" for i in range(5)) + ")"
         operand_types += states
         results += states
+    if cu_seqlens:
+        args.append(f"%cu: tensor<{cu_seqlens}xi32>")
+        state_text += " cu_seqlens(%cu)"
+        operand_types.append(f"tensor<{cu_seqlens}xi32>")
     attrs = [f"window = {window} : i64"]
     if scale is not None:
         attrs.append(f"scale = {scale!r} : f64")

@@ -61,6 +61,34 @@ def test_forms_and_state(tmp_path, form):
         assert relative_error(got, w) <= 1e-5
 
 
+@pytest.mark.parametrize("form", ["phased", "fused"])
+def test_packed_sequences(tmp_path, form):
+    """Packed sequences (one of them empty, one shorter than the window):
+    every window stays inside its sequence, each sequence starts from its
+    own state and anchors."""
+    rng = np.random.default_rng(14)
+    T, hq, hkv, d, dv, m, window = 60, 2, 1, 8, 4, 16, 6
+    cu = np.array([0, 3, 3, 40, 60], np.int32)
+    omega = random_features(m, d, seed=8).astype(np.float32)
+    states = []
+    for _ in range(4):
+        prev = make_inputs(rng, 1, 5, hq, hkv, d, dv)
+        _, st = ref.linsimp(*prev, omega=omega, window=window, output_final_state=True)
+        states.append(st)
+    state = [np.concatenate([s[i] for s in states]).astype(np.float32) for i in range(5)]
+    q, k, v, r, u = make_inputs(rng, 1, T, hq, hkv, d, dv)
+    exe = compile_graph(linsimp_graph(1, T, hq, hkv, d, dv, m, window, state=True,
+                                      cu_seqlens=len(cu)),
+                        chunk=8, extra=(f"--chunk-form={form}",))
+    outs = run_exe(exe, [q, k, v, r, u, omega, *state, cu], tmp_path)
+    want, final = ref.linsimp(q, k, v, r, u, omega=omega, window=window,
+                              initial_state=tuple(state), output_final_state=True,
+                              cu_seqlens=cu)
+    assert relative_error(outs[0], want) <= 1e-5
+    for got, w in zip(outs[1:], final):
+        assert relative_error(got, w) <= 1e-5
+
+
 def test_short_sequence_keeps_initial_anchors(tmp_path):
     """T < W−1: the final anchors are partly the initial ones, validity included."""
     rng = np.random.default_rng(8)

@@ -150,6 +150,9 @@ struct ChunkTiles {
   Value length;
   /// Batch entry, first token and query head of the chunk (index).
   Value batch, start, head;
+  /// The chunk's sequence (its row of per-sequence states) and that
+  /// sequence's first token; null: the batch entry and token 0.
+  Value sequence, sequenceStart;
 };
 
 /// The tensor network of one term while its indices are summed out.
@@ -584,7 +587,8 @@ private:
   /// token and length (0 for unused slots), and per sequence the offset of
   /// its first slot (N + 1 entries, the last one the number of used slots).
   /// Checks at run time that the offsets run from 0 to T without decreasing.
-  std::tuple<Value, Value, Value> buildChunkTable(OpBuilder &b, Location loc,
+  std::tuple<Value, Value, Value, Value> buildChunkTable(OpBuilder &b,
+                                                         Location loc,
                                                   Value cuSeqlens,
                                                   int64_t sequences,
                                                   int64_t slots);
@@ -632,7 +636,7 @@ private:
   /// the rest 0. f32.
   Value loadWindow(OpBuilder &b, Location loc, Value operand, Value init,
                    Value batch, Value head, Value start, Value end,
-                   int64_t rows);
+                   int64_t rows, Value sequence, Value sequenceStart);
   /// φ(z) = m^-½ exp(Ω z − ‖z‖²/2), z = √scale x, for the rows of the
   /// chunk tile `x` [c, d] below `length` (0 for the padding rows).
   Value keyFeatures(OpBuilder &b, Location loc, Value x, Value omega,
@@ -658,7 +662,9 @@ private:
                                       llvm::ArrayRef<Value> carry, Value rows,
                                       Value first, bool allComponents,
                                       llvm::ArrayRef<unsigned> inputs,
-                                      std::string &error);
+                                      std::string &error,
+                                      Value sequence = Value(),
+                                      Value sequenceStart = Value());
   /// Slice [lead..., component c] of a [lead..., shape] tensor.
   Value componentSlice(OpBuilder &b, Location loc, Value tensor, unsigned c,
                        llvm::ArrayRef<OpFoldResult> lead);
@@ -679,7 +685,7 @@ private:
   std::unique_ptr<DecayTiles> decay;
   int64_t numChunks = 0;
   int64_t sequences = 0;
-  Value cuSeqlens, slotStart, slotLength, chunkOffsets;
+  Value cuSeqlens, slotStart, slotLength, chunkOffsets, slotSequence;
 };
 
 void ChunkRewriter::prepareShapes() {
@@ -727,11 +733,11 @@ void ChunkRewriter::prepareTiles(OpBuilder &b, OpBuilder &hoist,
   // Constant tiles are built once, ahead of the chunk loops that use them.
   decay = std::make_unique<DecayTiles>(hoist, loc, chunk, plan.gamma);
   if (cuSeqlens)
-    std::tie(slotStart, slotLength, chunkOffsets) =
+    std::tie(slotStart, slotLength, chunkOffsets, slotSequence) =
         buildChunkTable(b, loc, cuSeqlens, sequences, numChunks);
 }
 
-std::tuple<Value, Value, Value>
+std::tuple<Value, Value, Value, Value>
 ChunkRewriter::buildChunkTable(OpBuilder &b, Location loc, Value cuSeqlens,
                                int64_t sequences, int64_t slots) {
   Type i64 = b.getI64Type();
@@ -767,7 +773,8 @@ ChunkRewriter::buildChunkTable(OpBuilder &b, Location loc, Value cuSeqlens,
   Value c1 = arith::ConstantIndexOp::create(b, loc, 1);
   Value numSequences = arith::ConstantIndexOp::create(b, loc, sequences);
   llvm::SmallVector<Value> init = {zeros(slots), zeros(slots),
-                                   zeros(sequences + 1), constant(b, loc, 0)};
+                                   zeros(sequences + 1), constant(b, loc, 0),
+                                   zeros(slots)};
   auto outer = scf::ForOp::create(
       b, loc, c0, numSequences, c1, init,
       [&](OpBuilder &nb, Location l, Value s, ValueRange iter) {
@@ -787,8 +794,9 @@ ChunkRewriter::buildChunkTable(OpBuilder &b, Location loc, Value cuSeqlens,
             nb, l, length, constant(nb, l, chunk));
         Value countIndex =
             arith::IndexCastOp::create(nb, l, nb.getIndexType(), count);
+        Value s64 = arith::IndexCastOp::create(nb, l, i64, s);
         auto inner = scf::ForOp::create(
-            nb, l, c0, countIndex, c1, ValueRange{iter[0], iter[1]},
+            nb, l, c0, countIndex, c1, ValueRange{iter[0], iter[1], iter[4]},
             [&](OpBuilder &ib, Location il, Value j, ValueRange tables) {
               Value j64 = arith::IndexCastOp::create(ib, il, i64, j);
               Value slot = arith::IndexCastOp::create(
@@ -805,17 +813,19 @@ ChunkRewriter::buildChunkTable(OpBuilder &b, Location loc, Value cuSeqlens,
                                                       ValueRange{slot});
               Value sizes = tensor::InsertOp::create(ib, il, size, tables[1],
                                                      ValueRange{slot});
-              scf::YieldOp::create(ib, il, ValueRange{starts, sizes});
+              Value owners = tensor::InsertOp::create(ib, il, s64, tables[2],
+                                                      ValueRange{slot});
+              scf::YieldOp::create(ib, il, ValueRange{starts, sizes, owners});
             });
         Value next = arith::AddIOp::create(nb, l, offset, count);
         scf::YieldOp::create(nb, l,
                              ValueRange{inner.getResult(0), inner.getResult(1),
-                                        offsets, next});
+                                        offsets, next, inner.getResult(2)});
       });
   Value offsets = tensor::InsertOp::create(b, loc, outer.getResult(3),
                                            outer.getResult(2),
                                            ValueRange{numSequences});
-  return {outer.getResult(0), outer.getResult(1), offsets};
+  return {outer.getResult(0), outer.getResult(1), offsets, outer.getResult(4)};
 }
 
 Value ChunkRewriter::loadTile(OpBuilder &b, Location loc, unsigned input,
@@ -1067,7 +1077,8 @@ void ChunkRewriter::insertComponent(OpBuilder &b, Location loc, Value value,
 FailureOr<scf::ForOp> ChunkRewriter::emitChunkLoop(
     OpBuilder &b, Location loc, Value batch, Value head, Value lo, Value hi,
     llvm::ArrayRef<Value> carry, Value rows, Value first, bool allComponents,
-    llvm::ArrayRef<unsigned> inputs, std::string &error) {
+    llvm::ArrayRef<unsigned> inputs, std::string &error, Value sequence,
+    Value sequenceStart) {
   RankedTensorType outType = info.outputType();
   int64_t width = outType.getDimSize(3);
   auto rowsType = RankedTensorType::get({ShapedType::kDynamic, width},
@@ -1091,6 +1102,8 @@ FailureOr<scf::ForOp> ChunkRewriter::emitChunkLoop(
         tiles.chunk = chunk;
         tiles.length = length;
         loadTokens(nb, l, tiles, batch, start, head, inputs);
+        tiles.sequence = sequence;
+        tiles.sequenceStart = sequenceStart;
         llvm::SmallVector<Value> next;
         Value written;
         if (rows) {
@@ -1361,16 +1374,20 @@ Value ChunkRewriter::keyFeatures(OpBuilder &b, Location loc, Value x,
 
 Value ChunkRewriter::loadWindow(OpBuilder &b, Location loc, Value operand,
                                 Value init, Value batch, Value head,
-                                Value start, Value end, int64_t rows) {
+                                Value start, Value end, int64_t rows,
+                                Value sequence, Value sequenceStart) {
   int64_t before = info.anchor.getWindow() - 1;
   Type f32 = b.getF32Type();
   TileBuilder tb(b, loc);
   auto cst = [&](int64_t v) -> Value {
     return arith::ConstantIndexOp::create(b, loc, v);
   };
-  // Tokens [start − nb, end) are real, at rows [before − nb, ...); the
+  // Tokens [start − nb, end) are real (nb: how many of the W − 1 before
+  // `start` are in the sequence), at rows [before − nb, ...); the
   // before − nb rows ahead of them are anchors [nb, before) of `init`.
-  Value nb = arith::MinSIOp::create(b, loc, start, cst(before));
+  Value nb = arith::MinSIOp::create(
+      b, loc, arith::SubIOp::create(b, loc, start, sequenceStart),
+      cst(before));
   Value realLo = arith::SubIOp::create(b, loc, start, nb);
   Value count = arith::SubIOp::create(b, loc, end, realLo);
   Value offset = arith::SubIOp::create(b, loc, cst(before), nb);
@@ -1442,8 +1459,8 @@ Value ChunkRewriter::loadWindow(OpBuilder &b, Location loc, Value operand,
         });
   }
   if (init) {
-    // Initial anchors [B, H_q, W−1, ...] (f32), rows [nb, before).
-    llvm::SmallVector<OpFoldResult> offsets = {batch, head, nb};
+    // Initial anchors [N, H_q, W−1, ...] (f32), rows [nb, before).
+    llvm::SmallVector<OpFoldResult> offsets = {sequence, head, nb};
     llvm::SmallVector<OpFoldResult> sizes = {idx(b, 1), idx(b, 1), initCount};
     llvm::SmallVector<int64_t> sliceShape = {ShapedType::kDynamic};
     if (isVector) {
@@ -1479,22 +1496,34 @@ llvm::SmallVector<Value> ChunkRewriter::emitFinalAnchors(OpBuilder &b,
     return inits;
   ValueRange initial = op.getAnchors();
   auto loop = scf::ForallOp::create(
-      b, loc, {idx(b, info.batch), idx(b, info.heads)}, inits, std::nullopt);
+      b, loc, {idx(b, sequences), idx(b, info.heads)}, inits, std::nullopt);
   OpBuilder::InsertionGuard guard(b);
   Block *body = loop.getBody();
   b.setInsertionPointToStart(body);
-  Value bi = body->getArgument(0), hi = body->getArgument(1);
+  Value si = body->getArgument(0), hi = body->getArgument(1);
+  // The window ending at the sequence's end (packed: [cu[s], cu[s+1])).
+  Value batch = si, begin = arith::ConstantIndexOp::create(b, loc, 0);
   Value end = arith::ConstantIndexOp::create(b, loc, info.length);
+  if (cuSeqlens) {
+    auto at = [&](Value i) -> Value {
+      Value v = tensor::ExtractOp::create(b, loc, cuSeqlens, ValueRange{i});
+      return arith::IndexCastOp::create(b, loc, b.getIndexType(), v);
+    };
+    batch = begin;
+    begin = at(si);
+    end = at(arith::AddIOp::create(
+        b, loc, si, arith::ConstantIndexOp::create(b, loc, 1)));
+  }
   Value operands[] = {op.getAnchorKey(), op.getAnchorValue(), Value()};
   llvm::SmallVector<Value> tiles;
   for (unsigned i = 0; i < 3; ++i)
     tiles.push_back(loadWindow(b, loc, operands[i],
-                               initial.empty() ? Value() : initial[i], bi, hi,
-                               end, end, before));
+                               initial.empty() ? Value() : initial[i], batch,
+                               hi, end, end, before, si, begin));
   b.setInsertionPointToStart(loop.getTerminator().getBody());
   for (unsigned i = 0; i < 3; ++i) {
     auto type = cast<RankedTensorType>(tiles[i].getType());
-    llvm::SmallVector<OpFoldResult> offsets = {bi, hi};
+    llvm::SmallVector<OpFoldResult> offsets = {si, hi};
     llvm::SmallVector<OpFoldResult> sizes = {idx(b, 1), idx(b, 1)};
     for (int64_t s : type.getShape()) {
       offsets.push_back(idx(b, 0));
@@ -1532,10 +1561,15 @@ FailureOr<Value> ChunkRewriter::emitAnchorRows(OpBuilder &b, Location loc,
   int64_t rows = chunk + before;
   Value anchorRows[3];
   Value operands[] = {op.getAnchorKey(), op.getAnchorValue(), Value()};
+  Value sequence = tiles.sequence ? tiles.sequence : tiles.batch;
+  Value sequenceStart = tiles.sequenceStart
+                            ? tiles.sequenceStart
+                            : arith::ConstantIndexOp::create(b, loc, 0);
   for (unsigned i = 0; i < 3; ++i)
     anchorRows[i] = loadWindow(b, loc, operands[i],
                                initial.empty() ? Value() : initial[i],
-                               tiles.batch, tiles.head, tiles.start, end, rows);
+                               tiles.batch, tiles.head, tiles.start, end, rows,
+                               sequence, sequenceStart);
   // Ω is read where it is (global memory on a GPU), in its own type.
   Value omega = op.getOmega();
 
@@ -1788,6 +1822,16 @@ LogicalResult ChunkRewriter::rewritePhased(std::string &error) {
     tiles.chunk = chunk;
     tiles.length = length;
     loadTokens(b, loc, tiles, bi, start, hi, readoutInputs);
+    if (cuSeqlens) {
+      // The slot's sequence and where it starts (for LinSimp's windows).
+      auto asIndex = [&](Value v) -> Value {
+        return arith::IndexCastOp::create(b, loc, b.getIndexType(), v);
+      };
+      tiles.sequence = asIndex(
+          tensor::ExtractOp::create(b, loc, slotSequence, ValueRange{ni}));
+      tiles.sequenceStart = asIndex(tensor::ExtractOp::create(
+          b, loc, cuSeqlens, ValueRange{tiles.sequence}));
+    }
     tiles.carried.assign(spec.components.size(), Value());
     for (auto [i, c] : llvm::enumerate(carried)) {
       llvm::ArrayRef<int64_t> shape = componentShapes[c];
@@ -1896,7 +1940,7 @@ LogicalResult ChunkRewriter::rewriteFused(std::string &error) {
                                    idx(b, 1)});
   FailureOr<scf::ForOp> chunks = emitChunkLoop(
       b, loc, batch, hi, firstSlot, endSlot, initialCarry(b, loc, si, hi),
-      rowsOut, first, /*allComponents=*/false, inputs, error);
+      rowsOut, first, /*allComponents=*/false, inputs, error, si, first);
   if (failed(chunks))
     return failure();
   size_t k = carried.size();
@@ -2170,9 +2214,6 @@ struct HLAChunkPass : public hla::impl::HLAChunkPassBase<HLAChunkPass> {
     for (Value v : inputs)
       if (!cast<RankedTensorType>(v.getType()).hasStaticShape())
         return fail("the chunked lowering needs static input shapes");
-    if (info.anchor && info.anchor.getCuSeqlens())
-      return fail("LinSimp's anchor windows over packed sequences "
-                  "(cu_seqlens) are not lowered yet");
     if (lead.getRank() - monoid.getSpec().components[0].getRank() != 3)
       return fail("the chunked lowering needs [B, T, H] leading dimensions");
     info.batch = lead.getDimSize(0);

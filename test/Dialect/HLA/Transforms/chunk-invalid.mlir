@@ -36,13 +36,3 @@ func.func @exclusive(%q: tensor<1x8x2x4xf32>, %p: tensor<1x8x2x4x4xf32>) -> tens
   %o = hla.readout #la(%q) state(%s) : (tensor<1x8x2x4xf32>, tensor<1x8x2x4x4xf32>) -> tensor<1x8x2x4xf32>
   return %o : tensor<1x8x2x4xf32>
 }
-
-// -----
-
-// Tests that LinSimp over packed sequences is refused with the reason (its
-// anchor windows would need each sequence's start).
-func.func @linsimp_packed(%q: tensor<1x16x1x4xf32>, %omega: tensor<8x4xf32>, %cu: tensor<3xi32>) -> tensor<1x16x1x4xf32> {
-  // expected-error @+1 {{hla-chunk: LinSimp's anchor windows over packed sequences (cu_seqlens) are not lowered yet}}
-  %o = hla.linsimp %q, %q, %q, %q, %q, %omega cu_seqlens(%cu) {window = 4 : i64} : (tensor<1x16x1x4xf32>, tensor<1x16x1x4xf32>, tensor<1x16x1x4xf32>, tensor<1x16x1x4xf32>, tensor<1x16x1x4xf32>, tensor<8x4xf32>, tensor<3xi32>) -> tensor<1x16x1x4xf32>
-  return %o : tensor<1x16x1x4xf32>
-}

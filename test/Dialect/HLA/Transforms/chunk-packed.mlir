@@ -2,13 +2,14 @@
 
 // Tests that with cu_seqlens hla-chunk gives every sequence its own chunks:
 // ceil(T/c) + N chunk slots, a slot table built at run time with checks of
-// the offsets, and a per-sequence scan over the chunk slots.
+// the offsets (per slot: start, length and owning sequence; per sequence:
+// its first slot), and a per-sequence scan over the chunk slots.
 
 // CHECK-LABEL: func.func @packed
 // CHECK-SAME: %[[CU:[^:]+]]: tensor<4xi32>
 // CHECK: cf.assert %{{.+}}, "hla: cu_seqlens[0] must be 0"
 // CHECK: cf.assert %{{.+}}, "hla: cu_seqlens must end at the packed length T"
-// CHECK: %[[TABLE:.+]]:4 = scf.for
+// CHECK: %[[TABLE:.+]]:5 = scf.for
 // CHECK:   cf.assert %{{.+}}, "hla: cu_seqlens must not decrease"
 // CHECK:   arith.ceildivsi
 // CHECK: %[[OFFSETS:.+]] = tensor.insert %[[TABLE]]#3 into %[[TABLE]]#2
