@@ -537,9 +537,7 @@ def linsimp(q, k, v, r, u, *, omega, window=64, kernel="favor", scale=None,
     kernel approximates the exact one only for small-norm inputs.
     State (favor): ``(M [m, Dv], a [m], anchor_r [W-1, D], anchor_u [W-1, Dv],
     anchor_valid [W-1])``; kernel='exact' has none.
-    The favor kernel is compiled; kernel='exact' is not lowered yet and
-    raises NotImplementedError with the compiler's reason after checking the
-    arguments.
+    Both kernels are compiled (exact: quadratic in T, without state).
     """
     return _call("linsimp", [("q", q), ("k", k), ("v", v), ("r", r), ("u", u),
                              ("omega", omega)],

@@ -2,8 +2,7 @@
 
 Every op with default options, with its full option set on grouped heads,
 state carried across two halves of a sequence, packed sequences, float16,
-strided inputs; linsimp (favor) and kda; exact linsimp (not lowered yet)
-raises NotImplementedError
+strided inputs; linsimp (favor and exact kernels) and kda
 with the compiler's reason, and the IR they build verifies with hla-opt.
 Tolerance: relative Frobenius error <= 1e-5 for float32 (SEMANTICS.md).
 """
@@ -205,12 +204,11 @@ def test_linsimp_packed():
 
 
 @needs_compiler
-def test_linsimp_exact_not_lowered_yet():
+def test_linsimp_exact():
     q, k, v, r, u, omega = _linsimp_args()
-    with pytest.raises(NotImplementedError, match="does not lower linsimp") as info:
-        hla.linsimp(q, k, v, r, u, omega=omega, window=8, kernel="exact")
-    assert isinstance(info.value, hla.CompileError)
-    assert "exact kernel has no code generation yet" in info.value.diagnostics
+    got = hla.linsimp(q, k, v, r, u, omega=omega, window=8, kernel="exact")
+    want = hla.reference.linsimp(q, k, v, r, u, omega=omega, window=8, kernel="exact")
+    assert rel_err(got, want) <= 1e-5
 
 
 @needs_compiler

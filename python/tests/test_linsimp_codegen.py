@@ -172,3 +172,40 @@ def test_bf16_inputs(tmp_path):
     (out,) = run_exe(exe, [*xs, omega], tmp_path)
     want = ref.linsimp(*xs, omega=omega, window=window)
     assert relative_error(out.astype(np.float64), want) <= 1e-2
+
+
+def exact_graph(*args, **kwargs):
+    return linsimp_graph(*args, **kwargs).replace("{window", "{kernel = #hla.kernel<exact>, window")
+
+
+@pytest.mark.parametrize("T,chunk,window", [(1, 8, 4), (17, 8, 4), (40, 16, 20), (33, 8, 1)])
+def test_exact_kernel(tmp_path, T, chunk, window):
+    """kernel = exact: one softmax per query over all its (key, anchor)
+    pairs, quadratic in T; entries of std 1 (no small-norm need here)."""
+    rng = np.random.default_rng(3 * T + window)
+    B, hq, hkv, d, dv, m = 2, 2, 1, 8, 4, 16
+    q, k, v, r, u = make_inputs(rng, B, T, hq, hkv, d, dv, std=1.0)
+    omega = random_features(m, d, seed=1).astype(np.float32)
+    exe = compile_graph(exact_graph(B, T, hq, hkv, d, dv, m, window), chunk=chunk)
+    (out,) = run_exe(exe, [q, k, v, r, u, omega], tmp_path)
+    want = ref.linsimp(q, k, v, r, u, omega=omega, window=window, kernel="exact")
+    assert relative_error(out, want) <= 1e-5
+
+
+def test_favor_error_against_exact_falls_with_m(tmp_path):
+    """Small-norm inputs (std 0.5): the compiled favor kernel's error
+    against the compiled exact kernel falls as the number of features m
+    grows (≈0.7/√m, SEMANTICS.md §5)."""
+    rng = np.random.default_rng(21)
+    B, T, hq, hkv, d, dv, window = 1, 48, 2, 2, 16, 8, 8
+    q, k, v, r, u = make_inputs(rng, B, T, hq, hkv, d, dv, std=0.5)
+    errors = []
+    for m in [16, 64, 256, 1024]:
+        omega = random_features(m, d, seed=2).astype(np.float32)
+        favor = run_exe(compile_graph(linsimp_graph(B, T, hq, hkv, d, dv, m, window), chunk=16),
+                        [q, k, v, r, u, omega], tmp_path)[0]
+        exact = run_exe(compile_graph(exact_graph(B, T, hq, hkv, d, dv, m, window), chunk=16),
+                        [q, k, v, r, u, omega], tmp_path)[0]
+        errors.append(relative_error(favor, exact))
+    assert errors[-1] < errors[0] / 3, errors
+    assert errors[-1] < 4 * 0.7 / np.sqrt(1024), errors

@@ -63,8 +63,12 @@ def graph_of(c):
                          state=c["state"], dtype=dtype,
                          cu_seqlens=len(c["cu_seqlens"]) if c["cu_seqlens"] else None)
     if c["op"] == "linsimp":
-        return linsimp_graph(c["B"], c["T"], c["hq"], c["hkv"], c["d"], c["dv"], c["m"],
-                             c["window"], state=c["state"], dtype=dtype)
+        text = linsimp_graph(c["B"], c["T"], c["hq"], c["hkv"], c["d"], c["dv"], c["m"],
+                             c["window"], state=c["state"], dtype=dtype,
+                             cu_seqlens=len(c["cu_seqlens"]) if c["cu_seqlens"] else None)
+        if c["options"].get("kernel") == "exact":
+            text = text.replace("{window", "{kernel = #hla.kernel<exact>, window")
+        return text
     q = (c["B"], c["T"], c["hq"], c["d"])
     k = (c["B"], c["T"], c["hkv"], c["d"])
     v = (c["B"], c["T"], c["hkv"], c["dv"])

@@ -40,6 +40,11 @@ def linsimp_cases():
         cases.append(case(f"linsimp-state-{schedule}", "linsimp", 90, chunk=8, B=2,
                           hq=4, hkv=2, d=16, dv=8, m=32, window=6, state=True,
                           schedule=schedule, segments=segments))
+    cases.append(case("linsimp-packed", "linsimp", 60, chunk=8, B=1, hq=2, hkv=1, d=8,
+                      dv=4, m=16, window=6, state=True, cu_seqlens=[0, 3, 3, 40, 60]))
+    for T in [1, 40]:
+        cases.append(case(f"linsimp-exact-T{T}", "linsimp", T, chunk=16, hq=2, hkv=1,
+                          d=16, dv=16, m=32, window=8, options=dict(kernel="exact")))
     # The seed model's layer shape: d = 64, m = 256, W = 64, bf16.
     cases.append(case("linsimp-bf16", "linsimp", 300, chunk=16, B=1, hq=2, hkv=2,
                       d=64, dv=64, m=256, window=64, dtype="bf16", tol=1e-2))

@@ -131,15 +131,25 @@ def run_linsimp_case(c, casedir, rng):
     # the rounded values.
     tensors = [torch.from_numpy(x).to(dtype).cuda().contiguous() for x in xs]
     xs = [t.double().cpu().numpy() for t in tensors]
-    kwargs = dict(omega=xs[5], window=c["window"])
+    kwargs = dict(omega=xs[5], window=c["window"],
+                  kernel=c["options"].get("kernel", "favor"))
     if c["state"]:
-        prev = draw(7)
-        _, state = ref.linsimp(*prev, omega=xs[5], window=c["window"],
-                               output_final_state=True)
-        state = [s.astype(np.float32) for s in state]
+        # One state per sequence, each left by a short prefix.
+        n = len(c["cu_seqlens"]) - 1 if c["cu_seqlens"] else B
+        parts = []
+        for _ in range(n):
+            prev = [x[:1] for x in draw(7)]
+            parts.append(ref.linsimp(*prev, omega=xs[5], window=c["window"],
+                                     output_final_state=True)[1])
+        state = [np.concatenate([p[i] for p in parts]).astype(np.float32)
+                 for i in range(5)]
         tensors += [torch.from_numpy(s).cuda() for s in state]
         kwargs.update(initial_state=tuple(s.astype(np.float64) for s in state),
                       output_final_state=True)
+    if c["cu_seqlens"]:
+        cu = np.array(c["cu_seqlens"], np.int32)
+        tensors.append(torch.from_numpy(cu).cuda())
+        kwargs["cu_seqlens"] = cu
     outs = lib(*tensors)
     expected = ref.linsimp(*xs[:5], **kwargs)
     wants = [expected[0], *expected[1]] if c["state"] else [expected]

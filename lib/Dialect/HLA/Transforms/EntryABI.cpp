@@ -48,10 +48,7 @@ struct HLAVerifyLoweredPass
     getOperation()->walk([&](Operation *op) {
       if (op == getOperation() || !isa<HLADialect>(op->getDialect()))
         return;
-      // LinSimp's exact kernel (no finite state) has no lowering yet.
       llvm::StringRef reason = "no lowering takes it in this form";
-      if (isa<LinSimpOp>(op))
-        reason = "LinSimp's exact kernel has no code generation yet";
       op->emitError() << "'" << op->getName()
                       << "' was not lowered by the hla code-generation "
                          "pipeline: "
