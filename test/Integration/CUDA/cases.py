@@ -99,6 +99,14 @@ def all_cases():
     # A larger case of the main op.
     cases.append(case("hla2-bf16-large", "hla2", 2048, B=2, hq=4, hkv=4, d=64, dv=64,
                       dtype="bf16", tol=1e-2))
+    # d = 128: the state does not fit in shared memory and lives in a
+    # device-memory scratch buffer; both schedules.
+    for schedule in ["persistent", "segmented"]:
+        cases.append(case(f"hla2-d128-bf16-{schedule}", "hla2", 300, B=1, d=128, dv=128,
+                          dtype="bf16", tol=1e-2, chunk=32, schedule=schedule,
+                          segments=3 if schedule == "segmented" else 0))
+    cases.append(case("hla2-d128-f32-state", "hla2", 70, B=1, d=128, dv=128, chunk=16,
+                      options=dict(decay=0.9), state=True))
     return cases + linsimp_cases() + kda_cases()
 
 

@@ -315,6 +315,8 @@ LogicalResult ChunkLoopMapper::placeInSharedMemory(gpu::LaunchOp launch) {
     /// Elements per row in shared memory (more than the tile's columns when
     /// the rows are padded), or 0 for an unpadded buffer.
     int64_t paddedRow = 0;
+    /// In the block's slice of a device-memory scratch buffer instead.
+    bool global = false;
   };
   llvm::SmallVector<Interval> intervals;
   for (memref::AllocOp alloc : allocs) {
@@ -359,7 +361,8 @@ LogicalResult ChunkLoopMapper::placeInSharedMemory(gpu::LaunchOp launch) {
 
   // First fit, largest buffers first, against the buffers already placed
   // whose lifetimes overlap. Padded rows when they fit, packed ones else.
-  auto place = [&](bool padded) {
+  // `global` selects which buffers are placed (shared or scratch memory).
+  auto place = [&](bool padded, bool global = false) {
     for (Interval &i : intervals)
       i.bytes = padded && i.paddedRow
                     ? i.alloc.getType().getDimSize(0) * i.paddedRow *
@@ -367,7 +370,8 @@ LogicalResult ChunkLoopMapper::placeInSharedMemory(gpu::LaunchOp launch) {
                     : byteSize(i.alloc.getType());
     llvm::SmallVector<Interval *> bySize;
     for (Interval &i : intervals)
-      bySize.push_back(&i);
+      if (i.global == global)
+        bySize.push_back(&i);
     llvm::sort(bySize, [](Interval *a, Interval *b) {
       return a->bytes != b->bytes ? a->bytes > b->bytes : a->first < b->first;
     });
@@ -397,11 +401,28 @@ LogicalResult ChunkLoopMapper::placeInSharedMemory(gpu::LaunchOp launch) {
     for (Interval &i : intervals)
       i.paddedRow = 0;
   }
+  // Still too much (large states: hla2 at d = 128): the largest buffers go
+  // to the block's slice of a scratch buffer in device memory, slower but
+  // the kernel runs.
+  int64_t requested = total, scratch = 0;
+  while (total > maxShared) {
+    Interval *largest = nullptr;
+    for (Interval &i : intervals)
+      if (!i.global && (!largest || byteSize(i.alloc.getType()) >
+                                        byteSize(largest->alloc.getType())))
+        largest = &i;
+    if (!largest)
+      break;
+    largest->global = true;
+    total = place(/*padded=*/false);
+  }
   if (total > maxShared)
     return launch.emitOpError("hla-gpu-map-chunk-loops: the chunk loop needs ")
-           << total << " bytes of shared memory for its tiles and state, more "
-           << "than the " << maxShared
+           << requested << " bytes of shared memory for its tiles and state, "
+           << "more than the " << maxShared
            << " a thread block may use (use a smaller chunk size)";
+  if (llvm::any_of(intervals, [](const Interval &i) { return i.global; }))
+    scratch = llvm::alignTo(place(/*padded=*/false, /*global=*/true), 256);
 
   OpBuilder b(&entry, entry.begin());
   Location loc = launch.getLoc();
@@ -409,12 +430,53 @@ LogicalResult ChunkLoopMapper::placeInSharedMemory(gpu::LaunchOp launch) {
       b, loc,
       MemRefType::get({ShapedType::kDynamic}, b.getI8Type(), AffineMap(),
                       workgroupSpace(b.getContext())));
+  // The scratch buffer: `scratch` bytes per block, allocated on the
+  // launches' stream around the launch.
+  Value scratchBuffer, scratchBase;
+  if (scratch) {
+    std::optional<int64_t> blocks =
+        getConstantIntValue(launch.getGridSizeX());
+    if (!blocks)
+      return launch.emitOpError(
+          "hla-gpu-map-chunk-loops: a device-memory scratch buffer needs a "
+          "static number of blocks");
+    OpBuilder host(launch);
+    auto tokenType = gpu::AsyncTokenType::get(host.getContext());
+    auto scratchType = MemRefType::get({*blocks * scratch}, host.getI8Type());
+    Value ready = gpu::WaitOp::create(host, loc, tokenType, ValueRange())
+                      .getAsyncToken();
+    auto alloc = gpu::AllocOp::create(host, loc, scratchType, tokenType,
+                                      ValueRange{ready}, ValueRange(),
+                                      ValueRange(), /*hostShared=*/false);
+    scratchBuffer = alloc.getMemref();
+    host.setInsertionPointAfter(launch);
+    Value after = gpu::WaitOp::create(host, loc, tokenType, ValueRange())
+                      .getAsyncToken();
+    Value freed = gpu::DeallocOp::create(host, loc, tokenType,
+                                         ValueRange{after}, scratchBuffer)
+                      .getAsyncToken();
+    gpu::WaitOp::create(host, loc, Type(), ValueRange{freed});
+    scratchBase = arith::MulIOp::create(
+        b, loc, launch.getBlockIds().x,
+        arith::ConstantIndexOp::create(b, loc, scratch));
+  }
   for (Interval &i : intervals) {
     b.setInsertionPoint(i.alloc);
     Location allocLoc = i.alloc.getLoc();
     MemRefType type = i.alloc.getType();
     Value offset = arith::ConstantIndexOp::create(b, loc, i.offset);
     Value buffer;
+    if (i.global) {
+      Value at = arith::AddIOp::create(b, allocLoc, scratchBase, offset);
+      buffer = memref::ViewOp::create(b, allocLoc, type, scratchBuffer, at,
+                                      ValueRange{});
+      for (Operation *user : llvm::to_vector(i.alloc->getUsers()))
+        if (isa<memref::DeallocOp>(user))
+          user->erase();
+      i.alloc.getResult().replaceAllUsesWith(buffer);
+      i.alloc.erase();
+      continue;
+    }
     if (i.paddedRow) {
       // A [rows, paddedRow] view, of which the tile is the [rows, cols]
       // part.

@@ -20,16 +20,3 @@ func.func @host_value(%x: memref<2x4xf32>, %n: index) {
   return
 }
 
-// -----
-
-func.func @too_big(%x: memref<2x4xf32>) {
-  // expected-error @below {{hla-gpu-map-chunk-loops: the chunk loop needs 262144 bytes of shared memory for its tiles and state, more than the 232448 a thread block may use (use a smaller chunk size)}}
-  scf.forall (%i) in (2) {
-    %t = memref.alloc() : memref<256x256xf32>
-    %c0 = arith.constant 0 : index
-    %v = memref.load %t[%c0, %c0] : memref<256x256xf32>
-    memref.store %v, %x[%i, %c0] : memref<2x4xf32>
-    memref.dealloc %t : memref<256x256xf32>
-  }
-  return
-}

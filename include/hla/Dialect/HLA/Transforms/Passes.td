@@ -389,8 +389,10 @@ def HLAGPUMapChunkLoopsPass : Pass<"hla-gpu-map-chunk-loops",
     op's precision is then 16-bit, and bf16 operands of its chunk math stay
     within it); float32 ops keep float32 arithmetic.
 
-    The body may read only function arguments and constants from outside.
-    More shared memory than `max-shared-memory` bytes is an error.
+    The body may read only function arguments, device buffers and constants
+    from outside. Buffers that do not fit in `max-shared-memory` bytes even
+    packed (largest first) go to the block's slice of a device-memory
+    scratch buffer, allocated and freed on the stream around the launch.
   }];
   let options = [
     Option<"threads", "threads", "int64_t", "256",
