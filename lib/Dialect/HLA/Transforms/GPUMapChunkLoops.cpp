@@ -441,6 +441,10 @@ LogicalResult ChunkLoopMapper::placeInSharedMemory(gpu::LaunchOp launch) {
           "hla-gpu-map-chunk-loops: a device-memory scratch buffer needs a "
           "static number of blocks");
     OpBuilder host(launch);
+    // Recorded for the schedule choice (hla.device_scratch: state streamed
+    // through device memory).
+    launch->getParentOfType<func::FuncOp>()->setAttr(
+        "hla.device_scratch", host.getUnitAttr());
     auto tokenType = gpu::AsyncTokenType::get(host.getContext());
     auto scratchType = MemRefType::get({*blocks * scratch}, host.getI8Type());
     Value ready = gpu::WaitOp::create(host, loc, tokenType, ValueRange())
