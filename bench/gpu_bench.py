@@ -13,7 +13,6 @@ timed runs after warm-up, with CUDA events; fresh random inputs per shape.
 Writes OUTDIR/... and $OUT/gpu_bench.json; prints a table last.
 """
 
-import ctypes
 import json
 import os
 import subprocess
@@ -21,6 +20,8 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+from gpu_util import hla_call, median_ms  # noqa: E402
 
 SHAPES = [(8, 16, 2048, 64), (8, 16, 8192, 64), (2, 16, 32768, 64),
           (8, 16, 2048, 128), (4, 16, 8192, 128), (1, 16, 65536, 64)]
@@ -66,18 +67,7 @@ def run(outdir):
     torch.backends.cuda.matmul.allow_tf32 = True
     dev = "cuda"
 
-    def bench(fn, warm=3, rep=20):
-        for _ in range(warm):
-            fn()
-        torch.cuda.synchronize()
-        ts = []
-        for _ in range(rep):
-            s = torch.cuda.Event(enable_timing=True)
-            e = torch.cuda.Event(enable_timing=True)
-            s.record(); fn(); e.record(); torch.cuda.synchronize()
-            ts.append(s.elapsed_time(e))
-        ts.sort()
-        return ts[len(ts) // 2]
+    bench = median_ms
 
     # The forms of torch_anchors.py (copied there from this project's
     # measurements of the PyTorch user's code; kept identical here).
@@ -138,16 +128,9 @@ def run(outdir):
           if not os.path.exists(path):
             continue
           if True:
-            lib = ctypes.CDLL(path)
-            lib.hla_cuda_set_stream.argtypes = [ctypes.c_void_p, ctypes.c_int]
-            lib.hla_cuda_set_stream(ctypes.c_void_p(torch.cuda.current_stream().cuda_stream), 1)
-            fn = lib.hla_main
-            fn.argtypes = [ctypes.POINTER(ctypes.c_void_p)] * 2
             qb, kb, vb = (t.transpose(1, 2).contiguous() for t in (q, k, v))
             ob = torch.full_like(vb, float("nan"))
-            ins = (ctypes.c_void_p * 3)(qb.data_ptr(), kb.data_ptr(), vb.data_ptr())
-            outs = (ctypes.c_void_p * 1)(ob.data_ptr())
-            call = lambda: fn(ins, outs)
+            call = hla_call(path, (qb, kb, vb), (ob,))
             call(); torch.cuda.synchronize()
             ref = hla2_chunked(q, k, v)
             got = ob.transpose(1, 2).float()

@@ -11,7 +11,6 @@ beta in (0.1, 0.9); one process; median of 20 timed runs after warm-up with
 CUDA events; fresh random inputs per shape. Writes $OUT/kda_bench.json.
 """
 
-import ctypes
 import json
 import os
 import subprocess
@@ -19,6 +18,8 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+from gpu_util import hla_call, median_ms  # noqa: E402
 
 SHAPES = [(4, 16, 4096, 64), (1, 16, 16384, 64)]
 CHUNKS = [64, 32]
@@ -48,18 +49,7 @@ def build(outdir):
 def run(outdir):
     import torch
 
-    def bench(fn, warm=3, rep=20):
-        for _ in range(warm):
-            fn()
-        torch.cuda.synchronize()
-        ts = []
-        for _ in range(rep):
-            s = torch.cuda.Event(enable_timing=True)
-            e = torch.cuda.Event(enable_timing=True)
-            s.record(); fn(); e.record(); torch.cuda.synchronize()
-            ts.append(s.elapsed_time(e))
-        ts.sort()
-        return ts[len(ts) // 2]
+    bench = median_ms
 
     def kda_chunked(q, k, v, g, beta, scale, C=64):
         """[B, H, T, d] inputs; the WY/UT chunked form in float32."""
@@ -111,15 +101,8 @@ def run(outdir):
             path = os.path.join(outdir, name_of(B, H, T, d, chunk) + ".so")
             if not os.path.exists(path):
                 continue
-            lib = ctypes.CDLL(path)
-            lib.hla_cuda_set_stream.argtypes = [ctypes.c_void_p, ctypes.c_int]
-            lib.hla_cuda_set_stream(ctypes.c_void_p(torch.cuda.current_stream().cuda_stream), 1)
-            fn = lib.hla_main
-            fn.argtypes = [ctypes.POINTER(ctypes.c_void_p)] * 2
             o = torch.full_like(v, float("nan"))
-            ins = (ctypes.c_void_p * 5)(*[t.data_ptr() for t in (q, k, v, g, beta)])
-            outs = (ctypes.c_void_p * 1)(o.data_ptr())
-            call = lambda: fn(ins, outs)  # noqa: E731
+            call = hla_call(path, (q, k, v, g, beta), (o,))
             call(); torch.cuda.synchronize()
             r[f"hla_c{chunk}_relerr"] = float((o.float() - ref).norm() / ref.norm())
             r[f"hla_c{chunk}_ms"] = bench(call)

@@ -12,7 +12,6 @@ first 96 output rows are checked against the float64 reference.
 Writes $OUT/linsimp_bench.json and prints a table.
 """
 
-import ctypes
 import importlib.util
 import json
 import os
@@ -21,6 +20,8 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+from gpu_util import hla_call, median_ms  # noqa: E402
 
 # (B, H, T): the seed model's heads (d_model 1024 = 16 x 64).
 SHAPES = [(4, 16, 2048), (1, 16, 2048), (1, 16, 16384)]
@@ -64,18 +65,7 @@ def run(outdir):
     rf = _load(os.path.join(REPO, "python", "hla", "random_features.py"), "hla_rf")
     dev = "cuda"
 
-    def bench(fn, warm=3, rep=20):
-        for _ in range(warm):
-            fn()
-        torch.cuda.synchronize()
-        ts = []
-        for _ in range(rep):
-            s = torch.cuda.Event(enable_timing=True)
-            e = torch.cuda.Event(enable_timing=True)
-            s.record(); fn(); e.record(); torch.cuda.synchronize()
-            ts.append(s.elapsed_time(e))
-        ts.sort()
-        return ts[len(ts) // 2]
+    bench = median_ms
 
     print("device", torch.cuda.get_device_name(), "torch", torch.__version__, flush=True)
     omega = torch.from_numpy(rf.random_features(M, D, 1)).to(torch.bfloat16).to(dev)
@@ -91,15 +81,8 @@ def run(outdir):
             path = os.path.join(outdir, name_of(B, H, T, chunk) + ".so")
             if not os.path.exists(path):
                 continue
-            lib = ctypes.CDLL(path)
-            lib.hla_cuda_set_stream.argtypes = [ctypes.c_void_p, ctypes.c_int]
-            lib.hla_cuda_set_stream(ctypes.c_void_p(torch.cuda.current_stream().cuda_stream), 1)
-            fn = lib.hla_main
-            fn.argtypes = [ctypes.POINTER(ctypes.c_void_p)] * 2
             o = torch.full_like(v, float("nan"))
-            ins = (ctypes.c_void_p * 6)(*[t.data_ptr() for t in (q, k, v, rr, u, omega)])
-            outs = (ctypes.c_void_p * 1)(o.data_ptr())
-            call = lambda: fn(ins, outs)  # noqa: E731
+            call = hla_call(path, (q, k, v, rr, u, omega), (o,))
             call(); torch.cuda.synchronize()
             n = 96  # causal: the first rows depend on the first tokens only
             xs = [t[:1, :n].double().cpu().numpy() for t in (q, k, v, rr, u)]

@@ -11,7 +11,6 @@ scale 1, each op's default options, chunk 32; median of 20 timed runs after
 warm-up (CUDA events), fresh random inputs. Writes $OUT/ops_bench.json.
 """
 
-import ctypes
 import json
 import os
 import re
@@ -20,6 +19,8 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+from gpu_util import hla_call, median_ms  # noqa: E402
 B, H, T, D = 8, 16, 8192, 64
 OPS = ["hla2", "ahla", "hla3"]
 CHUNK = 32
@@ -57,35 +58,17 @@ def sass_mix(cubin):
 def run(outdir):
     import torch
 
-    def bench(fn, warm=3, rep=20):
-        for _ in range(warm):
-            fn()
-        torch.cuda.synchronize()
-        ts = []
-        for _ in range(rep):
-            s = torch.cuda.Event(enable_timing=True)
-            e = torch.cuda.Event(enable_timing=True)
-            s.record(); fn(); e.record(); torch.cuda.synchronize()
-            ts.append(s.elapsed_time(e))
-        ts.sort()
-        return ts[len(ts) // 2]
+    bench = median_ms
 
     result = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
               "shape": [B, H, T, D], "chunk": CHUNK, "ops": {}}
     for op in OPS:
         path = os.path.join(outdir, op + ".so")
-        lib = ctypes.CDLL(path)
-        lib.hla_cuda_set_stream.argtypes = [ctypes.c_void_p, ctypes.c_int]
-        lib.hla_cuda_set_stream(ctypes.c_void_p(torch.cuda.current_stream().cuda_stream), 1)
-        fn = lib.hla_main
-        fn.argtypes = [ctypes.POINTER(ctypes.c_void_p)] * 2
         q = (torch.randn(B, T, H, D, device="cuda") * D ** -0.5).to(torch.bfloat16)
         k = (torch.randn(B, T, H, D, device="cuda") * D ** -0.5).to(torch.bfloat16)
         v = torch.randn(B, T, H, D, device="cuda").to(torch.bfloat16)
         o = torch.full_like(v, float("nan"))
-        ins = (ctypes.c_void_p * 3)(q.data_ptr(), k.data_ptr(), v.data_ptr())
-        outs = (ctypes.c_void_p * 1)(o.data_ptr())
-        call = lambda: fn(ins, outs)  # noqa: E731
+        call = hla_call(path, (q, k, v), (o,))
         call(); torch.cuda.synchronize()
         entry = {"ms": bench(call), "finite": bool(torch.isfinite(o).all())}
         entry["sass"] = sass_mix(os.path.join(outdir, op + ".cubin"))

@@ -205,6 +205,15 @@ def run_exe(exe, inputs, workdir, extra=()):
     return outs
 
 
+def to_bf16(x):
+    """`x` rounded to bfloat16 (to nearest even) the way the runtime rounds
+    bf16 inputs, kept as float32 (numpy has no bfloat16; bf16 arguments
+    travel as float32 .npy files)."""
+    bits = np.asarray(x).astype(np.float32).view(np.uint32)
+    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+    return bits.view(np.float32)
+
+
 def relative_error(got, want):
     got = np.asarray(got, np.float64)
     want = np.asarray(want, np.float64)

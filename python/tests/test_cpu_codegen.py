@@ -22,7 +22,7 @@ import pytest
 
 import hla.reference as ref
 
-from .codegen_util import (HLA_OPT, OPTION_CASES, attention_graph, compile_graph,
+from .codegen_util import (to_bf16, HLA_OPT, OPTION_CASES, attention_graph, compile_graph,
                            relative_error, run_exe)
 
 pytestmark = pytest.mark.skipif(
@@ -157,10 +157,6 @@ def test_half_precision_inputs(tmp_path, op, dtype, tol):
     else:
         # Round to bf16 the way the runtime does, so the reference sees the
         # same inputs.
-        def to_bf16(x):
-            bits = x.astype(np.float32).view(np.uint32)
-            bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
-            return bits.view(np.float32)
         q, k, v = (to_bf16(x) for x in (q, k, v))
         expect_in = [x.astype(np.float64) for x in (q, k, v)]
     graph = attention_graph(op, q.shape, k.shape, v.shape, {}, dtype=dtype)

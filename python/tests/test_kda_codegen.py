@@ -8,7 +8,7 @@ import pytest
 
 from hla import reference as ref
 
-from .codegen_util import compile_graph, kda_graph, relative_error, run_exe
+from .codegen_util import compile_graph, kda_graph, relative_error, run_exe, to_bf16
 
 
 def make_inputs(rng, B, T, hq, hkv, dk, dv):
@@ -83,10 +83,6 @@ def test_bf16_inputs(tmp_path):
     B, T, hq, hkv, dk, dv = 1, 77, 2, 2, 16, 16
     xs = make_inputs(rng, B, T, hq, hkv, dk, dv)
 
-    def to_bf16(x):
-        bits = x.astype(np.float32).view(np.uint32)
-        bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
-        return bits.view(np.float32)
     xs = [to_bf16(x) for x in xs]
     exe = compile_graph(kda_graph(B, T, hq, hkv, dk, dv, dtype="bf16"), chunk=16)
     (out,) = run_exe(exe, xs, tmp_path)

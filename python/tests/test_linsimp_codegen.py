@@ -10,7 +10,8 @@ import pytest
 from hla import reference as ref
 from hla.random_features import random_features
 
-from .codegen_util import compile_graph, linsimp_graph, relative_error, run_exe
+from .codegen_util import (compile_graph, linsimp_graph, relative_error, run_exe,
+                           to_bf16)
 
 
 def make_inputs(rng, B, T, hq, hkv, d, dv, std=0.5):
@@ -162,10 +163,6 @@ def test_bf16_inputs(tmp_path):
     B, T, hq, hkv, d, dv, m, window = 1, 33, 2, 2, 16, 8, 32, 8
     xs = make_inputs(rng, B, T, hq, hkv, d, dv)
 
-    def to_bf16(x):
-        bits = x.astype(np.float32).view(np.uint32)
-        bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
-        return bits.view(np.float32)
     xs = [to_bf16(x) for x in xs]
     omega = to_bf16(random_features(m, d, seed=6))
     exe = compile_graph(linsimp_graph(B, T, hq, hkv, d, dv, m, window, dtype="bf16"), chunk=16)

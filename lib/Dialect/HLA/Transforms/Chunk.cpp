@@ -567,6 +567,15 @@ public:
   /// plan; chunks are summarised and read out in the WY/UT form instead.
   bool deltaRule = false;
 
+private:
+  /// KDA: a chunk's cumulative log-decay Γ, e^Γ, W and U (per key tile).
+  struct DeltaChunk {
+    Value gamma, expGamma, w, u;
+  };
+  llvm::DenseMap<Value, DeltaChunk> deltaChunks;
+
+public:
+
   /// The three-phase form (summaries, scan over chunks, readouts).
   LogicalResult rewritePhased(std::string &error);
   /// One loop over a sequence's chunks per (sequence, head), carrying the
@@ -665,6 +674,11 @@ private:
                                       std::string &error,
                                       Value sequence = Value(),
                                       Value sequenceStart = Value());
+  /// Every component's f32 tensor type (a summary's, a state's).
+  llvm::SmallVector<Type> componentTypes(OpBuilder &b) const;
+  /// An empty [B, segments, H, component c] tensor (one value per run).
+  Value emptyPerRun(OpBuilder &b, Location loc, unsigned c,
+                    int64_t segments) const;
   /// Slice [lead..., component c] of a [lead..., shape] tensor.
   Value componentSlice(OpBuilder &b, Location loc, Value tensor, unsigned c,
                        llvm::ArrayRef<OpFoldResult> lead);
@@ -1047,6 +1061,20 @@ llvm::SmallVector<Value> ChunkRewriter::initialCarry(OpBuilder &b,
   return carry;
 }
 
+llvm::SmallVector<Type> ChunkRewriter::componentTypes(OpBuilder &b) const {
+  llvm::SmallVector<Type> types;
+  for (llvm::ArrayRef<int64_t> shape : componentShapes)
+    types.push_back(RankedTensorType::get(shape, b.getF32Type()));
+  return types;
+}
+
+Value ChunkRewriter::emptyPerRun(OpBuilder &b, Location loc, unsigned c,
+                                 int64_t segments) const {
+  llvm::SmallVector<int64_t> shape = {info.batch, segments, info.heads};
+  llvm::append_range(shape, componentShapes[c]);
+  return tensor::EmptyOp::create(b, loc, shape, b.getF32Type());
+}
+
 Value ChunkRewriter::componentSlice(OpBuilder &b, Location loc, Value tensor,
                                     unsigned c,
                                     llvm::ArrayRef<OpFoldResult> lead) {
@@ -1083,10 +1111,7 @@ FailureOr<scf::ForOp> ChunkRewriter::emitChunkLoop(
   int64_t width = outType.getDimSize(3);
   auto rowsType = RankedTensorType::get({ShapedType::kDynamic, width},
                                         outType.getElementType());
-  llvm::SmallVector<Type> summaryTypes;
-  for (unsigned c = 0; c < spec.components.size(); ++c)
-    summaryTypes.push_back(
-        RankedTensorType::get(componentShapes[c], b.getF32Type()));
+  llvm::SmallVector<Type> summaryTypes = componentTypes(b);
   llvm::SmallVector<Value> iterInit(carry);
   if (rows)
     iterInit.push_back(rows);
@@ -1186,19 +1211,14 @@ ChunkRewriter::emitDeltaRule(OpBuilder &b, Location loc,
     return arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(value));
   };
   // Padding rows hold zeros: g = 0 and β = 0 make them identity maps.
+  AffineMap id2 = b.getMultiDimIdentityMap(2);
 
-  // Γ[r] = Σ_{s ≤ r} g[s]: the in-chunk cumulative log-decay per channel.
-  Value gamma = tb.generic(
-      {g}, tb.zeros({c, dk}), {map3({s, d}), map3({r, d})},
-      {IT::parallel, IT::reduction, IT::parallel},
-      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
-        Value row = linalg::IndexOp::create(nb, l, 0);
-        Value col = linalg::IndexOp::create(nb, l, 1);
-        Value inside =
-            arith::CmpIOp::create(nb, l, arith::CmpIPredicate::sle, col, row);
-        Value add = arith::AddFOp::create(nb, l, args[1], args[0]);
-        return arith::SelectOp::create(nb, l, inside, add, args[1]);
-      });
+  // The readout and the summary of a chunk share its WY/UT quantities
+  // (built once per chunk: the fused loop asks for both).
+  DeltaChunk &parts = deltaChunks[k];
+  bool built = static_cast<bool>(parts.gamma);
+  Value gamma = parts.gamma;
+
   // P[r, s] = Σ_d x[r,d] y[s,d] e^{Γ[r,d] − Γ[s,d]} for s < r (s ≤ r when
   // not strict): the decay between two tokens of the chunk, never e^{−Γ}
   // alone (it would overflow).
@@ -1222,50 +1242,67 @@ ChunkRewriter::emitDeltaRule(OpBuilder &b, Location loc,
           return arith::SelectOp::create(nb, l, inside, add, args[4]);
         });
   };
-  Value lower = tb.scaleRows(pairs(k, k, /*strict=*/true), beta);
+  if (!built) {
+    // Γ[r] = Σ_{s ≤ r} g[s]: the in-chunk cumulative log-decay per channel.
+    gamma = tb.generic(
+        {g}, tb.zeros({c, dk}), {map3({s, d}), map3({r, d})},
+        {IT::parallel, IT::reduction, IT::parallel},
+        [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+          Value row = linalg::IndexOp::create(nb, l, 0);
+          Value col = linalg::IndexOp::create(nb, l, 1);
+          Value inside =
+              arith::CmpIOp::create(nb, l, arith::CmpIPredicate::sle, col, row);
+          Value add = arith::AddFOp::create(nb, l, args[1], args[0]);
+          return arith::SelectOp::create(nb, l, inside, add, args[1]);
+        });
 
-  // T = (I + L)^-1 diag(β), row by row (forward substitution):
-  // T[r] = β_r e_r − L[r] T (rows ≥ r of T are still 0).
-  Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
-  Value c1 = arith::ConstantIndexOp::create(b, loc, 1);
-  Value cC = arith::ConstantIndexOp::create(b, loc, c);
-  auto rowType = RankedTensorType::get({1, c}, b.getF32Type());
-  auto solve = scf::ForOp::create(
-      b, loc, c0, cC, c1, ValueRange{tb.zeros({c, c})},
-      [&](OpBuilder &nb, Location l, Value row, ValueRange iter) {
-        TileBuilder t(nb, l);
-        llvm::SmallVector<OpFoldResult> at = {row, idx(nb, 0)};
-        llvm::SmallVector<OpFoldResult> size = {idx(nb, 1), idx(nb, c)};
-        llvm::SmallVector<OpFoldResult> one = {idx(nb, 1), idx(nb, 1)};
-        Value lrow = tensor::ExtractSliceOp::create(nb, l, rowType, lower, at,
-                                                    size, one);
-        Value reach = t.matmul(lrow, iter[0]);
-        Value betaR = tensor::ExtractOp::create(nb, l, beta, ValueRange{row});
-        AffineMap id = nb.getMultiDimIdentityMap(2);
-        Value next = t.generic(
-            {reach}, t.empty({1, c}), {id, id}, {IT::parallel, IT::parallel},
-            [&](OpBuilder &eb, Location el, ValueRange args) -> Value {
-              Value col = linalg::IndexOp::create(eb, el, 1);
-              Value diag = arith::CmpIOp::create(
-                  eb, el, arith::CmpIPredicate::eq, col, row);
-              Value e = arith::SelectOp::create(eb, el, diag, betaR,
-                                                cst(eb, el, 0.0));
-              return arith::SubFOp::create(eb, el, e, args[0]);
-            });
-        Value written = tensor::InsertSliceOp::create(nb, l, next, iter[0], at,
+    Value lower = tb.scaleRows(pairs(k, k, /*strict=*/true), beta);
+
+    // T = (I + L)^-1 diag(β), row by row (forward substitution):
+    // T[r] = β_r e_r − L[r] T (rows ≥ r of T are still 0).
+    Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
+    Value c1 = arith::ConstantIndexOp::create(b, loc, 1);
+    Value cC = arith::ConstantIndexOp::create(b, loc, c);
+    auto rowType = RankedTensorType::get({1, c}, b.getF32Type());
+    auto solve = scf::ForOp::create(
+        b, loc, c0, cC, c1, ValueRange{tb.zeros({c, c})},
+        [&](OpBuilder &nb, Location l, Value row, ValueRange iter) {
+          TileBuilder t(nb, l);
+          llvm::SmallVector<OpFoldResult> at = {row, idx(nb, 0)};
+          llvm::SmallVector<OpFoldResult> size = {idx(nb, 1), idx(nb, c)};
+          llvm::SmallVector<OpFoldResult> one = {idx(nb, 1), idx(nb, 1)};
+          Value lrow = tensor::ExtractSliceOp::create(nb, l, rowType, lower, at,
                                                       size, one);
-        scf::YieldOp::create(nb, l, written);
-      });
-  Value tri = solve.getResult(0);
+          Value reach = t.matmul(lrow, iter[0]);
+          Value betaR = tensor::ExtractOp::create(nb, l, beta, ValueRange{row});
+          AffineMap id = nb.getMultiDimIdentityMap(2);
+          Value next = t.generic(
+              {reach}, t.empty({1, c}), {id, id}, {IT::parallel, IT::parallel},
+              [&](OpBuilder &eb, Location el, ValueRange args) -> Value {
+                Value col = linalg::IndexOp::create(eb, el, 1);
+                Value diag = arith::CmpIOp::create(
+                    eb, el, arith::CmpIPredicate::eq, col, row);
+                Value e = arith::SelectOp::create(eb, el, diag, betaR,
+                                                  cst(eb, el, 0.0));
+                return arith::SubFOp::create(eb, el, e, args[0]);
+              });
+          Value written = tensor::InsertSliceOp::create(nb, l, next, iter[0], at,
+                                                        size, one);
+          scf::YieldOp::create(nb, l, written);
+        });
+    Value tri = solve.getResult(0);
 
-  AffineMap id2 = b.getMultiDimIdentityMap(2);
-  Value expGamma = tb.generic(
-      {gamma}, tb.empty({c, dk}), {id2, id2}, {IT::parallel, IT::parallel},
-      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
-        return math::ExpOp::create(nb, l, args[0]);
-      });
-  Value w = tb.matmul(tri, tb.mul(expGamma, k)); // W = T (e^Γ ⊙ K)
-  Value u = tb.matmul(tri, v);                    // U = T V
+    Value expGamma = tb.generic(
+        {gamma}, tb.empty({c, dk}), {id2, id2}, {IT::parallel, IT::parallel},
+        [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+          return math::ExpOp::create(nb, l, args[0]);
+        });
+    parts.w = tb.matmul(tri, tb.mul(expGamma, k)); // W = T (e^Γ ⊙ K)
+    parts.u = tb.matmul(tri, v);                    // U = T V
+    parts.expGamma = expGamma;
+    parts.gamma = gamma;
+  }
+  Value expGamma = parts.expGamma, w = parts.w, u = parts.u;
 
   if (!carried) {
     // The chunk's map S ↦ A S + B: A = Diag(e^{Γ_last}) − K̃ᵀ W,
@@ -1997,11 +2034,8 @@ LogicalResult ChunkRewriter::rewriteSegmented(int64_t segments,
   // 1. Every segment's summary, folded from the identity (every component:
   //    combining segments needs them all).
   llvm::SmallVector<Value> sumInits;
-  for (unsigned c = 0; c < spec.components.size(); ++c) {
-    llvm::SmallVector<int64_t> shape = {info.batch, segments, info.heads};
-    llvm::append_range(shape, componentShapes[c]);
-    sumInits.push_back(tensor::EmptyOp::create(b, loc, shape, f32));
-  }
+  for (unsigned c = 0; c < spec.components.size(); ++c)
+    sumInits.push_back(emptyPerRun(b, loc, c, segments));
   auto summarize = scf::ForallOp::create(
       b, loc, {idx(b, info.batch), idx(b, segments), idx(b, info.heads)},
       sumInits, std::nullopt);
@@ -2033,18 +2067,13 @@ LogicalResult ChunkRewriter::rewriteSegmented(int64_t segments,
   llvm::SmallVector<Value> inits = {tensor::EmptyOp::create(
       b, loc, outType.getShape(), outElement)};
   if (wantFinal)
-    for (unsigned c : carried) {
-      llvm::SmallVector<int64_t> shape = {info.batch, segments, info.heads};
-      llvm::append_range(shape, componentShapes[c]);
-      inits.push_back(tensor::EmptyOp::create(b, loc, shape, f32));
-    }
+    for (unsigned c : carried)
+      inits.push_back(emptyPerRun(b, loc, c, segments));
   llvm::SmallVector<unsigned> inputs = usedInputs(plan.summaries);
   for (unsigned input : usedInputs(plan.readouts))
     if (!llvm::is_contained(inputs, input))
       inputs.push_back(input);
-  llvm::SmallVector<Type> summaryTypes;
-  for (unsigned c = 0; c < spec.components.size(); ++c)
-    summaryTypes.push_back(RankedTensorType::get(componentShapes[c], f32));
+  llvm::SmallVector<Type> summaryTypes = componentTypes(b);
   auto readoutLoop = scf::ForallOp::create(
       b, loc, {idx(b, info.batch), idx(b, segments), idx(b, info.heads)},
       inits, std::nullopt);

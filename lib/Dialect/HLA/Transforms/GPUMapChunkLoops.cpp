@@ -67,6 +67,48 @@ static gpu::AddressSpaceAttr workgroupSpace(MLIRContext *ctx) {
   return gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
 }
 
+//===----------------------------------------------------------------------===//
+// Device memory on the launches' stream
+//===----------------------------------------------------------------------===//
+//
+// Each helper opens with `gpu.wait async` (mgpuStreamCreate: the one stream
+// hla's launches use), so allocations, copies and frees are ordered with
+// the kernels without synchronising; a copy waits for its data.
+
+/// A device buffer of `type`.
+static Value allocOnStream(OpBuilder &b, Location loc, MemRefType type,
+                           ValueRange dynamicSizes = {},
+                           ValueRange symbols = {}) {
+  auto tokenType = gpu::AsyncTokenType::get(b.getContext());
+  Value ready =
+      gpu::WaitOp::create(b, loc, tokenType, ValueRange()).getAsyncToken();
+  return gpu::AllocOp::create(b, loc, type, tokenType, ValueRange{ready},
+                              dynamicSizes, symbols, /*hostShared=*/false)
+      .getMemref();
+}
+
+/// Frees `buffer` once the work queued before is done.
+static void freeOnStream(OpBuilder &b, Location loc, Value buffer) {
+  auto tokenType = gpu::AsyncTokenType::get(b.getContext());
+  Value ready =
+      gpu::WaitOp::create(b, loc, tokenType, ValueRange()).getAsyncToken();
+  Value freed = gpu::DeallocOp::create(b, loc, tokenType, ValueRange{ready},
+                                       buffer)
+                    .getAsyncToken();
+  gpu::WaitOp::create(b, loc, Type(), ValueRange{freed});
+}
+
+/// Copies `from` into `to` (host or device memory) and waits for it.
+static void copyOnStream(OpBuilder &b, Location loc, Value to, Value from) {
+  auto tokenType = gpu::AsyncTokenType::get(b.getContext());
+  Value ready =
+      gpu::WaitOp::create(b, loc, tokenType, ValueRange()).getAsyncToken();
+  Value copied = gpu::MemcpyOp::create(b, loc, tokenType, ValueRange{ready},
+                                       to, from)
+                     .getAsyncToken();
+  gpu::WaitOp::create(b, loc, Type(), ValueRange{copied});
+}
+
 /// `type` moved to workgroup memory.
 static MemRefType inWorkgroup(MemRefType type) {
   return MemRefType::get(type.getShape(), type.getElementType(),
@@ -445,21 +487,10 @@ LogicalResult ChunkLoopMapper::placeInSharedMemory(gpu::LaunchOp launch) {
     // through device memory).
     launch->getParentOfType<func::FuncOp>()->setAttr(
         "hla.device_scratch", host.getUnitAttr());
-    auto tokenType = gpu::AsyncTokenType::get(host.getContext());
-    auto scratchType = MemRefType::get({*blocks * scratch}, host.getI8Type());
-    Value ready = gpu::WaitOp::create(host, loc, tokenType, ValueRange())
-                      .getAsyncToken();
-    auto alloc = gpu::AllocOp::create(host, loc, scratchType, tokenType,
-                                      ValueRange{ready}, ValueRange(),
-                                      ValueRange(), /*hostShared=*/false);
-    scratchBuffer = alloc.getMemref();
+    scratchBuffer = allocOnStream(
+        host, loc, MemRefType::get({*blocks * scratch}, host.getI8Type()));
     host.setInsertionPointAfter(launch);
-    Value after = gpu::WaitOp::create(host, loc, tokenType, ValueRange())
-                      .getAsyncToken();
-    Value freed = gpu::DeallocOp::create(host, loc, tokenType,
-                                         ValueRange{after}, scratchBuffer)
-                      .getAsyncToken();
-    gpu::WaitOp::create(host, loc, Type(), ValueRange{freed});
+    freeOnStream(host, loc, scratchBuffer);
     scratchBase = arith::MulIOp::create(
         b, loc, launch.getBlockIds().x,
         arith::ConstantIndexOp::create(b, loc, scratch));
@@ -1299,28 +1330,18 @@ struct HLAGPUMapChunkLoopsPass
          llvm::make_early_inc_range(body.getOps<memref::AllocOp>())) {
       OpBuilder b(alloc);
       Location loc = alloc.getLoc();
-      auto tokenType = gpu::AsyncTokenType::get(b.getContext());
-      Value ready = gpu::WaitOp::create(b, loc, tokenType, ValueRange())
-                        .getAsyncToken();
-      auto device = gpu::AllocOp::create(
-          b, loc, alloc.getType(), tokenType, ValueRange{ready},
-          alloc.getDynamicSizes(), alloc.getSymbolOperands(),
-          /*hostShared=*/false);
+      Value device = allocOnStream(b, loc, alloc.getType(),
+                                   alloc.getDynamicSizes(),
+                                   alloc.getSymbolOperands());
       for (Operation *user : llvm::make_early_inc_range(alloc->getUsers())) {
         auto dealloc = dyn_cast<memref::DeallocOp>(user);
         if (!dealloc)
           continue;
         OpBuilder d(dealloc);
-        Value after = gpu::WaitOp::create(d, loc, tokenType, ValueRange())
-                          .getAsyncToken();
-        Value freed = gpu::DeallocOp::create(d, loc, tokenType,
-                                             ValueRange{after},
-                                             device.getMemref())
-                          .getAsyncToken();
-        gpu::WaitOp::create(d, loc, Type(), ValueRange{freed});
+        freeOnStream(d, loc, device);
         dealloc.erase();
       }
-      alloc.replaceAllUsesWith(device.getMemref());
+      alloc.replaceAllUsesWith(device);
       alloc.erase();
     }
   }
@@ -1343,30 +1364,14 @@ struct HLAGPUMapChunkLoopsPass
       OpBuilder b(global);
       b.setInsertionPointAfter(global);
       Location loc = global.getLoc();
-      auto tokenType = gpu::AsyncTokenType::get(b.getContext());
-      Value ready = gpu::WaitOp::create(b, loc, tokenType, ValueRange())
-                        .getAsyncToken();
-      auto device = gpu::AllocOp::create(
-          b, loc, type, tokenType, ValueRange{ready}, ValueRange(),
-          ValueRange(), /*hostShared=*/false);
-      Value copied =
-          gpu::MemcpyOp::create(b, loc, tokenType,
-                                ValueRange{device.getAsyncToken()},
-                                device.getMemref(), global.getResult())
-              .getAsyncToken();
-      gpu::WaitOp::create(b, loc, Type(), ValueRange{copied});
+      Value device = allocOnStream(b, loc, type);
+      copyOnStream(b, loc, device, global.getResult());
       for (OpOperand *use : hostUses)
-        use->set(device.getMemref());
+        use->set(device);
       for (Block &block : func.getBody())
         if (auto ret = dyn_cast<func::ReturnOp>(block.getTerminator())) {
           OpBuilder d(ret);
-          Value after = gpu::WaitOp::create(d, loc, tokenType, ValueRange())
-                            .getAsyncToken();
-          Value freed = gpu::DeallocOp::create(d, loc, tokenType,
-                                               ValueRange{after},
-                                               device.getMemref())
-                            .getAsyncToken();
-          gpu::WaitOp::create(d, loc, Type(), ValueRange{freed});
+          freeOnStream(d, loc, device);
         }
     }
   }
@@ -1394,15 +1399,7 @@ struct HLAGPUMapChunkLoopsPass
         continue;
       }
       OpBuilder b(copy);
-      Location loc = copy.getLoc();
-      auto tokenType = gpu::AsyncTokenType::get(b.getContext());
-      Value ready = gpu::WaitOp::create(b, loc, tokenType, ValueRange())
-                        .getAsyncToken();
-      Value copied =
-          gpu::MemcpyOp::create(b, loc, tokenType, ValueRange{ready},
-                                copy.getTarget(), copy.getSource())
-              .getAsyncToken();
-      gpu::WaitOp::create(b, loc, Type(), ValueRange{copied});
+      copyOnStream(b, copy.getLoc(), copy.getTarget(), copy.getSource());
       copy.erase();
     }
   }
@@ -1418,16 +1415,9 @@ struct HLAGPUMapChunkLoopsPass
         continue;
       OpBuilder b(load);
       Location loc = load.getLoc();
-      auto tokenType = gpu::AsyncTokenType::get(b.getContext());
-      auto hostType = MemRefType::get({}, type.getElementType());
-      Value host = memref::AllocaOp::create(b, loc, hostType);
-      Value ready = gpu::WaitOp::create(b, loc, tokenType, ValueRange())
-                        .getAsyncToken();
-      Value copied =
-          gpu::MemcpyOp::create(b, loc, tokenType, ValueRange{ready}, host,
-                                load.getMemRef())
-              .getAsyncToken();
-      gpu::WaitOp::create(b, loc, Type(), ValueRange{copied});
+      Value host = memref::AllocaOp::create(
+          b, loc, MemRefType::get({}, type.getElementType()));
+      copyOnStream(b, loc, host, load.getMemRef());
       load->setOperand(0, host);
     }
   }
