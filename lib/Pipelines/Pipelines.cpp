@@ -179,7 +179,10 @@ void mlir::hla::buildCUDADevicePipeline(OpPassManager &pm,
   // (sequence, head) loops -> thread blocks; buffers -> shared memory.
   pm.addNestedPass<func::FuncOp>(
       createHLAGPUMapChunkLoopsPass(HLAGPUMapChunkLoopsPassOptions{
-          options.threads, options.maxSharedMemory, options.tensorCores}));
+          options.threads, options.maxSharedMemory, options.tensorCores,
+          options.mma == "auto"
+              ? std::string(options.chip == "sm_90a" ? "wgmma" : "mma.sync")
+              : std::string(options.mma)}));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   // Constants back into the kernels (canonicalization hoisted them out of
@@ -199,6 +202,9 @@ void mlir::hla::buildCUDADevicePipeline(OpPassManager &pm,
   // artefact driver picks 64 for tensors of 2^31 elements or more.
   nvvm.indexBitwidth = options.indexBitwidth;
   kernels.addPass(createConvertGpuOpsToNVVMOps(nvvm));
+  // NVVM ops that LLVM has no intrinsics for (wgmma with descriptors, proxy
+  // fences) as inline PTX.
+  kernels.addPass(createConvertNVVMToLLVMPass());
   kernels.addPass(createHLAGPUFinalizeKernelsPass());
   kernels.addPass(createCanonicalizerPass());
   kernels.addPass(createCSEPass());

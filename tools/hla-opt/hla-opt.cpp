@@ -79,6 +79,12 @@ llvm::cl::opt<std::string>
 llvm::cl::opt<std::string>
     cudaFeatures("cuda-features", llvm::cl::desc("CUDA: PTX features"),
                  llvm::cl::init("+ptx80"), llvm::cl::cat(artefactCategory));
+llvm::cl::opt<std::string> cudaMma(
+    "cuda-mma",
+    llvm::cl::desc("CUDA: tensor-core instruction of chunk contractions "
+                   "(auto: wgmma on sm_90a, mma.sync elsewhere; wgmma; "
+                   "mma.sync)"),
+    llvm::cl::init("auto"), llvm::cl::cat(artefactCategory));
 llvm::cl::opt<std::string>
     cudaToolkit("cuda-toolkit",
                 llvm::cl::desc("CUDA: toolkit root (ptxas, libdevice)"),
@@ -118,6 +124,7 @@ static int compileArtefact(llvm::StringRef inputPath,
   options.vectorize = vectorize;
   options.cudaChip = cudaChip;
   options.cudaFeatures = cudaFeatures;
+  options.cudaMma = cudaMma;
   options.cudaToolkit = cudaToolkit;
   // ptxas's register and spill report, kept beside the artefact.
   if (target == "cuda")

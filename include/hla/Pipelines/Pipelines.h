@@ -110,6 +110,12 @@ struct CUDAPipelineOptions : public PassPipelineOptions<CUDAPipelineOptions> {
       llvm::cl::desc("Chunk contractions on mma.sync (bf16 operands): auto "
                      "(for 16-bit float inputs), on or off"),
       llvm::cl::init("auto")};
+  PassOptions::Option<std::string> mma{
+      *this, "mma",
+      llvm::cl::desc("Tensor-core instruction of chunk contractions: auto "
+                     "(wgmma on sm_90a, mma.sync elsewhere), wgmma or "
+                     "mma.sync"),
+      llvm::cl::init("auto")};
   PassOptions::Option<unsigned> indexBitwidth{
       *this, "index-bitwidth",
       llvm::cl::desc("Width of index arithmetic in kernels (32 or 64)"),

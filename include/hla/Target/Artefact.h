@@ -41,6 +41,9 @@ struct ArtefactOptions {
   /// CUDA: GPU architecture, PTX features, toolkit root ("" = the default).
   std::string cudaChip = "sm_90a";
   std::string cudaFeatures = "+ptx80";
+  /// CUDA: tensor-core instruction of chunk contractions (auto: wgmma on
+  /// sm_90a, mma.sync elsewhere; wgmma; mma.sync).
+  std::string cudaMma = "auto";
   std::string cudaToolkit;
   /// Where ptxas's -v log of the kernels goes ("" = nowhere).
   std::string ptxasLog;

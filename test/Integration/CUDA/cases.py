@@ -18,8 +18,8 @@ OPS = ["linear_attention", "hla2", "ahla", "hla3"]
 
 def case(name, op, T, *, options=None, chunk=64, B=2, hq=2, hkv=2, d=16, dv=16,
          dtype="f32", tol=1e-4, state=False, cu_seqlens=None, positive=False,
-         schedule="auto", segments=0, m=0, window=0):
-    return dict(name=name, op=op, T=T, options=dict(options or {}), chunk=chunk,
+         schedule="auto", segments=0, m=0, window=0, mma="auto"):
+    return dict(name=name, op=op, T=T, options=dict(options or {}), chunk=chunk, mma=mma,
                 B=B, hq=hq, hkv=hkv, d=d, dv=dv, dtype=dtype, tol=tol, state=state,
                 cu_seqlens=list(cu_seqlens) if cu_seqlens else None,
                 positive=positive, schedule=schedule, segments=segments, m=m,
@@ -81,6 +81,13 @@ def all_cases():
                           tol=1e-2, chunk=half_chunk))
         cases.append(case(f"{op}-f16", op, 300, B=1, d=64, dv=64, dtype="f16",
                           tol=1e-2, chunk=half_chunk))
+        # Tensor cores: wgmma (the sm_90a default) with ragged tails and a
+        # single token, and the mma.sync path pinned.
+        for T in [1, 65]:
+            cases.append(case(f"{op}-bf16-T{T}", op, T, B=2, d=64, dv=64,
+                              dtype="bf16", tol=1e-2, chunk=half_chunk))
+        cases.append(case(f"{op}-bf16-mmasync", op, 300, B=1, d=64, dv=64,
+                          dtype="bf16", tol=1e-2, chunk=half_chunk, mma="mma.sync"))
         # The persistent schedule pinned (one block per sequence and head),
         # and segment counts pinned (one segment is the persistent form).
         for T in [1, 65, 1000]:
@@ -96,6 +103,10 @@ def all_cases():
                               options=dict(decay=0.95, normalize=True), chunk=16,
                               hq=4, hkv=2, state=True, positive=True,
                               schedule="segmented", segments=segments))
+    # Options, grouped heads and state on tensor cores.
+    cases.append(case("hla2-bf16-options-state", "hla2", 300, B=2, hq=4, hkv=2, d=64,
+                      dv=64, dtype="bf16", tol=1e-2, state=True, positive=True,
+                      options=dict(decay=0.95, normalize=True)))
     # A larger case of the main op.
     cases.append(case("hla2-bf16-large", "hla2", 2048, B=2, hq=4, hkv=4, d=64, dv=64,
                       dtype="bf16", tol=1e-2))

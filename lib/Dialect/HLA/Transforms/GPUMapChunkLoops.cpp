@@ -41,6 +41,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Utils/Utils.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -124,9 +125,9 @@ static int64_t byteSize(MemRefType type) {
 class ChunkLoopMapper {
 public:
   ChunkLoopMapper(scf::ForallOp forall, int64_t threads, int64_t maxShared,
-                  bool tensorCores)
+                  bool tensorCores, bool wgmma)
       : forall(forall), threads(threads), maxShared(maxShared),
-        tensorCores(tensorCores) {}
+        tensorCores(tensorCores), wgmma(wgmma) {}
 
   LogicalResult run();
 
@@ -148,17 +149,26 @@ private:
   /// suitable sizes; returns false (and does nothing) otherwise.
   bool lowerContractionToMma(linalg::GenericOp op, bool zeroInit,
                              linalg::GenericOp epilogue);
+  /// C (+)= A·B on warpgroup MMA (wgmma m64nNk16, bf16 operands staged in
+  /// `stageA`/`stageB`, f32 accumulation).
+  void lowerContractionToWgmma(linalg::GenericOp op, bool zeroInit,
+                               linalg::GenericOp epilogue, Value stageA,
+                               Value stageB);
   void guardScalarStore(memref::StoreOp op);
 
   scf::ForallOp forall;
   int64_t threads;
   int64_t maxShared;
   bool tensorCores;
+  bool wgmma;
   Value threadId, numThreads;
   struct TensorCorePlan {
     linalg::GenericOp contraction;
     bool zeroInit;
     linalg::GenericOp epilogue;
+    /// wgmma's bf16 staging buffers of A and B (null for mma.sync): the
+    /// allocations, then their shared-memory views.
+    Value stageA, stageB;
   };
   llvm::SmallVector<TensorCorePlan> tensorCorePlans;
 };
@@ -359,6 +369,8 @@ LogicalResult ChunkLoopMapper::placeInSharedMemory(gpu::LaunchOp launch) {
     int64_t paddedRow = 0;
     /// In the block's slice of a device-memory scratch buffer instead.
     bool global = false;
+    /// A wgmma operand's staging buffer: shared memory only.
+    bool staging = false;
   };
   llvm::SmallVector<Interval> intervals;
   for (memref::AllocOp alloc : allocs) {
@@ -382,7 +394,20 @@ LogicalResult ChunkLoopMapper::placeInSharedMemory(gpu::LaunchOp launch) {
                                  "used outside the block that allocates it");
       last = std::max(last, order.end[anchor]);
     }
+    // wgmma's staging buffers are only used by the contraction's lowering
+    // (made later): they live until the contraction and its epilogue end,
+    // and must be in shared memory (wgmma reads operands from there).
+    bool staging = false;
+    for (TensorCorePlan &plan : tensorCorePlans)
+      if (plan.stageA == alloc.getResult() ||
+          plan.stageB == alloc.getResult()) {
+        staging = true;
+        Operation *lastOp = plan.epilogue ? plan.epilogue.getOperation()
+                                          : plan.contraction.getOperation();
+        last = std::max(last, order.end[lastOp]);
+      }
     Interval interval{alloc, first, last, byteSize(type)};
+    interval.staging = staging;
     // Tiles whose rows are a multiple of 128 bytes would put a column's
     // elements in one shared-memory bank: the column reads of transposed
     // operands and of mma fragments would serialise. 16 bytes of padding
@@ -450,7 +475,8 @@ LogicalResult ChunkLoopMapper::placeInSharedMemory(gpu::LaunchOp launch) {
   while (total > maxShared) {
     Interval *largest = nullptr;
     for (Interval &i : intervals)
-      if (!i.global && (!largest || byteSize(i.alloc.getType()) >
+      if (!i.global && !i.staging &&
+          (!largest || byteSize(i.alloc.getType()) >
                                         byteSize(largest->alloc.getType())))
         largest = &i;
     if (!largest)
@@ -530,6 +556,10 @@ LogicalResult ChunkLoopMapper::placeInSharedMemory(gpu::LaunchOp launch) {
     for (Operation *user : llvm::to_vector(i.alloc->getUsers()))
       if (isa<memref::DeallocOp>(user))
         user->erase();
+    for (TensorCorePlan &plan : tensorCorePlans)
+      for (Value *stage : {&plan.stageA, &plan.stageB})
+        if (*stage == i.alloc.getResult())
+          *stage = buffer;
     i.alloc.getResult().replaceAllUsesWith(buffer);
     i.alloc.erase();
     if (failed(retypeViews(buffer)))
@@ -845,6 +875,27 @@ static std::optional<ContractionDims> matchContraction(linalg::GenericOp op) {
   if (dims.sizeM % 16 || dims.sizeN % 8 || dims.sizeK % 16)
     return std::nullopt;
   return dims;
+}
+
+/// Columns of C one warpgroup's wgmma covers: the widest of 64, 32, ... 8
+/// that divides N and still gives every warpgroup of the block a task (when
+/// one does).
+static int64_t wgmmaTileN(const ContractionDims &dims, int64_t warpgroups) {
+  int64_t chosen = 0;
+  for (int64_t n : {64, 32, 16, 8}) {
+    if (dims.sizeN % n)
+      continue;
+    chosen = n;
+    if ((dims.sizeM / 64) * (dims.sizeN / n) >= warpgroups)
+      break;
+  }
+  return chosen;
+}
+
+/// Whether a contraction can run on wgmma m64nNk16 in blocks of `threads`.
+static bool fitsWgmma(const ContractionDims &dims, int64_t threads) {
+  return threads % 128 == 0 && dims.sizeM % 64 == 0 && dims.sizeK % 16 == 0 &&
+         wgmmaTileN(dims, threads / 128) != 0;
 }
 
 /// The element of the elementwise generic `epilogue` at the position where
@@ -1172,6 +1223,230 @@ bool ChunkLoopMapper::lowerContractionToMma(linalg::GenericOp op,
   return true;
 }
 
+// wgmma reads A (M x K) and B (as N x K) from shared memory in units of
+// "core matrices": 8 rows of 16 bytes (8 bf16 of K), each 128 contiguous
+// bytes. The staging buffers hold them K-group-major: core matrix (r, g) of
+// rows 8r.. and K columns 8g.. starts at byte (g * rows/8 + r) * 128, so
+// core matrices adjacent in M/N are 128 bytes apart (the descriptor's
+// stride byte offset) and those adjacent in K rows/8 * 128 bytes (its
+// leading byte offset).
+void ChunkLoopMapper::lowerContractionToWgmma(linalg::GenericOp op,
+                                              bool zeroInit,
+                                              linalg::GenericOp epilogue,
+                                              Value stageA, Value stageB) {
+  ContractionDims dims = *matchContraction(op);
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  MLIRContext *ctx = b.getContext();
+  Type f32 = b.getF32Type(), i64 = b.getI64Type(),
+       bf16 = b.getBF16Type();
+  barrierBefore(op);
+  auto index = [&](OpBuilder &nb, int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(nb, loc, v);
+  };
+  auto add = [&](OpBuilder &nb, Value a, int64_t c) -> Value {
+    return arith::AddIOp::create(nb, loc, a, index(nb, c));
+  };
+
+  Value A = op.getDpsInputOperand(0)->get();
+  Value B = op.getDpsInputOperand(1)->get();
+  Value C = op.getDpsInitOperand(0)->get();
+  AffineMap mapA = op.getMatchingIndexingMap(op.getDpsInputOperand(0));
+  AffineMap mapB = op.getMatchingIndexingMap(op.getDpsInputOperand(1));
+  AffineMap mapC = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
+  auto indicesOf = [&](AffineMap map, Value m, Value n, Value k) {
+    llvm::SmallVector<Value> ivs(3);
+    ivs[dims.m] = m;
+    ivs[dims.n] = n;
+    ivs[dims.k] = k;
+    llvm::SmallVector<Value> indices;
+    for (AffineExpr e : map.getResults())
+      indices.push_back(ivs[cast<AffineDimExpr>(e).getPosition()]);
+    return indices;
+  };
+
+  // 1. Staging: a thread copies one 16-byte core-matrix row at a time
+  // (8 consecutive K of one row of A or column of B). Consecutive threads
+  // take consecutive rows, whose 16-byte slots are adjacent.
+  auto stage = [&](Value source, AffineMap map, bool isA, int64_t rows,
+                   Value staged) {
+    int64_t units = rows * (dims.sizeK / 8);
+    auto loop =
+        scf::ForOp::create(b, loc, threadId, index(b, units), numThreads);
+    OpBuilder lb = OpBuilder::atBlockBegin(loop.getBody());
+    Value unit = loop.getInductionVar();
+    Value row = arith::RemUIOp::create(lb, loc, unit, index(lb, rows));
+    Value k0 = arith::MulIOp::create(
+        lb, loc, arith::DivUIOp::create(lb, loc, unit, index(lb, rows)),
+        index(lb, 8));
+    llvm::SmallVector<Value> elements;
+    for (int64_t j = 0; j < 8; ++j) {
+      Value k = add(lb, k0, j);
+      Value v = memref::LoadOp::create(
+          lb, loc, source,
+          isA ? indicesOf(map, row, Value(), k) : indicesOf(map, Value(), row, k));
+      if (v.getType() != bf16) {
+        if (v.getType() != f32)
+          v = arith::ExtFOp::create(lb, loc, f32, v);
+        v = arith::TruncFOp::create(lb, loc, bf16, v);
+      }
+      elements.push_back(v);
+    }
+    // Element (row, k) sits at (k/8 * rows + row) * 8 + k % 8.
+    Value at = arith::MulIOp::create(lb, loc, unit, index(lb, 8));
+    auto vecType = VectorType::get({8}, bf16);
+    Value vec = vector::FromElementsOp::create(lb, loc, vecType, elements);
+    vector::StoreOp::create(lb, loc, vec, staged, ValueRange{at});
+  };
+  stage(A, mapA, /*isA=*/true, dims.sizeM, stageA);
+  stage(B, mapB, /*isA=*/false, dims.sizeN, stageB);
+  // The staged tiles are read by wgmma through the async proxy: the
+  // threads' generic-proxy writes are made visible to it before the
+  // barrier.
+  NVVM::FenceProxyOp::create(
+      b, loc, NVVM::ProxyKind::async_shared,
+      NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
+  gpu::BarrierOp::create(b, loc);
+
+  // 2. Descriptors: start address, leading (K) and stride (M/N) byte
+  // offsets, all in units of 16 bytes; no swizzling (bits 62-63 zero). The
+  // staging buffers are views at constant offsets of the dynamic
+  // shared-memory window, so a descriptor is the window's address, the
+  // task's first row and constants. It is built right before its wgmma in
+  // (side-effecting) inline PTX: were it plain arithmetic, LLVM would hoist
+  // every descriptor of every contraction out of the chunk loop and keep
+  // them all in registers (spills).
+  auto windowOf = [&](Value staged, int64_t &offset) -> Value {
+    auto view = staged.getDefiningOp<memref::ViewOp>();
+    std::optional<int64_t> shift =
+        view ? getConstantIntValue(view.getByteShift()) : std::nullopt;
+    assert(shift && "wgmma staging buffers are views of the window");
+    offset = *shift;
+    return view.getSource();
+  };
+  int64_t offsetA = 0, offsetB = 0;
+  Value window = windowOf(stageA, offsetA);
+  (void)windowOf(stageB, offsetB);
+  Value windowAddress = arith::IndexCastUIOp::create(
+      b, loc, i64,
+      memref::ExtractAlignedPointerAsIndexOp::create(b, loc, window));
+  auto descriptor = [&](OpBuilder &nb, Value rowBytes, int64_t constant,
+                        int64_t rows) -> Value {
+    int64_t leading = rows / 8 * 128, stride = 128;
+    uint64_t fields = (uint64_t(leading >> 4) << 16) |
+                      (uint64_t(stride >> 4) << 32);
+    std::string text = "{ .reg .b64 t; add.s64 t, $1, " +
+                       std::to_string(constant) +
+                       "; shr.b64 t, t, 4; and.b64 t, t, 16383; or.b64 $0, "
+                       "t, " +
+                       std::to_string(fields) + "; }";
+    Value address = arith::AddIOp::create(nb, loc, windowAddress, rowBytes);
+    return LLVM::InlineAsmOp::create(
+               nb, loc, i64, ValueRange{address}, text, "=l,l",
+               /*has_side_effects=*/true, /*is_align_stack=*/false,
+               LLVM::tailcallkind::TailCallKind::None,
+               /*asm_dialect=*/nullptr, /*operand_attrs=*/nullptr)
+        .getResult(0);
+  };
+
+  // 3. A warpgroup's task: 64 rows by `tileN` columns of C.
+  int64_t warpgroups = threads / 128;
+  int64_t tileN = wgmmaTileN(dims, warpgroups);
+  int64_t groupsN = dims.sizeN / tileN;
+  int64_t tasks = (dims.sizeM / 64) * groupsN;
+  Value lane = arith::RemUIOp::create(b, loc, threadId, index(b, 32));
+  Value warpInGroup = arith::RemUIOp::create(
+      b, loc, arith::DivUIOp::create(b, loc, threadId, index(b, 32)),
+      index(b, 4));
+  Value group = arith::DivUIOp::create(b, loc, lane, index(b, 4));
+  Value pairCol = arith::MulIOp::create(
+      b, loc, arith::RemUIOp::create(b, loc, lane, index(b, 4)), index(b, 2));
+  Value warpgroup = arith::DivUIOp::create(b, loc, threadId, index(b, 128));
+  auto taskLoop = scf::ForOp::create(b, loc, warpgroup, index(b, tasks),
+                                     index(b, warpgroups));
+  OpBuilder tb = OpBuilder::atBlockBegin(taskLoop.getBody());
+  Value task = taskLoop.getInductionVar();
+  Value row0 = arith::MulIOp::create(
+      tb, loc, arith::DivUIOp::create(tb, loc, task, index(tb, groupsN)),
+      index(tb, 64));
+  Value col0 = arith::MulIOp::create(
+      tb, loc, arith::RemUIOp::create(tb, loc, task, index(tb, groupsN)),
+      index(tb, tileN));
+  // This thread's accumulator elements: per 8 columns, rows r and r + 8 of
+  // its warp's 16, two adjacent columns each (mma.sync's C fragment).
+  Value rowLo = arith::AddIOp::create(
+      tb, loc,
+      arith::AddIOp::create(
+          tb, loc, row0,
+          arith::MulIOp::create(tb, loc, warpInGroup, index(tb, 16))),
+      group);
+  Value rowHi = add(tb, rowLo, 8);
+  llvm::SmallVector<std::array<Value, 3>> elements; // row, column, init
+  Value zero = arith::ConstantOp::create(tb, loc, tb.getF32FloatAttr(0));
+  for (int64_t t = 0; t < tileN / 8; ++t) {
+    Value col = arith::AddIOp::create(tb, loc, add(tb, col0, t * 8), pairCol);
+    for (Value row : {rowLo, rowHi})
+      for (int64_t e = 0; e < 2; ++e) {
+        Value c = add(tb, col, e);
+        Value v = zero;
+        if (!zeroInit) {
+          v = memref::LoadOp::create(tb, loc, C, indicesOf(mapC, row, c, {}));
+          if (v.getType() != f32)
+            v = arith::ExtFOp::create(tb, loc, f32, v);
+        }
+        elements.push_back({row, c, v});
+      }
+  }
+  Type accType = LLVM::LLVMStructType::getLiteral(
+      ctx, llvm::SmallVector<Type>(elements.size(), f32));
+  Value acc = LLVM::UndefOp::create(tb, loc, accType);
+  for (auto [i, element] : llvm::enumerate(elements))
+    acc = LLVM::InsertValueOp::create(tb, loc, acc, element[2],
+                                      llvm::ArrayRef<int64_t>{int64_t(i)});
+  // The task's first core matrices: 8 rows each, 128 bytes apart.
+  auto rowBytes = [&](Value firstRow) -> Value {
+    return arith::IndexCastUIOp::create(
+        tb, loc, i64, arith::MulIOp::create(tb, loc, firstRow, index(tb, 16)));
+  };
+  Value rowBytesA = rowBytes(row0), rowBytesB = rowBytes(col0);
+  llvm::SmallVector<std::pair<Value, Value>> descriptors;
+  for (int64_t k0 = 0; k0 < dims.sizeK; k0 += 16) {
+    // K groups 8 wide: k0 / 8 of them before, rows/8 core matrices each.
+    auto atK = [&](int64_t rows) { return (k0 / 8) * (rows / 8) * 128; };
+    descriptors.push_back(
+        {descriptor(tb, rowBytesA, offsetA + atK(dims.sizeM), dims.sizeM),
+         descriptor(tb, rowBytesB, offsetB + atK(dims.sizeN), dims.sizeN)});
+  }
+  NVVM::WgmmaFenceAlignedOp::create(tb, loc);
+  for (auto [descA, descB] : descriptors)
+    acc = NVVM::WgmmaMmaAsyncOp::create(
+        tb, loc, accType, acc, descA, descB,
+        NVVM::MMAShapeAttr::get(ctx, 64, tileN, 16), NVVM::WGMMATypes::bf16,
+        NVVM::WGMMATypes::bf16, NVVM::WGMMATypes::f32,
+        NVVM::WGMMAScaleOut::one, NVVM::WGMMAScaleIn::one,
+        NVVM::WGMMAScaleIn::one, NVVM::MMALayout::row, NVVM::MMALayout::col,
+        /*satfinite=*/nullptr);
+  NVVM::WgmmaGroupSyncAlignedOp::create(tb, loc);
+  NVVM::WgmmaWaitGroupSyncOp::create(tb, loc, 0);
+  Type outElement = cast<MemRefType>(C.getType()).getElementType();
+  for (auto [i, element] : llvm::enumerate(elements)) {
+    Value v = LLVM::ExtractValueOp::create(tb, loc, acc,
+                                           llvm::ArrayRef<int64_t>{int64_t(i)});
+    if (outElement != f32)
+      v = arith::TruncFOp::create(tb, loc, outElement, v);
+    llvm::SmallVector<Value> indices =
+        indicesOf(mapC, element[0], element[1], {});
+    if (epilogue)
+      emitEpilogueElement(tb, loc, epilogue, C, indices, v);
+    else
+      memref::StoreOp::create(tb, loc, v, C, indices);
+  }
+  barrierAfter(taskLoop);
+  op.erase();
+  if (epilogue)
+    epilogue.erase();
+}
+
 void ChunkLoopMapper::guardScalarStore(memref::StoreOp op) {
   OpBuilder b(op);
   Location loc = op.getLoc();
@@ -1228,7 +1503,19 @@ void ChunkLoopMapper::planTensorCores(gpu::LaunchOp launch) {
     taken.insert(g);
     if (epilogue)
       taken.insert(epilogue);
-    tensorCorePlans.push_back({g, zeroInit, epilogue});
+    TensorCorePlan plan{g, zeroInit, epilogue, {}, {}};
+    std::optional<ContractionDims> dims = matchContraction(g);
+    if (wgmma && fitsWgmma(*dims, threads)) {
+      // Staging buffers for the operands in wgmma's core-matrix layout; they
+      // live for the contraction (see placeInSharedMemory).
+      OpBuilder b(g);
+      Type bf16 = b.getBF16Type();
+      plan.stageA = memref::AllocOp::create(
+          b, g.getLoc(), MemRefType::get({dims->sizeM * dims->sizeK}, bf16));
+      plan.stageB = memref::AllocOp::create(
+          b, g.getLoc(), MemRefType::get({dims->sizeN * dims->sizeK}, bf16));
+    }
+    tensorCorePlans.push_back(plan);
   }
 }
 
@@ -1251,7 +1538,11 @@ LogicalResult ChunkLoopMapper::distribute(gpu::LaunchOp launch) {
     absorbed.insert(plan.contraction);
     if (plan.epilogue)
       absorbed.insert(plan.epilogue);
-    lowerContractionToMma(plan.contraction, plan.zeroInit, plan.epilogue);
+    if (plan.stageA)
+      lowerContractionToWgmma(plan.contraction, plan.zeroInit, plan.epilogue,
+                              plan.stageA, plan.stageB);
+    else
+      lowerContractionToMma(plan.contraction, plan.zeroInit, plan.epilogue);
   }
   for (linalg::GenericOp g : generics) {
     if (absorbed.contains(g))
@@ -1430,6 +1721,12 @@ struct HLAGPUMapChunkLoopsPass
           << tensorCores << "'";
       return signalPassFailure();
     }
+    if (mma != "mma.sync" && mma != "wgmma") {
+      getOperation().emitError()
+          << "hla-gpu-map-chunk-loops: mma must be mma.sync or wgmma, got '"
+          << mma << "'";
+      return signalPassFailure();
+    }
     if (threads < 32 || threads > 1024 || threads % 32 != 0) {
       getOperation().emitError()
           << "hla-gpu-map-chunk-loops: threads must be a multiple of 32 "
@@ -1476,7 +1773,7 @@ struct HLAGPUMapChunkLoopsPass
         loops.push_back(forall);
     for (scf::ForallOp forall : loops)
       if (failed(ChunkLoopMapper(forall, threads, maxSharedMemory,
-                                 useTensorCores(forall))
+                                 useTensorCores(forall), mma == "wgmma")
                      .run()))
         return signalPassFailure();
 

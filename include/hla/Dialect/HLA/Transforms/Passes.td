@@ -378,6 +378,14 @@ def HLAGPUMapChunkLoopsPass : Pass<"hla-gpu-map-chunk-loops",
       accumulators at zero instead, and an elementwise op just after that
       is C's only later reader (a mask, a decay) is applied to the
       accumulators before they are stored, into that op's output;
+    * with `mma=wgmma` (sm_90a), a contraction whose C has a multiple of 64
+      rows runs on warpgroup MMA (`wgmma.mma_async` m64nNk16) instead: the
+      block's threads first copy A and B as bf16 into staging buffers laid
+      out as the instruction's canonical K-major core matrices (8 rows of
+      16 bytes), then each warpgroup (128 threads) takes 64-row blocks of C,
+      keeps them in accumulator registers over the reduction and issues one
+      wgmma per 16 of K with shared-memory descriptors of the staged
+      operands; zero fills and epilogues are absorbed as with mma.sync;
     * a scalar `memref.store` is done by thread 0; the remaining scalar code
       (chunk bounds, loop control) runs in every thread.
 
@@ -400,13 +408,17 @@ def HLAGPUMapChunkLoopsPass : Pass<"hla-gpu-map-chunk-loops",
     Option<"maxSharedMemory", "max-shared-memory", "int64_t", "232448",
            "Dynamic shared memory a block may use (bytes; sm_90: 227 KiB)">,
     Option<"tensorCores", "tensor-cores", "std::string", "\"auto\"",
-           "Contractions on mma.sync: auto, on or off">
+           "Contractions on tensor cores: auto, on or off">,
+    Option<"mma", "mma", "std::string", "\"mma.sync\"",
+           "Tensor-core instruction: mma.sync (sm_80 and later) or wgmma "
+           "(sm_90a)">
   ];
   let dependentDialects = [
     "::mlir::gpu::GPUDialect", "::mlir::arith::ArithDialect",
     "::mlir::affine::AffineDialect", "::mlir::memref::MemRefDialect",
     "::mlir::scf::SCFDialect", "::mlir::linalg::LinalgDialect",
-    "::mlir::NVVM::NVVMDialect", "::mlir::LLVM::LLVMDialect"
+    "::mlir::NVVM::NVVMDialect", "::mlir::LLVM::LLVMDialect",
+    "::mlir::vector::VectorDialect"
   ];
 }
 
