@@ -182,7 +182,9 @@ void mlir::hla::buildCUDADevicePipeline(OpPassManager &pm,
           options.threads, options.maxSharedMemory, options.tensorCores,
           options.mma == "auto"
               ? std::string(options.chip == "sm_90a" ? "wgmma" : "mma.sync")
-              : std::string(options.mma)}));
+              : std::string(options.mma),
+          /*tma=*/options.tma == "on" ||
+              (options.tma == "auto" && options.chip == "sm_90a")}));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   // Constants back into the kernels (canonicalization hoisted them out of

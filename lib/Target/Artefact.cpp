@@ -376,54 +376,67 @@ LogicalResult mlir::hla::compileToArtefact(ModuleOp module,
           largest = std::max(largest, tensor.getNumElements());
   });
   pipeline.indexBitwidth = largest < (int64_t(1) << 31) ? 32 : 64;
-  // The auto schedule is the segmented one where it helps (few sequence-
-  // head pairs) and its kernels fit in shared memory: tried on a copy,
-  // quietly, falling back to the persistent schedule (whose diagnostics are
-  // then the real ones). Kernels that stream state through device-memory
-  // scratch lose more in the segmented schedule's two passes than its
-  // extra blocks gain (measured on an H200: 56 vs 24 ms at hla2
-  // 4x16x8192x128), so those take the persistent schedule too.
-  // wgmma's staging buffers can be what pushes the segmented kernels into
-  // scratch; they are then tried with mma.sync (which stages nothing)
-  // before the persistent schedule (1x16x65536x64, chunk 64: 10.8 ms
-  // segmented with mma.sync, 43.9 ms persistent with wgmma).
-  bool compiled = false;
-  if (pipeline.schedule == "auto") {
-    llvm::SmallVector<std::string, 2> instructions = {pipeline.mma};
-    if (pipeline.mma == "auto" && pipeline.chip == "sm_90a")
-      instructions.push_back("mma.sync");
-    std::string chosen = pipeline.mma;
-    for (const std::string &mma : instructions) {
-      OwningOpRef<ModuleOp> trial = module.clone();
-      pipeline.mma = mma;
-      PassManager device(module.getContext());
-      buildCUDADevicePipeline(device, pipeline);
-      ScopedDiagnosticHandler quiet(module.getContext(),
-                                    [](Diagnostic &) { return success(); });
-      bool scratch = false;
-      bool built = succeeded(device.run(*trial));
-      if (built)
-        trial->walk([&](func::FuncOp func) {
-          scratch |= func->hasAttr("hla.device_scratch");
-        });
-      if (built && !scratch) {
-        module.getBodyRegion().takeBody(trial->getBodyRegion());
-        module->setAttrs(trial.get()->getAttrDictionary());
-        compiled = true;
-        break;
+  // Device code for `pipeline` into `module`.
+  auto buildDevice = [&](CUDAPipelineOptions &pipeline) -> LogicalResult {
+    // The auto schedule is the segmented one where it helps (few sequence-
+    // head pairs) and its kernels fit in shared memory: tried on a copy,
+    // quietly, falling back to the persistent schedule (whose diagnostics are
+    // then the real ones). Kernels that stream state through device-memory
+    // scratch lose more in the segmented schedule's two passes than its
+    // extra blocks gain (measured on an H200: 56 vs 24 ms at hla2
+    // 4x16x8192x128), so those take the persistent schedule too.
+    // wgmma's staging buffers can be what pushes the segmented kernels into
+    // scratch; they are then tried with mma.sync (which stages nothing)
+    // before the persistent schedule (1x16x65536x64, chunk 64: 10.8 ms
+    // segmented with mma.sync, 43.9 ms persistent with wgmma).
+    bool compiled = false;
+    if (pipeline.schedule == "auto") {
+      llvm::SmallVector<std::string, 2> instructions = {pipeline.mma};
+      if (pipeline.mma == "auto" && pipeline.chip == "sm_90a")
+        instructions.push_back("mma.sync");
+      std::string chosen = pipeline.mma;
+      for (const std::string &mma : instructions) {
+        OwningOpRef<ModuleOp> trial = module.clone();
+        pipeline.mma = mma;
+        PassManager device(module.getContext());
+        buildCUDADevicePipeline(device, pipeline);
+        ScopedDiagnosticHandler quiet(module.getContext(),
+                                      [](Diagnostic &) { return success(); });
+        bool scratch = false;
+        bool built = succeeded(device.run(*trial));
+        if (built)
+          trial->walk([&](func::FuncOp func) {
+            scratch |= func->hasAttr("hla.device_scratch");
+          });
+        if (built && !scratch) {
+          module.getBodyRegion().takeBody(trial->getBodyRegion());
+          module->setAttrs(trial.get()->getAttrDictionary());
+          compiled = true;
+          break;
+        }
+      }
+      if (!compiled) {
+        pipeline.schedule = "persistent";
+        pipeline.mma = chosen;
       }
     }
     if (!compiled) {
-      pipeline.schedule = "persistent";
-      pipeline.mma = chosen;
+      PassManager device(module.getContext());
+      buildCUDADevicePipeline(device, pipeline);
+      if (failed(device.run(module)))
+        return failure();
     }
-  }
-  if (!compiled) {
-    PassManager device(module.getContext());
-    buildCUDADevicePipeline(device, pipeline);
-    if (failed(device.run(module)))
-      return failure();
-  }
+    return success();
+  };
+  // TMA loads keep their tensor maps and mbarriers in registers; in
+  // kernels already at the register limit (hla2 at d = 128) that spills,
+  // and ptxas's verdict (assembleKernels fails on spills) sends them back
+  // to the threads' copies.
+  OwningOpRef<ModuleOp> pristine = module.clone();
+  std::string requestedSchedule = pipeline.schedule,
+              requestedMma = pipeline.mma;
+  if (failed(buildDevice(pipeline)))
+    return failure();
   llvm::SmallVector<std::string> ptx, cubins;
   if (options.emit == "ptx") {
     // The PTX as generated, before ptxas judges it (for inspection).
@@ -434,7 +447,22 @@ LogicalResult mlir::hla::compileToArtefact(ModuleOp module,
     });
   } else if (failed(assembleKernels(module, pipeline, options.ptxasLog, ptx,
                                     cubins, error))) {
-    return fail(error);
+    if (pipeline.tma != "auto" ||
+        error.find("registers spill") == std::string::npos)
+      return fail(error);
+    module.getBodyRegion().takeBody(pristine->getBodyRegion());
+    module->setAttrs(pristine.get()->getAttrDictionary());
+    pipeline.tma = "off";
+    pipeline.schedule = requestedSchedule;
+    pipeline.mma = requestedMma;
+    ptx.clear();
+    cubins.clear();
+    error.clear();
+    if (failed(buildDevice(pipeline)))
+      return failure();
+    if (failed(assembleKernels(module, pipeline, options.ptxasLog, ptx, cubins,
+                               error)))
+      return fail(error);
   }
   if (options.emit == "ptx" || options.emit == "cubin") {
     llvm::SmallVectorImpl<std::string> &texts = options.emit == "ptx" ? ptx : cubins;

@@ -116,6 +116,12 @@ struct CUDAPipelineOptions : public PassPipelineOptions<CUDAPipelineOptions> {
                      "(wgmma on sm_90a, mma.sync elsewhere), wgmma or "
                      "mma.sync"),
       llvm::cl::init("auto")};
+  PassOptions::Option<std::string> tma{
+      *this, "tma",
+      llvm::cl::desc("Token tiles loaded with TMA (cp.async.bulk.tensor): "
+                     "auto (on sm_90a; hla-opt falls back to the threads' "
+                     "copies where they make a kernel spill), on or off"),
+      llvm::cl::init("auto")};
   PassOptions::Option<unsigned> indexBitwidth{
       *this, "index-bitwidth",
       llvm::cl::desc("Width of index arithmetic in kernels (32 or 64)"),

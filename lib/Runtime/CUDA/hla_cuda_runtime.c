@@ -73,6 +73,7 @@
   X(cuMemFreeAsync, (CUdeviceptr, CUstream))                                   \
   X(cuMemcpyAsync, (CUdeviceptr, CUdeviceptr, size_t, CUstream))               \
   X(cuMemcpyHtoD, (CUdeviceptr, const void *, size_t))                         \
+  X(cuMemcpyHtoDAsync, (CUdeviceptr, const void *, size_t, CUstream))          \
   X(cuMemcpyDtoH, (void *, CUdeviceptr, size_t))                               \
   X(cuMemsetD32Async, (CUdeviceptr, unsigned int, size_t, CUstream))           \
   X(cuMemsetD16Async, (CUdeviceptr, unsigned short, size_t, CUstream))         \
@@ -451,6 +452,113 @@ void mgpuMemset32(void *dst, uint32_t value, size_t count, void *stream) {
   enter();
   check(p_cuMemsetD32Async((CUdeviceptr)dst, value, count, (CUstream)stream),
         "cuMemsetD32Async");
+}
+
+//===----------------------------------------------------------------------===//
+// TMA tensor maps
+//===----------------------------------------------------------------------===//
+//
+// Kernels load token tiles with cp.async.bulk.tensor, which reads a tensor
+// map (128 bytes, 64-byte aligned) from device memory. A map describes one
+// tensor at one address with one box shape: it is encoded once and kept, so
+// that calls with the same buffers (a model's weights, a benchmark's
+// inputs) do not re-encode and copy it. The copy to the device is ordered
+// on the launches' stream, so a slot is rewritten only after the kernels
+// queued before have read it.
+
+enum { kTensorMapSlots = 64 };
+typedef struct {
+  uint64_t address;
+  int32_t dtype;
+  int64_t shape[4], box[4];
+  CUdeviceptr map;
+  uint64_t lastUse;
+} TensorMapSlot;
+static TensorMapSlot tensorMaps[kTensorMapSlots];
+static uint64_t tensorMapClock = 0;
+static pthread_mutex_t tensorMapLock = PTHREAD_MUTEX_INITIALIZER;
+
+// hla's element codes (hla_runtime.h) to the driver's.
+static bool tensorMapType(int32_t dtype, CUtensorMapDataType *type,
+                          int64_t *bytes) {
+  switch (dtype) {
+  case HLA_F32:
+    *type = CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+    *bytes = 4;
+    return true;
+  case HLA_BF16:
+    *type = CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+    *bytes = 2;
+    return true;
+  case HLA_F16:
+    *type = CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+    *bytes = 2;
+    return true;
+  default:
+    return false;
+  }
+}
+
+uint64_t hla_cuda_tensor_map(uint64_t address, int32_t dtype, int64_t s0,
+                             int64_t s1, int64_t s2, int64_t s3, int64_t b0,
+                             int64_t b1, int64_t b2, int64_t b3) {
+  enter();
+  const int64_t shape[4] = {s0, s1, s2, s3}, box[4] = {b0, b1, b2, b3};
+  pthread_mutex_lock(&tensorMapLock);
+  TensorMapSlot *victim = &tensorMaps[0];
+  for (int i = 0; i < kTensorMapSlots; ++i) {
+    TensorMapSlot *slot = &tensorMaps[i];
+    if (slot->map && slot->address == address && slot->dtype == dtype &&
+        !memcmp(slot->shape, shape, sizeof(shape)) &&
+        !memcmp(slot->box, box, sizeof(box))) {
+      slot->lastUse = ++tensorMapClock;
+      pthread_mutex_unlock(&tensorMapLock);
+      return (uint64_t)slot->map;
+    }
+    if (slot->lastUse < victim->lastUse)
+      victim = slot;
+  }
+  // The driver's dimensions run innermost first; strides (bytes) are those
+  // of a dense row-major tensor. Returns 0 (the kernel then copies with its
+  // threads) when TMA cannot address the tensor: a base address or a
+  // stride that is not a multiple of 16 bytes, or an unknown element type.
+  CUtensorMapDataType type;
+  int64_t bytes;
+  cuuint64_t dims[4], strides[3];
+  cuuint32_t boxDims[4], elementStrides[4] = {1, 1, 1, 1};
+  bool ok = tensorMapType(dtype, &type, &bytes) && address % 16 == 0;
+  int64_t stride = ok ? bytes : 0;
+  for (int i = 0; ok && i < 4; ++i) {
+    dims[i] = (cuuint64_t)shape[3 - i];
+    boxDims[i] = (cuuint32_t)box[3 - i];
+    if (i > 0) {
+      strides[i - 1] = (cuuint64_t)stride;
+      ok = stride % 16 == 0;
+    }
+    stride *= shape[3 - i];
+  }
+  CUtensorMap map;
+  if (ok)
+    ok = p_cuTensorMapEncodeTiled(
+             &map, type, 4, (void *)address, dims, strides, boxDims,
+             elementStrides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+             CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+  if (!ok) {
+    pthread_mutex_unlock(&tensorMapLock);
+    return 0;
+  }
+  if (!victim->map)
+    check(p_cuMemAlloc(&victim->map, sizeof(CUtensorMap)), "cuMemAlloc");
+  check(p_cuMemcpyHtoDAsync(victim->map, &map, sizeof(map), currentStream()),
+        "cuMemcpyHtoDAsync");
+  victim->address = address;
+  victim->dtype = dtype;
+  memcpy(victim->shape, shape, sizeof(shape));
+  memcpy(victim->box, box, sizeof(box));
+  victim->lastUse = ++tensorMapClock;
+  pthread_mutex_unlock(&tensorMapLock);
+  return (uint64_t)victim->map;
 }
 
 void mgpuMemset16(void *dst, uint16_t value, size_t count, void *stream) {

@@ -18,8 +18,9 @@ OPS = ["linear_attention", "hla2", "ahla", "hla3"]
 
 def case(name, op, T, *, options=None, chunk=64, B=2, hq=2, hkv=2, d=16, dv=16,
          dtype="f32", tol=1e-4, state=False, cu_seqlens=None, positive=False,
-         schedule="auto", segments=0, m=0, window=0, mma="auto"):
+         schedule="auto", segments=0, m=0, window=0, mma="auto", misaligned=False):
     return dict(name=name, op=op, T=T, options=dict(options or {}), chunk=chunk, mma=mma,
+                misaligned=misaligned,
                 B=B, hq=hq, hkv=hkv, d=d, dv=dv, dtype=dtype, tol=tol, state=state,
                 cu_seqlens=list(cu_seqlens) if cu_seqlens else None,
                 positive=positive, schedule=schedule, segments=segments, m=m,
@@ -107,6 +108,11 @@ def all_cases():
     cases.append(case("hla2-bf16-options-state", "hla2", 300, B=2, hq=4, hkv=2, d=64,
                       dv=64, dtype="bf16", tol=1e-2, state=True, positive=True,
                       options=dict(decay=0.95, normalize=True)))
+    # Inputs TMA cannot address (not 16-byte aligned): the threads' copies.
+    cases.append(case("hla2-bf16-misaligned", "hla2", 200, B=2, d=64, dv=64,
+                      dtype="bf16", tol=1e-2, schedule="persistent", misaligned=True))
+    cases.append(case("hla2-f32-misaligned", "hla2", 100, chunk=16, misaligned=True,
+                      options=dict(decay=0.9)))
     # A larger case of the main op.
     cases.append(case("hla2-bf16-large", "hla2", 2048, B=2, hq=4, hkv=4, d=64, dv=64,
                       dtype="bf16", tol=1e-2))

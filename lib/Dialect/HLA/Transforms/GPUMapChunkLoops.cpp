@@ -125,15 +125,20 @@ static int64_t byteSize(MemRefType type) {
 class ChunkLoopMapper {
 public:
   ChunkLoopMapper(scf::ForallOp forall, int64_t threads, int64_t maxShared,
-                  bool tensorCores, bool wgmma)
+                  bool tensorCores, bool wgmma, bool tma)
       : forall(forall), threads(threads), maxShared(maxShared),
-        tensorCores(tensorCores), wgmma(wgmma) {}
+        tensorCores(tensorCores), wgmma(wgmma), tma(tma) {}
 
   LogicalResult run();
 
 private:
   LogicalResult checkForall();
   gpu::LaunchOp createLaunch();
+  /// Finds the token-tile loads that TMA can do (see TmaLoad) and makes
+  /// their tensor maps on the host, before the loop.
+  void planTmaLoads();
+  /// Each planned load: TMA when its tensor map exists, else the copy.
+  void lowerTmaLoads(gpu::LaunchOp launch);
   LogicalResult placeInSharedMemory(gpu::LaunchOp launch);
   /// Named linalg ops and memref.copy become linalg.generic.
   LogicalResult generalize(gpu::LaunchOp launch);
@@ -161,7 +166,20 @@ private:
   int64_t maxShared;
   bool tensorCores;
   bool wgmma;
+  bool tma;
   Value threadId, numThreads;
+  /// A token tile loaded from a [B, T, H, D] function argument: a zero fill
+  /// of the [C, D] tile, then a copy of the rows min(T - t0, C) rows from
+  /// (b, t0, h): exactly a TMA box of [1, C, 1, D] at (b, t0, h, 0), whose
+  /// rows past T TMA fills with zeros.
+  struct TmaLoad {
+    memref::CopyOp copy;
+    Operation *fill;
+    Value tile;
+    Value map; // the tensor map's device address (0: none)
+    int64_t bytes;
+  };
+  llvm::SmallVector<TmaLoad> tmaLoads;
   struct TensorCorePlan {
     linalg::GenericOp contraction;
     bool zeroInit;
@@ -286,6 +304,242 @@ gpu::LaunchOp ChunkLoopMapper::createLaunch() {
   for (Operation &op : llvm::make_early_inc_range(body->without_terminator()))
     op.moveBefore(terminator);
   return launch;
+}
+
+static Operation *adjacentEffectfulOp(Operation *op, bool before);
+static bool defineBefore(Value value, Operation *point);
+
+/// Whether `len` is min(T - t0, C) (the rows of a chunk starting at `t0`).
+static bool isChunkLength(Value len, Value t0, int64_t T, int64_t C) {
+  auto min = len.getDefiningOp<arith::MinSIOp>();
+  if (!min)
+    return false;
+  for (auto [rest, bound] : {std::pair(min.getLhs(), min.getRhs()),
+                             std::pair(min.getRhs(), min.getLhs())}) {
+    auto sub = rest.getDefiningOp<arith::SubIOp>();
+    if (sub && sub.getRhs() == t0 && getConstantIntValue(sub.getLhs()) == T &&
+        getConstantIntValue(bound) == C)
+      return true;
+  }
+  return false;
+}
+
+void ChunkLoopMapper::planTmaLoads() {
+  llvm::SmallVector<memref::CopyOp> copies;
+  forall.getBody()->walk([&](memref::CopyOp copy) { copies.push_back(copy); });
+  llvm::DenseMap<std::pair<Value, int64_t>, Value> maps;
+  for (memref::CopyOp copy : copies) {
+    // Directly in the forall's body or in one loop there (the mbarrier's
+    // phase is that loop's iteration count).
+    Operation *parent = copy->getParentOp();
+    if (parent != forall.getOperation() &&
+        !(isa<scf::ForOp>(parent) && parent->getParentOp() == forall))
+      continue;
+    auto source = copy.getSource().getDefiningOp<memref::SubViewOp>();
+    auto target = copy.getTarget().getDefiningOp<memref::SubViewOp>();
+    if (!source || !target)
+      continue;
+    auto arg = dyn_cast<BlockArgument>(source.getSource());
+    auto argType = dyn_cast<MemRefType>(source.getSource().getType());
+    if (!arg || !isa<FunctionOpInterface>(arg.getOwner()->getParentOp()) ||
+        !argType || argType.getRank() != 4 || !argType.hasStaticShape() ||
+        !argType.getLayout().isIdentity())
+      continue;
+    Type element = argType.getElementType();
+    int64_t elementBytes = element.getIntOrFloatBitWidth() / 8;
+    int32_t code = element.isF32() ? 0 : element.isF16() ? 1
+                   : element.isBF16() ? 2 : -1;
+    auto tile = target.getSource().getDefiningOp<memref::AllocOp>();
+    if (code < 0 || !tile || tile.getType().getRank() != 2 ||
+        tile.getType().getElementType() != element)
+      continue;
+    int64_t C = tile.getType().getDimSize(0), D = tile.getType().getDimSize(1);
+    int64_t T = argType.getDimSize(1);
+    if (D != argType.getDimSize(3) || C > 256 || D > 256 ||
+        (D * elementBytes) % 16)
+      continue;
+    // Source [b, t0, h, 0] [1, len, 1, D] unit strides; target [0, 0]
+    // [len, D].
+    llvm::SmallVector<OpFoldResult> offsets = source.getMixedOffsets(),
+                                    sizes = source.getMixedSizes();
+    if (!source.hasUnitStride() || !target.hasUnitStride() ||
+        getConstantIntValue(offsets[3]) != 0 ||
+        getConstantIntValue(sizes[0]) != 1 ||
+        getConstantIntValue(sizes[2]) != 1 ||
+        getConstantIntValue(sizes[3]) != D ||
+        llvm::any_of(target.getMixedOffsets(), [](OpFoldResult o) {
+          return getConstantIntValue(o) != 0;
+        }))
+      continue;
+    auto len = dyn_cast<Value>(sizes[1]);
+    auto t0 = dyn_cast<Value>(offsets[1]);
+    if (!len || !t0 || !isChunkLength(len, t0, T, C) ||
+        target.getMixedSizes()[0] != sizes[1] ||
+        getConstantIntValue(target.getMixedSizes()[1]) != D)
+      continue;
+    // The tile's zero fill comes first (TMA writes the rows past T).
+    Operation *fill = adjacentEffectfulOp(copy, /*before=*/true);
+    auto linalgFill = dyn_cast_or_null<linalg::FillOp>(fill);
+    auto zero = linalgFill ? linalgFill.getInputs()[0]
+                                 .getDefiningOp<arith::ConstantOp>()
+                           : nullptr;
+    auto zeroValue = zero ? dyn_cast<FloatAttr>(zero.getValue()) : nullptr;
+    if (!linalgFill || linalgFill.getOutputs()[0] != tile.getResult() ||
+        !zeroValue || !zeroValue.getValue().isZero())
+      continue;
+
+    // The tensor map, made on the host once per argument and box.
+    Value &map = maps[{arg, C}];
+    if (!map) {
+      OpBuilder host(forall);
+      Location loc = forall.getLoc();
+      auto module = forall->getParentOfType<ModuleOp>();
+      auto i64 = host.getI64Type(), i32 = host.getI32Type();
+      llvm::SmallVector<Type> params = {i64, i32};
+      params.append(8, i64);
+      auto fnType = host.getFunctionType(params, {i64});
+      if (!module.lookupSymbol<func::FuncOp>("hla_cuda_tensor_map")) {
+        OpBuilder top = OpBuilder::atBlockBegin(module.getBody());
+        auto decl = func::FuncOp::create(top, loc, "hla_cuda_tensor_map",
+                                         fnType);
+        decl.setPrivate();
+      }
+      llvm::SmallVector<Value> operands = {
+          arith::IndexCastUIOp::create(
+              host, loc, i64,
+              memref::ExtractAlignedPointerAsIndexOp::create(host, loc, arg)),
+          arith::ConstantIntOp::create(host, loc, i32, code)};
+      for (int64_t v : argType.getShape())
+        operands.push_back(arith::ConstantIntOp::create(host, loc, i64, v));
+      for (int64_t v : {int64_t(1), C, int64_t(1), D})
+        operands.push_back(arith::ConstantIntOp::create(host, loc, i64, v));
+      map = func::CallOp::create(host, loc, "hla_cuda_tensor_map",
+                                 TypeRange{i64}, operands)
+                .getResult(0);
+    }
+    tmaLoads.push_back({copy, fill, tile.getResult(), map,
+                        C * D * elementBytes});
+  }
+}
+
+/// An LLVM pointer in `space` to the start of the buffer `memref`.
+static Value pointerTo(OpBuilder &b, Location loc, Value memref,
+                       unsigned space) {
+  Value address = arith::IndexCastUIOp::create(
+      b, loc, b.getI64Type(),
+      memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref));
+  return LLVM::IntToPtrOp::create(
+      b, loc, LLVM::LLVMPointerType::get(b.getContext(), space), address);
+}
+
+void ChunkLoopMapper::lowerTmaLoads(gpu::LaunchOp launch) {
+  if (tmaLoads.empty())
+    return;
+  Block &entry = launch.getBody().front();
+  OpBuilder b = OpBuilder::atBlockBegin(&entry);
+  Location loc = launch.getLoc();
+  Type i32 = b.getI32Type();
+  auto c32 = [&](OpBuilder &nb, int64_t v) -> Value {
+    return arith::ConstantIntOp::create(nb, loc, i32, v);
+  };
+  Value zeroIndex = arith::ConstantIndexOp::create(b, loc, 0);
+  Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                      threadId, zeroIndex);
+  // One mbarrier per load (8 bytes of shared memory), initialised by thread
+  // 0 for one arrival and made visible to the async proxy before use.
+  llvm::SmallVector<Value> barriers;
+  auto init = scf::IfOp::create(b, loc, first, /*withElseRegion=*/false);
+  for (size_t i = 0; i < tmaLoads.size(); ++i) {
+    OpBuilder before(init);
+    barriers.push_back(memref::AllocOp::create(
+        before, loc, MemRefType::get({1}, b.getI64Type())));
+    OpBuilder ib(init.thenBlock()->getTerminator());
+    NVVM::MBarrierInitOp::create(ib, loc, pointerTo(ib, loc, barriers.back(), 3),
+                                 c32(ib, 1), /*predicate=*/Value());
+  }
+  {
+    OpBuilder ib(init.thenBlock()->getTerminator());
+    NVVM::FenceMbarrierInitOp::create(ib, loc);
+  }
+  b.setInsertionPointAfter(init);
+  gpu::BarrierOp::create(b, loc);
+
+  for (auto [load, barrier] : llvm::zip(tmaLoads, barriers)) {
+    memref::CopyOp copy = load.copy;
+    Location at = copy.getLoc();
+    // The box's position: the source's offsets (b, t0, h) — read now, as
+    // the forall's induction variables became the launch's.
+    llvm::SmallVector<Value> position;
+    {
+      auto source = copy.getSource().getDefiningOp<memref::SubViewOp>();
+      OpBuilder sb(source);
+      for (int i : {0, 1, 2})
+        position.push_back(getValueOrCreateConstantIndexOp(
+            sb, at, source.getMixedOffsets()[i]));
+    }
+    OpBuilder cb(load.fill);
+    Value haveMap = arith::CmpIOp::create(
+        cb, at, arith::CmpIPredicate::ne, load.map,
+        arith::ConstantIntOp::create(cb, at, cb.getI64Type(), 0));
+    auto choice = scf::IfOp::create(cb, at, haveMap, /*withElseRegion=*/true);
+    // Without a map (an input TMA cannot address): the fill and the copy
+    // (whose views are made before the choice).
+    for (Value view : {copy.getSource(), copy.getTarget()})
+      (void)defineBefore(view, choice);
+    load.fill->moveBefore(choice.elseBlock()->getTerminator());
+    copy->moveBefore(choice.elseBlock()->getTerminator());
+    // With one: after every thread is done with the tile's last contents,
+    // thread 0 expects the box's bytes on the mbarrier and starts the copy;
+    // all threads wait for the mbarrier's phase (the loop's iteration
+    // count, mod 2).
+    OpBuilder tb(choice.thenBlock()->getTerminator());
+    gpu::BarrierOp::create(tb, at);
+    Value parity = c32(tb, 0);
+    if (auto loop = dyn_cast<scf::ForOp>(choice->getParentOp())) {
+      Value iteration = arith::DivUIOp::create(
+          tb, at,
+          arith::SubIOp::create(tb, at, loop.getInductionVar(),
+                                loop.getLowerBound()),
+          loop.getStep());
+      parity = arith::AndIOp::create(
+          tb, at, arith::IndexCastUIOp::create(tb, at, i32, iteration),
+          c32(tb, 1));
+    }
+    Value mbar = pointerTo(tb, at, barrier, 3);
+    auto issue = scf::IfOp::create(tb, at, first, /*withElseRegion=*/false);
+    {
+      OpBuilder ib(issue.thenBlock()->getTerminator());
+      NVVM::FenceProxyOp::create(
+          ib, at, NVVM::ProxyKind::async_shared,
+          NVVM::SharedSpaceAttr::get(ib.getContext(),
+                                     NVVM::SharedSpace::shared_cta));
+      NVVM::MBarrierArriveExpectTxOp::create(
+          ib, at, Type(), mbar, c32(ib, load.bytes),
+          NVVM::MemScopeKindAttr::get(ib.getContext(),
+                                      NVVM::MemScopeKind::CTA),
+          ib.getBoolAttr(false), /*predicate=*/Value());
+      Value descriptor = LLVM::IntToPtrOp::create(
+          ib, at, LLVM::LLVMPointerType::get(ib.getContext()), load.map);
+      // Coordinates innermost first: (0, h, t0, b).
+      llvm::SmallVector<Value> coordinates = {c32(ib, 0)};
+      for (int i : {2, 1, 0})
+        coordinates.push_back(
+            arith::IndexCastOp::create(ib, at, i32, position[i]));
+      // The destination as a shared::cluster address (this block's own
+      // shared memory is part of its cluster's window).
+      Value destination = LLVM::AddrSpaceCastOp::create(
+          ib, at, LLVM::LLVMPointerType::get(ib.getContext(), 7),
+          pointerTo(ib, at, load.tile, 3));
+      NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
+          ib, at, destination, descriptor, coordinates,
+          mbar, /*im2colOffsets=*/ValueRange{}, /*multicastMask=*/Value(),
+          /*l2CacheHint=*/Value(),
+          NVVM::TMALoadModeAttr::get(ib.getContext(), NVVM::TMALoadMode::TILE),
+          ib.getBoolAttr(false), /*group=*/nullptr, /*predicate=*/Value());
+    }
+    NVVM::MBarrierTryWaitParityOp::create(tb, at, mbar, parity,
+                                          c32(tb, 10000000));
+  }
 }
 
 /// The position of every op under `root` in a pre-order walk, and the
@@ -1575,8 +1829,11 @@ static void removeRedundantBarriers(Region &region) {
 LogicalResult ChunkLoopMapper::run() {
   if (failed(checkForall()))
     return failure();
+  if (tma)
+    planTmaLoads();
   gpu::LaunchOp launch = createLaunch();
   forall.erase();
+  lowerTmaLoads(launch);
   if (failed(generalize(launch)))
     return failure();
   planTensorCores(launch);
@@ -1773,7 +2030,7 @@ struct HLAGPUMapChunkLoopsPass
         loops.push_back(forall);
     for (scf::ForallOp forall : loops)
       if (failed(ChunkLoopMapper(forall, threads, maxSharedMemory,
-                                 useTensorCores(forall), mma == "wgmma")
+                                 useTensorCores(forall), mma == "wgmma", tma)
                      .run()))
         return signalPassFailure();
 

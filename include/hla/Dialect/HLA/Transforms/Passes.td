@@ -411,7 +411,9 @@ def HLAGPUMapChunkLoopsPass : Pass<"hla-gpu-map-chunk-loops",
            "Contractions on tensor cores: auto, on or off">,
     Option<"mma", "mma", "std::string", "\"mma.sync\"",
            "Tensor-core instruction: mma.sync (sm_80 and later) or wgmma "
-           "(sm_90a)">
+           "(sm_90a)">,
+    Option<"tma", "tma", "bool", "false",
+           "Load token tiles with TMA (cp.async.bulk.tensor, sm_90)">
   ];
   let dependentDialects = [
     "::mlir::gpu::GPUDialect", "::mlir::arith::ArithDialect",

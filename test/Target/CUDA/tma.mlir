@@ -1,0 +1,36 @@
+// REQUIRES: cuda-toolkit
+// RUN: rm -rf %t && mkdir -p %t
+// RUN: hla-opt %s --hla-target=cuda --schedule=persistent --emit=ptx -o %t/k.ptx
+// RUN: FileCheck %s < %t/k.ptx
+// RUN: %cuda_toolkit/bin/ptxas -arch=sm_90a %t/k.ptx -o %t/k.o
+// RUN: hla-opt %s --hla-target=cuda --schedule=persistent --emit=llvm -o %t/host.ll
+// RUN: FileCheck %s --check-prefix=HOST < %t/host.ll
+// RUN: hla-opt %s --hla-cuda-pipeline="schedule=persistent tma=off" | FileCheck %s --check-prefix=OFF
+
+// Tests that on sm_90a the chunk loop loads its q, k and v tiles with TMA:
+// the host asks the runtime for a tensor map of each [B, T, H, D] input
+// with a [1, C, 1, D] box (0 when TMA cannot address it: the kernel then
+// copies with its threads); the kernel initialises one mbarrier per load,
+// and per chunk thread 0 expects the box's bytes (64 x 64 bf16 = 8192) and
+// starts a 4-D bulk tensor copy at (0, h, t0, b), which all threads wait for
+// by phase parity. tma=off keeps the threads' copies only.
+
+// CHECK-LABEL: .visible .entry main_kernel(
+// CHECK-COUNT-3: mbarrier.init.shared.b64
+// CHECK: fence.mbarrier_init.release.cluster;
+// CHECK: fence.proxy.async.shared::cta;
+// CHECK: mbarrier.arrive.expect_tx.shared.b64 {{.*}}, [[BAR:\[%rd[0-9]+\]]], {{%r[0-9]+}};
+// CHECK: cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [{{%rd[0-9]+}}], [{{%rd[0-9]+}}, {{{%r[0-9]+}}, {{%r[0-9]+}}, {{%r[0-9]+}}, {{%r[0-9]+}}}], [[BAR]];
+// CHECK: mbarrier.try_wait.parity.shared.b64
+
+// HOST-LABEL: define void @hla_main(
+// HOST-COUNT-3: call i64 @hla_cuda_tensor_map(i64 {{%[0-9]+}}, i32 2, i64 1, i64 100, i64 2, i64 64, i64 1, i64 64, i64 1, i64 64)
+// HOST: call void @mgpuLaunchKernel
+
+// OFF-NOT: cp.async.bulk.tensor
+// OFF: mma
+// OFF-NOT: cp.async.bulk.tensor
+func.func @main(%q: tensor<1x100x2x64xbf16>, %k: tensor<1x100x2x64xbf16>, %v: tensor<1x100x2x64xbf16>) -> tensor<1x100x2x64xbf16> {
+  %o = hla.hla2 %q, %k, %v {scale = 1.0 : f64} : (tensor<1x100x2x64xbf16>, tensor<1x100x2x64xbf16>, tensor<1x100x2x64xbf16>) -> tensor<1x100x2x64xbf16>
+  return %o : tensor<1x100x2x64xbf16>
+}
