@@ -164,7 +164,9 @@ void mlir::hla::buildCUDADevicePipeline(OpPassManager &pm,
   pm.addPass(createHLAFuseTileElementwisePass());
   // The model graph's own ops (projections, norms, gathers) as loops of
   // row blocks: kernels too, like the chunk loops.
-  pm.addNestedPass<func::FuncOp>(createHLAGPUDistributeGraphOpsPass());
+  pm.addNestedPass<func::FuncOp>(createHLAGPUDistributeGraphOpsPass(
+      HLAGPUDistributeGraphOpsPassOptions{/*rows=*/16,
+                                          /*cublasMatmuls=*/true}));
   // No CSE before bufferization: merged zero fills of accumulators would
   // become one zero tile kept alive for the whole loop and copied into
   // every accumulator.
@@ -176,6 +178,8 @@ void mlir::hla::buildCUDADevicePipeline(OpPassManager &pm,
   addBufferization(pm, /*allowLoopAllocs=*/false);
   pm.addPass(createCSEPass());
 
+  // The graph's matrix products -> cuBLAS calls.
+  pm.addNestedPass<func::FuncOp>(createHLAGPUMatmulsToCublasPass());
   // (sequence, head) loops -> thread blocks; buffers -> shared memory.
   pm.addNestedPass<func::FuncOp>(
       createHLAGPUMapChunkLoopsPass(HLAGPUMapChunkLoopsPassOptions{

@@ -24,6 +24,7 @@
 
 #include "../hla_runtime.h"
 
+#include <cublas_api.h>
 #include <cuda.h>
 #include <dlfcn.h>
 #include <pthread.h>
@@ -559,6 +560,120 @@ uint64_t hla_cuda_tensor_map(uint64_t address, int32_t dtype, int64_t s0,
   victim->lastUse = ++tensorMapClock;
   pthread_mutex_unlock(&tensorMapLock);
   return (uint64_t)victim->map;
+}
+
+//===----------------------------------------------------------------------===//
+// Matrix products of model graphs: cuBLAS
+//===----------------------------------------------------------------------===//
+//
+// Opened with dlopen on the first product (libcublas.so.13, .12, or the
+// library $HLA_CUBLAS names), so that artefacts without matrix products do
+// not need it. It runs on the primary context this runtime uses.
+
+typedef cublasStatus_t (*CublasCreate)(cublasHandle_t *);
+typedef cublasStatus_t (*CublasSetStream)(cublasHandle_t, cudaStream_t);
+typedef cublasStatus_t (*CublasGemmStridedBatchedEx)(
+    cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
+    const void *, const void *, cudaDataType, int, long long int,
+    const void *, cudaDataType, int, long long int, const void *, void *,
+    cudaDataType, int, long long int, int, cublasComputeType_t,
+    cublasGemmAlgo_t);
+
+static pthread_once_t cublasOnce = PTHREAD_ONCE_INIT;
+static cublasHandle_t cublasHandle = NULL;
+static CublasSetStream p_cublasSetStream = NULL;
+static CublasGemmStridedBatchedEx p_cublasGemmStridedBatchedEx = NULL;
+static char cublasErrorText[256];
+static const char *cublasError = NULL;
+
+static void openCublas(void) {
+  const char *override = getenv("HLA_CUBLAS");
+  const char *names[] = {override && *override ? override : "libcublas.so.13",
+                         "libcublas.so.12", "libcublas.so"};
+  void *library = NULL;
+  for (int i = 0; i < 3 && !library; ++i)
+    library = dlopen(names[i], RTLD_NOW | RTLD_GLOBAL);
+  if (!library) {
+    snprintf(cublasErrorText, sizeof(cublasErrorText),
+             "cannot load cuBLAS (%s; the model graph's matrix products run "
+             "on it)",
+             names[0]);
+    cublasError = cublasErrorText;
+    return;
+  }
+  CublasCreate create = (CublasCreate)dlsym(library, "cublasCreate_v2");
+  p_cublasSetStream = (CublasSetStream)dlsym(library, "cublasSetStream_v2");
+  p_cublasGemmStridedBatchedEx = (CublasGemmStridedBatchedEx)dlsym(
+      library, "cublasGemmStridedBatchedEx");
+  if (!create || !p_cublasSetStream || !p_cublasGemmStridedBatchedEx) {
+    cublasError = "cuBLAS lacks cublasCreate_v2, cublasSetStream_v2 or "
+                  "cublasGemmStridedBatchedEx";
+    return;
+  }
+  if (create(&cublasHandle) != CUBLAS_STATUS_SUCCESS)
+    cublasError = "cublasCreate failed";
+}
+
+// One operand of a row-major product as cuBLAS (column-major) sees it: the
+// matrix is stored with unit stride along its columns (`transposed` false,
+// leading dimension = row stride) or along its rows (`transposed` true).
+static bool cublasOperand(int64_t rowStride, int64_t colStride, int64_t rows,
+                          int64_t cols, bool *transposed, int64_t *leading) {
+  if (colStride == 1 && (rows <= 1 || rowStride >= cols)) {
+    *transposed = false;
+    *leading = rows <= 1 ? (cols > 0 ? cols : 1) : rowStride;
+    return true;
+  }
+  if (rowStride == 1 && (cols <= 1 || colStride >= rows)) {
+    *transposed = true;
+    *leading = cols <= 1 ? (rows > 0 ? rows : 1) : colStride;
+    return true;
+  }
+  return false;
+}
+
+void hla_cuda_gemm(int32_t dtype, int64_t batch, int64_t M, int64_t N,
+                   int64_t K, int64_t a, int64_t aRow, int64_t aCol,
+                   int64_t aBatch, int64_t b, int64_t bRow, int64_t bCol,
+                   int64_t bBatch, int64_t c, int64_t cRow, int64_t cCol,
+                   int64_t cBatch) {
+  enter();
+  if (batch == 0 || M == 0 || N == 0 || K == 0)
+    return; // C += A·B adds nothing
+  pthread_once(&cublasOnce, openCublas);
+  if (cublasError)
+    fail("matrix product", cublasError);
+  cudaDataType type = dtype == HLA_F32    ? CUDA_R_32F
+                      : dtype == HLA_F16  ? CUDA_R_16F
+                      : dtype == HLA_BF16 ? CUDA_R_16BF
+                                          : (cudaDataType)-1;
+  // Row-major C[M,N] += A[M,K]·B[K,N] is column-major Cᵀ += Bᵀ·Aᵀ: cuBLAS
+  // computes the N x M matrix Cᵀ from Bᵀ (N x K) and Aᵀ (K x M).
+  bool aT = false, bT = false, cT = false;
+  int64_t lda = 1, ldb = 1, ldc = 1;
+  if ((int)type < 0 || !cublasOperand(aRow, aCol, M, K, &aT, &lda) ||
+      !cublasOperand(bRow, bCol, K, N, &bT, &ldb) ||
+      !cublasOperand(cRow, cCol, M, N, &cT, &ldc) || cT ||
+      M > INT32_MAX || N > INT32_MAX || K > INT32_MAX || batch > INT32_MAX)
+    fail("matrix product",
+         "an operand layout or element type cuBLAS cannot run (f32, f16 or "
+         "bf16; unit stride along a dimension; the result row-major)");
+  float one = 1.0f;
+  if (p_cublasSetStream(cublasHandle, (cudaStream_t)currentStream()) !=
+      CUBLAS_STATUS_SUCCESS)
+    fail("matrix product", "cublasSetStream failed");
+  cublasStatus_t status = p_cublasGemmStridedBatchedEx(
+      cublasHandle, bT ? CUBLAS_OP_T : CUBLAS_OP_N,
+      aT ? CUBLAS_OP_T : CUBLAS_OP_N, (int)N, (int)M, (int)K, &one,
+      (const void *)b, type, (int)ldb, bBatch, (const void *)a, type,
+      (int)lda, aBatch, &one, (void *)c, type, (int)ldc, cBatch, (int)batch,
+      CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+  if (status != CUBLAS_STATUS_SUCCESS) {
+    char detail[64];
+    snprintf(detail, sizeof(detail), "cublasGemmStridedBatchedEx status %d",
+             (int)status);
+    fail("matrix product", detail);
+  }
 }
 
 void mgpuMemset16(void *dst, uint16_t value, size_t count, void *stream) {

@@ -186,6 +186,21 @@ struct HLAGPUDistributeGraphOpsPass
     forall.setStaticStep(steps);
   }
 
+  /// A product of one element type that cuBLAS runs (f32, f16, bf16),
+  /// with the ops' default maps.
+  static bool onCublas(linalg::LinalgOp op) {
+    auto matmul = dyn_cast<linalg::MatmulOp>(op.getOperation());
+    auto batch = dyn_cast<linalg::BatchMatmulOp>(op.getOperation());
+    if ((!matmul && !batch) || (matmul && matmul.hasUserDefinedMaps()) ||
+        (batch && batch.hasUserDefinedMaps()))
+      return false;
+    Type element = getElementTypeOrSelf(op->getOperand(0).getType());
+    return (element.isF32() || element.isF16() || element.isBF16()) &&
+           llvm::all_of(op->getOperandTypes(), [&](Type t) {
+             return getElementTypeOrSelf(t) == element;
+           });
+  }
+
   void runOnOperation() override {
     if (rows < 1) {
       getOperation().emitError()
@@ -198,8 +213,13 @@ struct HLAGPUDistributeGraphOpsPass
     copyInsertedSlices(func);
     llvm::SmallVector<linalg::LinalgOp> ops;
     for (Operation &op : func.getBody().front())
-      if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op))
+      if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op)) {
+        // Matrix products go to cuBLAS (hla-gpu-matmuls-to-cublas, after
+        // bufferization) instead.
+        if (cublasMatmuls && onCublas(linalgOp))
+          continue;
         ops.push_back(linalgOp);
+      }
     IRRewriter rewriter(&getContext());
     for (linalg::LinalgOp op : ops)
       if (failed(distribute(rewriter, op)))

@@ -329,7 +329,10 @@ def HLAGPUDistributeGraphOpsPass : Pass<"hla-gpu-distribute-graph-ops",
   }];
   let options = [
     Option<"rows", "rows", "int64_t", "16",
-           "Rows of the first parallel loop per block (at most)">
+           "Rows of the first parallel loop per block (at most)">,
+    Option<"cublasMatmuls", "cublas-matmuls", "bool", "false",
+           "Leave linalg.matmul and linalg.batch_matmul for "
+           "hla-gpu-matmuls-to-cublas">
   ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::linalg::LinalgDialect",
@@ -421,6 +424,28 @@ def HLAGPUMapChunkLoopsPass : Pass<"hla-gpu-map-chunk-loops",
     "::mlir::scf::SCFDialect", "::mlir::linalg::LinalgDialect",
     "::mlir::NVVM::NVVMDialect", "::mlir::LLVM::LLVMDialect",
     "::mlir::vector::VectorDialect"
+  ];
+}
+
+def HLAGPUMatmulsToCublasPass : Pass<"hla-gpu-matmuls-to-cublas",
+                                      "::mlir::func::FuncOp"> {
+  let summary = "Run a model graph's matrix products with cuBLAS";
+  let description = [{
+    Runs on buffers (device memory), before `hla-gpu-map-chunk-loops`:
+    every `linalg.matmul` and `linalg.batch_matmul` of the function body
+    (a projection, an MLP layer of the model graph) becomes a call of the
+    runtime's `hla_cuda_gemm`, which runs `C += A·B` (row-major in hla's
+    terms, batched with strides) with `cublasGemmStridedBatchedEx`: f32,
+    f16 or bf16 operands and result, f32 accumulation (no TF32), on the
+    launches' stream. The operands' strides are passed at run time; the
+    runtime picks the transposition cuBLAS needs for each operand (unit
+    stride along either dimension) and stops with a clear error for other
+    layouts. cuBLAS is opened with dlopen on the first product, so an
+    artefact needs it only when its graph has matrix products.
+  }];
+  let dependentDialects = [
+    "::mlir::func::FuncDialect", "::mlir::arith::ArithDialect",
+    "::mlir::memref::MemRefDialect"
   ];
 }
 
