@@ -32,13 +32,15 @@ SHAPES = [(8, 16, 2048, 64), (8, 16, 8192, 64), (2, 16, 32768, 64),
 # the auto instruction is wgmma on sm_90a (mma.sync where wgmma's staging
 # would push segmented kernels into device scratch); mma.sync pinned is the
 # pre-Hopper path.
-VARIANTS = [(64, "auto", "auto"), (32, "auto", "auto"), (64, "persistent", "wgmma"),
-            (32, "persistent", "wgmma"), (64, "auto", "mma.sync"),
-            (64, "persistent", "mma.sync")]
+# The fourth entry is the threads per block.
+VARIANTS = [(64, "auto", "auto", 256), (32, "auto", "auto", 256),
+            (64, "persistent", "wgmma", 256), (32, "persistent", "wgmma", 256),
+            (16, "persistent", "wgmma", 256), (16, "persistent", "wgmma", 512),
+            (16, "auto", "auto", 512), (64, "persistent", "mma.sync", 256)]
 
 
-def kernel_name(B, H, T, d, chunk=64, schedule="auto", mma="wgmma"):
-    return f"hla2_bf16_B{B}_H{H}_T{T}_d{d}_c{chunk}_{schedule}_{mma}"
+def kernel_name(B, H, T, d, chunk=64, schedule="auto", mma="wgmma", threads=256):
+    return f"hla2_bf16_B{B}_H{H}_T{T}_d{d}_c{chunk}_{schedule}_{mma}_t{threads}"
 
 
 def build(outdir):
@@ -48,15 +50,16 @@ def build(outdir):
     os.makedirs(outdir, exist_ok=True)
     status = {}
     for (B, H, T, d) in SHAPES:
-      for chunk, schedule, mma in VARIANTS:
-        name = kernel_name(B, H, T, d, chunk, schedule, mma)
+      for chunk, schedule, mma, threads in VARIANTS:
+        name = kernel_name(B, H, T, d, chunk, schedule, mma, threads)
         shape = (B, T, H, d)
         src = os.path.join(outdir, name + ".mlir")
         with open(src, "w") as f:
             f.write(attention_graph("hla2", shape, shape, shape, dict(scale=1.0), dtype="bf16"))
         r = subprocess.run([hla_opt, src, "--hla-target=cuda", "--emit=shared", "-o",
                             os.path.join(outdir, name + ".so"), f"--chunk-size={chunk}",
-                            f"--schedule={schedule}", f"--cuda-mma={mma}"],
+                            f"--schedule={schedule}", f"--cuda-mma={mma}",
+                            f"--cuda-threads={threads}"],
                            capture_output=True, text=True)
         errors = [l for l in r.stderr.splitlines() if "error:" in l]
         status[name] = "ok" if r.returncode == 0 else (errors or ["failed"])[0][:400]
@@ -127,9 +130,10 @@ def run(outdir):
         io_bytes = (3 * B * H * N * d + B * H * N * dv) * 2
         r["floor_ms"] = max(fl / (ceilings["gemm_bf16_TFLOPs"] * 1e12),
                             io_bytes / (ceilings["copy_GBps"] * 1e9)) * 1e3
-        for chunk, schedule, mma in VARIANTS:
-          variant = f"c{chunk}_{schedule}_{mma}"
-          path = os.path.join(outdir, kernel_name(B, H, N, d, chunk, schedule, mma) + ".so")
+        for chunk, schedule, mma, threads in VARIANTS:
+          variant = f"c{chunk}_{schedule}_{mma}_t{threads}"
+          path = os.path.join(outdir, kernel_name(B, H, N, d, chunk, schedule, mma,
+                                                  threads) + ".so")
           if not os.path.exists(path):
             continue
           if True:

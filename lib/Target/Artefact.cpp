@@ -320,7 +320,7 @@ LogicalResult mlir::hla::compileToArtefact(ModuleOp module,
   if (!cuda) {
     // The target pipeline, down to the LLVM dialect with the artefact ABI.
     CPUPipelineOptions pipeline;
-    pipeline.chunkSize = options.chunkSize;
+    pipeline.chunkSize = options.chunkSize ? options.chunkSize : 64;
     pipeline.chunkForm = options.chunkForm;
     pipeline.segments = options.segments;
     pipeline.stableFeatures = options.stableFeatures;
@@ -346,7 +346,7 @@ LogicalResult mlir::hla::compileToArtefact(ModuleOp module,
                 " is not a schedule of --hla-target=cuda (auto, persistent, "
                 "segmented)");
   CUDAPipelineOptions pipeline;
-  pipeline.chunkSize = options.chunkSize;
+  pipeline.chunkSize = options.chunkSize ? options.chunkSize : 32;
   pipeline.schedule = options.schedule;
   pipeline.segments = options.segments;
   pipeline.chip = options.cudaChip;
@@ -359,6 +359,7 @@ LogicalResult mlir::hla::compileToArtefact(ModuleOp module,
     return fail("--cuda-mma=wgmma needs --cuda-chip=sm_90a (got " +
                 options.cudaChip + ")");
   pipeline.mma = options.cudaMma;
+  pipeline.threads = options.cudaThreads;
   if (!options.cudaToolkit.empty())
     pipeline.toolkit = options.cudaToolkit;
   if (options.emit == "exe")

@@ -42,10 +42,11 @@ llvm::cl::opt<std::string> target("hla-target",
 llvm::cl::opt<std::string>
     entry("entry", llvm::cl::desc("The function an executable runs"),
           llvm::cl::init("main"), llvm::cl::cat(artefactCategory));
-llvm::cl::opt<int64_t> chunkSize("chunk-size",
-                                 llvm::cl::desc("Tokens per chunk"),
-                                 llvm::cl::init(64),
-                                 llvm::cl::cat(artefactCategory));
+llvm::cl::opt<int64_t>
+    chunkSize("chunk-size",
+              llvm::cl::desc("Tokens per chunk (default: 64 for CPUs, 32 "
+                             "for CUDA)"),
+              llvm::cl::init(0), llvm::cl::cat(artefactCategory));
 llvm::cl::opt<std::string>
     chunkForm("chunk-form",
               llvm::cl::desc("CPU: chunked form: phased, fused or segmented"),
@@ -85,6 +86,11 @@ llvm::cl::opt<std::string> cudaMma(
                    "(auto: wgmma on sm_90a, mma.sync elsewhere; wgmma; "
                    "mma.sync)"),
     llvm::cl::init("auto"), llvm::cl::cat(artefactCategory));
+llvm::cl::opt<int64_t> cudaThreads(
+    "cuda-threads",
+    llvm::cl::desc("CUDA: threads per thread block (a multiple of 128 for "
+                   "wgmma)"),
+    llvm::cl::init(256), llvm::cl::cat(artefactCategory));
 llvm::cl::opt<std::string>
     cudaToolkit("cuda-toolkit",
                 llvm::cl::desc("CUDA: toolkit root (ptxas, libdevice)"),
@@ -115,7 +121,11 @@ static int compileArtefact(llvm::StringRef inputPath,
   options.emit = emit;
   options.outputPath = outputPath.str();
   options.entry = entry;
-  options.chunkSize = chunkSize;
+  // An explicit value is the user's (0 included, which is refused); else
+  // the target's default.
+  options.chunkSize = chunkSize.getNumOccurrences()
+                          ? chunkSize
+                          : (target == "cuda" ? 32 : 64);
   options.schedule = schedule;
   options.chunkForm = chunkForm;
   options.segments = segments;
@@ -125,6 +135,7 @@ static int compileArtefact(llvm::StringRef inputPath,
   options.cudaChip = cudaChip;
   options.cudaFeatures = cudaFeatures;
   options.cudaMma = cudaMma;
+  options.cudaThreads = cudaThreads;
   options.cudaToolkit = cudaToolkit;
   // ptxas's register and spill report, kept beside the artefact.
   if (target == "cuda")

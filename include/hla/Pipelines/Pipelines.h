@@ -68,7 +68,7 @@ void buildCPUPipeline(OpPassManager &pm, const CPUPipelineOptions &options);
 struct CUDAPipelineOptions : public PassPipelineOptions<CUDAPipelineOptions> {
   PassOptions::Option<int64_t> chunkSize{
       *this, "chunk-size", llvm::cl::desc("Tokens per chunk"),
-      llvm::cl::init(64)};
+      llvm::cl::init(32)};
   PassOptions::Option<int64_t> threads{
       *this, "threads", llvm::cl::desc("Threads per thread block"),
       llvm::cl::init(256)};

@@ -1,11 +1,11 @@
 // REQUIRES: cuda-toolkit
 // RUN: rm -rf %t && mkdir -p %t
-// RUN: hla-opt %s --hla-target=cuda --schedule=persistent --emit=ptx -o %t/k.ptx
+// RUN: hla-opt %s --hla-target=cuda --chunk-size=64 --schedule=persistent --emit=ptx -o %t/k.ptx
 // RUN: FileCheck %s < %t/k.ptx
 // RUN: %cuda_toolkit/bin/ptxas -arch=sm_90a %t/k.ptx -o %t/k.o
-// RUN: hla-opt %s --hla-target=cuda --schedule=persistent --emit=llvm -o %t/host.ll
+// RUN: hla-opt %s --hla-target=cuda --chunk-size=64 --schedule=persistent --emit=llvm -o %t/host.ll
 // RUN: FileCheck %s --check-prefix=HOST < %t/host.ll
-// RUN: hla-opt %s --hla-cuda-pipeline="schedule=persistent tma=off" | FileCheck %s --check-prefix=OFF
+// RUN: hla-opt %s --hla-cuda-pipeline="schedule=persistent chunk-size=64 tma=off" | FileCheck %s --check-prefix=OFF
 
 // Tests that on sm_90a the chunk loop loads its q, k and v tiles with TMA:
 // the host asks the runtime for a tensor map of each [B, T, H, D] input
