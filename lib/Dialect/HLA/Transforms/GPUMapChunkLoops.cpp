@@ -1306,6 +1306,35 @@ static linalg::GenericOp epilogueOf(linalg::GenericOp contraction) {
   return next;
 }
 
+/// The indices into a contraction operand with indexing map `map` at the
+/// loop position (m, n, k) (null for a dimension the map does not use).
+static llvm::SmallVector<Value> contractionIndices(const ContractionDims &dims,
+                                                   AffineMap map, Value m,
+                                                   Value n, Value k) {
+  llvm::SmallVector<Value> ivs(3);
+  ivs[dims.m] = m;
+  ivs[dims.n] = n;
+  ivs[dims.k] = k;
+  llvm::SmallVector<Value> indices;
+  for (AffineExpr e : map.getResults())
+    indices.push_back(ivs[cast<AffineDimExpr>(e).getPosition()]);
+  return indices;
+}
+
+/// One f32 accumulator element back to C at `indices` (in C's element
+/// type), or through the elementwise op that consumes it.
+static void storeAccumulator(OpBuilder &b, Location loc, Value value, Value C,
+                             llvm::ArrayRef<Value> indices,
+                             linalg::GenericOp epilogue) {
+  Type outElement = cast<MemRefType>(C.getType()).getElementType();
+  if (outElement != value.getType())
+    value = arith::TruncFOp::create(b, loc, outElement, value);
+  if (epilogue)
+    emitEpilogueElement(b, loc, epilogue, C, indices, value);
+  else
+    memref::StoreOp::create(b, loc, value, C, indices);
+}
+
 bool ChunkLoopMapper::lowerContractionToMma(linalg::GenericOp op,
                                             bool zeroInit,
                                             linalg::GenericOp epilogue) {
@@ -1349,15 +1378,8 @@ bool ChunkLoopMapper::lowerContractionToMma(linalg::GenericOp op,
   AffineMap mapC = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
   auto load = [&](OpBuilder &nb, Value buffer, AffineMap map, Value m, Value n,
                   Value k) -> Value {
-    llvm::SmallVector<Value> ivs(3);
-    ivs[dims->m] = m;
-    ivs[dims->n] = n;
-    ivs[dims->k] = k;
-    llvm::SmallVector<Value> indices;
-    for (AffineExpr e : map.getResults())
-      indices.push_back(ivs[cast<AffineDimExpr>(e).getPosition()]);
-    Value v = memref::LoadOp::create(nb, loc, buffer, indices);
-    return v;
+    return memref::LoadOp::create(nb, loc, buffer,
+                                  contractionIndices(*dims, map, m, n, k));
   };
   // Two elements as the bf16 pair of one 32-bit register (first in the low
   // half).
@@ -1450,25 +1472,14 @@ bool ChunkLoopMapper::lowerContractionToMma(linalg::GenericOp op,
         });
     // The accumulator fragment back to the output, or through the
     // elementwise op that consumes it (which then needs no pass of its own).
-    Type outElement = cast<MemRefType>(C.getType()).getElementType();
     unsigned r = 0;
     for (int64_t t = 0; t < perWarp; ++t)
       for (Value row : {rowLo, rowHi})
-        for (int64_t e = 0; e < 2; ++e) {
-          Value v = kLoop.getResult(r++);
-          if (outElement != f32)
-            v = arith::TruncFOp::create(tb, loc, outElement, v);
-          llvm::SmallVector<Value> ivs(3);
-          ivs[dims->m] = row;
-          ivs[dims->n] = add(tb, cols[t], e);
-          llvm::SmallVector<Value> indices;
-          for (AffineExpr expr : mapC.getResults())
-            indices.push_back(ivs[cast<AffineDimExpr>(expr).getPosition()]);
-          if (epilogue)
-            emitEpilogueElement(tb, loc, epilogue, C, indices, v);
-          else
-            memref::StoreOp::create(tb, loc, v, C, indices);
-        }
+        for (int64_t e = 0; e < 2; ++e)
+          storeAccumulator(tb, loc, kLoop.getResult(r++), C,
+                           contractionIndices(*dims, mapC, row,
+                                              add(tb, cols[t], e), Value()),
+                           epilogue);
   }
   barrierAfter(taskLoop);
   op.erase();
@@ -1509,14 +1520,7 @@ void ChunkLoopMapper::lowerContractionToWgmma(linalg::GenericOp op,
   AffineMap mapB = op.getMatchingIndexingMap(op.getDpsInputOperand(1));
   AffineMap mapC = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
   auto indicesOf = [&](AffineMap map, Value m, Value n, Value k) {
-    llvm::SmallVector<Value> ivs(3);
-    ivs[dims.m] = m;
-    ivs[dims.n] = n;
-    ivs[dims.k] = k;
-    llvm::SmallVector<Value> indices;
-    for (AffineExpr e : map.getResults())
-      indices.push_back(ivs[cast<AffineDimExpr>(e).getPosition()]);
-    return indices;
+    return contractionIndices(dims, map, m, n, k);
   };
 
   // 1. Staging: a thread copies one 16-byte core-matrix row at a time
@@ -1682,19 +1686,11 @@ void ChunkLoopMapper::lowerContractionToWgmma(linalg::GenericOp op,
         /*satfinite=*/nullptr);
   NVVM::WgmmaGroupSyncAlignedOp::create(tb, loc);
   NVVM::WgmmaWaitGroupSyncOp::create(tb, loc, 0);
-  Type outElement = cast<MemRefType>(C.getType()).getElementType();
-  for (auto [i, element] : llvm::enumerate(elements)) {
-    Value v = LLVM::ExtractValueOp::create(tb, loc, acc,
-                                           llvm::ArrayRef<int64_t>{int64_t(i)});
-    if (outElement != f32)
-      v = arith::TruncFOp::create(tb, loc, outElement, v);
-    llvm::SmallVector<Value> indices =
-        indicesOf(mapC, element[0], element[1], {});
-    if (epilogue)
-      emitEpilogueElement(tb, loc, epilogue, C, indices, v);
-    else
-      memref::StoreOp::create(tb, loc, v, C, indices);
-  }
+  for (auto [i, element] : llvm::enumerate(elements))
+    storeAccumulator(tb, loc,
+                     LLVM::ExtractValueOp::create(
+                         tb, loc, acc, llvm::ArrayRef<int64_t>{int64_t(i)}),
+                     C, indicesOf(mapC, element[0], element[1], {}), epilogue);
   barrierAfter(taskLoop);
   op.erase();
   if (epilogue)
