@@ -7,20 +7,26 @@
 // RUN: FileCheck %s --check-prefix=HOST < %t/host.ll
 // RUN: hla-opt %s --hla-cuda-pipeline="schedule=persistent chunk-size=64 tma=off" | FileCheck %s --check-prefix=OFF
 
-// Tests that on sm_90a the chunk loop loads its q, k and v tiles with TMA:
-// the host asks the runtime for a tensor map of each [B, T, H, D] input
-// with a [1, C, 1, D] box (0 when TMA cannot address it: the kernel then
-// copies with its threads); the kernel initialises one mbarrier per load,
-// and per chunk thread 0 expects the box's bytes (64 x 64 bf16 = 8192) and
-// starts a 4-D bulk tensor copy at (0, h, t0, b), which all threads wait for
-// by phase parity. tma=off keeps the threads' copies only.
+// Tests that on sm_90a the chunk loop loads its q, k and v tiles with TMA,
+// double buffered: the host asks the runtime for a tensor map of each
+// [B, T, H, D] input with a [1, C, 1, D] box (0 when TMA cannot address it:
+// the kernel then copies with its threads); the kernel initialises two
+// mbarriers per load (one per buffer); before the chunk loop thread 0
+// starts the first chunk's loads (expecting the box's bytes on the
+// mbarrier: 64 x 64 bf16 = 8192), and in each iteration, after a barrier,
+// it starts the next chunk's load into the other buffer while every thread
+// waits for the current buffer's mbarrier phase. tma=off keeps the
+// threads' copies only.
 
 // CHECK-LABEL: .visible .entry main_kernel(
-// CHECK-COUNT-3: mbarrier.init.shared.b64
+// CHECK-COUNT-6: mbarrier.init.shared.b64
 // CHECK: fence.mbarrier_init.release.cluster;
 // CHECK: fence.proxy.async.shared::cta;
 // CHECK: mbarrier.arrive.expect_tx.shared.b64 {{.*}}, [[BAR:\[%rd[0-9]+\]]], {{%r[0-9]+}};
 // CHECK: cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [{{%rd[0-9]+}}], [{{%rd[0-9]+}}, {{{%r[0-9]+}}, {{%r[0-9]+}}, {{%r[0-9]+}}, {{%r[0-9]+}}}], [[BAR]];
+// CHECK-COUNT-2: cp.async.bulk.tensor.4d
+// CHECK: bar.sync
+// CHECK: cp.async.bulk.tensor.4d
 // CHECK: mbarrier.try_wait.parity.shared.b64
 
 // HOST-LABEL: define void @hla_main(

@@ -180,6 +180,8 @@ private:
     int64_t bytes;
   };
   llvm::SmallVector<TmaLoad> tmaLoads;
+  /// Buffers that must be in shared memory (TMA destinations, mbarriers).
+  llvm::DenseSet<Operation *> sharedOnly;
   struct TensorCorePlan {
     linalg::GenericOp contraction;
     bool zeroInit;
@@ -422,14 +424,66 @@ void ChunkLoopMapper::planTmaLoads() {
   }
 }
 
-/// An LLVM pointer in `space` to the start of the buffer `memref`.
+/// An LLVM pointer in `space` to byte `offset` (+ `index` x `scale`) of
+/// the buffer `memref` (from its aligned pointer).
 static Value pointerTo(OpBuilder &b, Location loc, Value memref,
-                       unsigned space) {
-  Value address = arith::IndexCastUIOp::create(
-      b, loc, b.getI64Type(),
-      memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref));
+                       unsigned space, int64_t offset = 0,
+                       Value index = Value(), int64_t scale = 0) {
+  Value address = memref::ExtractAlignedPointerAsIndexOp::create(b, loc,
+                                                                 memref);
+  if (offset)
+    address = arith::AddIOp::create(
+        b, loc, address, arith::ConstantIndexOp::create(b, loc, offset));
+  if (index)
+    address = arith::AddIOp::create(
+        b, loc, address,
+        arith::MulIOp::create(b, loc, index,
+                              arith::ConstantIndexOp::create(b, loc, scale)));
+  Value wide = arith::IndexCastUIOp::create(b, loc, b.getI64Type(), address);
   return LLVM::IntToPtrOp::create(
-      b, loc, LLVM::LLVMPointerType::get(b.getContext(), space), address);
+      b, loc, LLVM::LLVMPointerType::get(b.getContext(), space), wide);
+}
+
+/// Whether `value` depends, inside `loop`'s body, only on the induction
+/// variable through side-effect-free ops (atIteration can evaluate it).
+static bool evaluableAtIteration(Value value, scf::ForOp loop) {
+  if (value == loop.getInductionVar())
+    return true;
+  Operation *def = value.getDefiningOp();
+  if (!def)
+    return !loop->isAncestor(value.getParentBlock()->getParentOp());
+  if (!loop.getBody()->findAncestorOpInBlock(*def))
+    return !loop->isAncestor(def);
+  if (def->getNumRegions() || !isMemoryEffectFree(def) ||
+      def->getBlock() != loop.getBody())
+    return false;
+  return llvm::all_of(def->getOperands(), [&](Value operand) {
+    return evaluableAtIteration(operand, loop);
+  });
+}
+
+/// `value` as it would be in the iteration of `loop` whose induction
+/// variable is `iv`: the side-effect-free ops of the loop body it depends on
+/// are cloned at `b` with the loop's induction variable replaced. Null if
+/// it depends on anything else in the body.
+static Value atIteration(OpBuilder &b, Value value, scf::ForOp loop, Value iv,
+                         IRMapping &mapping) {
+  mapping.map(loop.getInductionVar(), iv);
+  if (value == loop.getInductionVar())
+    return iv;
+  if (Value known = mapping.lookupOrNull(value))
+    return known;
+  Operation *def = value.getDefiningOp();
+  if (!def || !loop.getBody()->findAncestorOpInBlock(*def))
+    return loop->isAncestor(value.getParentBlock()->getParentOp()) ? Value()
+                                                                   : value;
+  if (def->getNumRegions() || !isMemoryEffectFree(def))
+    return Value();
+  for (Value operand : def->getOperands())
+    if (!atIteration(b, operand, loop, iv, mapping))
+      return Value();
+  Operation *clone = b.clone(*def, mapping);
+  return clone->getResult(cast<OpResult>(value).getResultNumber());
 }
 
 void ChunkLoopMapper::lowerTmaLoads(gpu::LaunchOp launch) {
@@ -442,20 +496,26 @@ void ChunkLoopMapper::lowerTmaLoads(gpu::LaunchOp launch) {
   auto c32 = [&](OpBuilder &nb, int64_t v) -> Value {
     return arith::ConstantIntOp::create(nb, loc, i32, v);
   };
-  Value zeroIndex = arith::ConstantIndexOp::create(b, loc, 0);
+  auto cIndex = [&](OpBuilder &nb, int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(nb, loc, v);
+  };
   Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                                      threadId, zeroIndex);
-  // One mbarrier per load (8 bytes of shared memory), initialised by thread
-  // 0 for one arrival and made visible to the async proxy before use.
+                                      threadId, cIndex(b, 0));
+  // Two mbarriers per load (one per tile buffer), initialised by thread 0
+  // for one arrival each and made visible to the async proxy before use.
   llvm::SmallVector<Value> barriers;
   auto init = scf::IfOp::create(b, loc, first, /*withElseRegion=*/false);
   for (size_t i = 0; i < tmaLoads.size(); ++i) {
     OpBuilder before(init);
-    barriers.push_back(memref::AllocOp::create(
-        before, loc, MemRefType::get({1}, b.getI64Type())));
+    auto alloc = memref::AllocOp::create(
+        before, loc, MemRefType::get({2}, b.getI64Type()));
+    sharedOnly.insert(alloc);
+    barriers.push_back(alloc);
     OpBuilder ib(init.thenBlock()->getTerminator());
-    NVVM::MBarrierInitOp::create(ib, loc, pointerTo(ib, loc, barriers.back(), 3),
-                                 c32(ib, 1), /*predicate=*/Value());
+    for (int64_t j = 0; j < 2; ++j)
+      NVVM::MBarrierInitOp::create(
+          ib, loc, pointerTo(ib, loc, barriers.back(), 3, j * 8), c32(ib, 1),
+          /*predicate=*/Value());
   }
   {
     OpBuilder ib(init.thenBlock()->getTerminator());
@@ -464,57 +524,102 @@ void ChunkLoopMapper::lowerTmaLoads(gpu::LaunchOp launch) {
   b.setInsertionPointAfter(init);
   gpu::BarrierOp::create(b, loc);
 
-  for (auto [load, barrier] : llvm::zip(tmaLoads, barriers)) {
+  for (size_t index = 0; index < tmaLoads.size(); ++index) {
+    TmaLoad &load = tmaLoads[index];
+    Value barrier = barriers[index];
     memref::CopyOp copy = load.copy;
     Location at = copy.getLoc();
+    auto source = copy.getSource().getDefiningOp<memref::SubViewOp>();
     // The box's position: the source's offsets (b, t0, h) — read now, as
     // the forall's induction variables became the launch's.
     llvm::SmallVector<Value> position;
     {
-      auto source = copy.getSource().getDefiningOp<memref::SubViewOp>();
       OpBuilder sb(source);
       for (int i : {0, 1, 2})
         position.push_back(getValueOrCreateConstantIndexOp(
             sb, at, source.getMixedOffsets()[i]));
     }
-    OpBuilder cb(load.fill);
-    Value haveMap = arith::CmpIOp::create(
-        cb, at, arith::CmpIPredicate::ne, load.map,
-        arith::ConstantIntOp::create(cb, at, cb.getI64Type(), 0));
-    auto choice = scf::IfOp::create(cb, at, haveMap, /*withElseRegion=*/true);
-    // Without a map (an input TMA cannot address): the fill and the copy
-    // (whose views are made before the choice).
-    for (Value view : {copy.getSource(), copy.getTarget()})
-      (void)defineBefore(view, choice);
-    load.fill->moveBefore(choice.elseBlock()->getTerminator());
-    copy->moveBefore(choice.elseBlock()->getTerminator());
-    // With one: after every thread is done with the tile's last contents,
-    // thread 0 expects the box's bytes on the mbarrier and starts the copy;
-    // all threads wait for the mbarrier's phase (the loop's iteration
-    // count, mod 2).
-    OpBuilder tb(choice.thenBlock()->getTerminator());
-    gpu::BarrierOp::create(tb, at);
-    Value parity = c32(tb, 0);
-    if (auto loop = dyn_cast<scf::ForOp>(choice->getParentOp())) {
-      Value iteration = arith::DivUIOp::create(
-          tb, at,
-          arith::SubIOp::create(tb, at, loop.getInductionVar(),
+    auto tileType = cast<MemRefType>(load.tile.getType());
+    int64_t tileBytes = load.bytes;
+
+    // In a loop whose next position can be computed, the tile is double
+    // buffered: while iteration i computes on buffer i % 2, TMA fills
+    // buffer (i + 1) % 2 with the next chunk's tile (schedule (a): the
+    // next chunk's tiles load while the current one computes).
+    auto loop = dyn_cast<scf::ForOp>(copy->getParentOp());
+    Value buffers, iteration;
+    bool prefetch = false;
+    if (loop)
+      prefetch = llvm::all_of(position, [&](Value v) {
+        return evaluableAtIteration(v, loop);
+      });
+    auto tileAlloc = load.tile.getDefiningOp<memref::AllocOp>();
+    if (prefetch && tileAlloc &&
+        tileAlloc->getBlock() == loop.getBody()) {
+      OpBuilder hb(loop);
+      auto both = memref::AllocOp::create(
+          hb, at,
+          MemRefType::get({2, tileType.getDimSize(0), tileType.getDimSize(1)},
+                          tileType.getElementType()));
+      sharedOnly.insert(both);
+      buffers = both;
+      OpBuilder lb = OpBuilder::atBlockBegin(loop.getBody());
+      iteration = arith::DivUIOp::create(
+          lb, at,
+          arith::SubIOp::create(lb, at, loop.getInductionVar(),
                                 loop.getLowerBound()),
           loop.getStep());
-      parity = arith::AndIOp::create(
-          tb, at, arith::IndexCastUIOp::create(tb, at, i32, iteration),
-          c32(tb, 1));
+      Value odd = arith::RemUIOp::create(lb, at, iteration, cIndex(lb, 2));
+      lb.setInsertionPoint(tileAlloc);
+      auto current = memref::SubViewOp::create(
+          lb, at,
+          cast<MemRefType>(memref::SubViewOp::inferRankReducedResultType(
+              tileType.getShape(), both.getType(),
+              llvm::ArrayRef<OpFoldResult>{odd, lb.getIndexAttr(0),
+                                           lb.getIndexAttr(0)},
+              llvm::ArrayRef<OpFoldResult>{
+                  lb.getIndexAttr(1), lb.getIndexAttr(tileType.getDimSize(0)),
+                  lb.getIndexAttr(tileType.getDimSize(1))},
+              llvm::ArrayRef<OpFoldResult>{lb.getIndexAttr(1),
+                                           lb.getIndexAttr(1),
+                                           lb.getIndexAttr(1)})),
+          both,
+          llvm::ArrayRef<OpFoldResult>{odd, lb.getIndexAttr(0),
+                                       lb.getIndexAttr(0)},
+          llvm::ArrayRef<OpFoldResult>{
+              lb.getIndexAttr(1), lb.getIndexAttr(tileType.getDimSize(0)),
+              lb.getIndexAttr(tileType.getDimSize(1))},
+          llvm::ArrayRef<OpFoldResult>{lb.getIndexAttr(1), lb.getIndexAttr(1),
+                                       lb.getIndexAttr(1)});
+      for (Operation *user : llvm::to_vector(tileAlloc->getUsers()))
+        if (isa<memref::DeallocOp>(user))
+          user->erase();
+      tileAlloc.getResult().replaceAllUsesWith(current.getResult());
+      tileAlloc.erase();
+      // Views of the tile (the copy's target) follow its new layout.
+      for (Operation *user : current->getUsers())
+        if (auto view = dyn_cast<memref::SubViewOp>(user))
+          view.getResult().setType(
+              cast<MemRefType>(memref::SubViewOp::inferRankReducedResultType(
+                  view.getType().getShape(), current.getType(),
+                  view.getMixedOffsets(), view.getMixedSizes(),
+                  view.getMixedStrides())));
+    } else {
+      prefetch = false;
     }
-    Value mbar = pointerTo(tb, at, barrier, 3);
-    auto issue = scf::IfOp::create(tb, at, first, /*withElseRegion=*/false);
-    {
-      OpBuilder ib(issue.thenBlock()->getTerminator());
+
+    // Thread 0 posts a box of `tileBytes` on mbarrier `slot` and starts
+    // the copy of the tile at `where` (b, t0, h) into buffer `slot` (or the
+    // tile itself without double buffering).
+    auto issueLoad = [&](OpBuilder &ib, llvm::ArrayRef<Value> where,
+                         Value slot) {
       NVVM::FenceProxyOp::create(
           ib, at, NVVM::ProxyKind::async_shared,
           NVVM::SharedSpaceAttr::get(ib.getContext(),
                                      NVVM::SharedSpace::shared_cta));
+      Value mbar = pointerTo(ib, at, barrier, 3, 0, slot, 8);
       NVVM::MBarrierArriveExpectTxOp::create(
-          ib, at, Type(), mbar, c32(ib, load.bytes),
+          ib, at, Type(), mbar, c32(ib, tileBytes),
           NVVM::MemScopeKindAttr::get(ib.getContext(),
                                       NVVM::MemScopeKind::CTA),
           ib.getBoolAttr(false), /*predicate=*/Value());
@@ -524,21 +629,95 @@ void ChunkLoopMapper::lowerTmaLoads(gpu::LaunchOp launch) {
       llvm::SmallVector<Value> coordinates = {c32(ib, 0)};
       for (int i : {2, 1, 0})
         coordinates.push_back(
-            arith::IndexCastOp::create(ib, at, i32, position[i]));
+            arith::IndexCastOp::create(ib, at, i32, where[i]));
       // The destination as a shared::cluster address (this block's own
       // shared memory is part of its cluster's window).
+      Value tile = prefetch ? pointerTo(ib, at, buffers, 3, 0, slot, tileBytes)
+                            : pointerTo(ib, at, load.tile, 3);
       Value destination = LLVM::AddrSpaceCastOp::create(
-          ib, at, LLVM::LLVMPointerType::get(ib.getContext(), 7),
-          pointerTo(ib, at, load.tile, 3));
+          ib, at, LLVM::LLVMPointerType::get(ib.getContext(), 7), tile);
       NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
-          ib, at, destination, descriptor, coordinates,
-          mbar, /*im2colOffsets=*/ValueRange{}, /*multicastMask=*/Value(),
+          ib, at, destination, descriptor, coordinates, mbar,
+          /*im2colOffsets=*/ValueRange{}, /*multicastMask=*/Value(),
           /*l2CacheHint=*/Value(),
           NVVM::TMALoadModeAttr::get(ib.getContext(), NVVM::TMALoadMode::TILE),
           ib.getBoolAttr(false), /*group=*/nullptr, /*predicate=*/Value());
+    };
+    Value haveMap;
+    {
+      OpBuilder mb(prefetch ? loop.getOperation() : load.fill);
+      haveMap = arith::CmpIOp::create(
+          mb, at, arith::CmpIPredicate::ne, load.map,
+          arith::ConstantIntOp::create(mb, at, mb.getI64Type(), 0));
     }
-    NVVM::MBarrierTryWaitParityOp::create(tb, at, mbar, parity,
-                                          c32(tb, 10000000));
+
+    // Prologue: the first iteration's tile, before the loop.
+    if (prefetch) {
+      OpBuilder pb(loop);
+      Value nonEmpty = arith::CmpIOp::create(
+          pb, at, arith::CmpIPredicate::slt, loop.getLowerBound(),
+          loop.getUpperBound());
+      Value go = arith::AndIOp::create(
+          pb, at, arith::AndIOp::create(pb, at, first, haveMap), nonEmpty);
+      auto prologue = scf::IfOp::create(pb, at, go, /*withElseRegion=*/false);
+      OpBuilder ib(prologue.thenBlock()->getTerminator());
+      IRMapping mapping;
+      llvm::SmallVector<Value> where;
+      for (Value v : position)
+        where.push_back(atIteration(ib, v, loop, loop.getLowerBound(), mapping));
+      issueLoad(ib, where, cIndex(ib, 0));
+    }
+
+    OpBuilder cb(load.fill);
+    auto choice = scf::IfOp::create(cb, at, haveMap, /*withElseRegion=*/true);
+    // Without a map (an input TMA cannot address): the fill and the copy
+    // (whose views are made before the choice).
+    for (Value view : {copy.getSource(), copy.getTarget()})
+      (void)defineBefore(view, choice);
+    load.fill->moveBefore(choice.elseBlock()->getTerminator());
+    copy->moveBefore(choice.elseBlock()->getTerminator());
+    // With one: after every thread is done with the buffers' last contents,
+    // thread 0 starts the next iteration's load (or, unbuffered, this
+    // one's); all threads wait for this iteration's mbarrier phase.
+    OpBuilder tb(choice.thenBlock()->getTerminator());
+    gpu::BarrierOp::create(tb, at);
+    Value slot = cIndex(tb, 0), phase = cIndex(tb, 0);
+    if (prefetch) {
+      slot = arith::RemUIOp::create(tb, at, iteration, cIndex(tb, 2));
+      phase = arith::DivUIOp::create(tb, at, iteration, cIndex(tb, 2));
+      Value nextIv =
+          arith::AddIOp::create(tb, at, loop.getInductionVar(), loop.getStep());
+      Value hasNext = arith::CmpIOp::create(tb, at, arith::CmpIPredicate::slt,
+                                            nextIv, loop.getUpperBound());
+      auto issue = scf::IfOp::create(
+          tb, at, arith::AndIOp::create(tb, at, first, hasNext),
+          /*withElseRegion=*/false);
+      OpBuilder ib(issue.thenBlock()->getTerminator());
+      IRMapping mapping;
+      llvm::SmallVector<Value> where;
+      for (Value v : position)
+        where.push_back(atIteration(ib, v, loop, nextIv, mapping));
+      issueLoad(ib, where,
+                arith::SubIOp::create(ib, at, cIndex(ib, 1), slot));
+    } else {
+      if (loop) {
+        // Unbuffered in a loop: one load per iteration, phase = iteration.
+        Value count = arith::DivUIOp::create(
+            tb, at,
+            arith::SubIOp::create(tb, at, loop.getInductionVar(),
+                                  loop.getLowerBound()),
+            loop.getStep());
+        phase = count;
+      }
+      auto issue = scf::IfOp::create(tb, at, first, /*withElseRegion=*/false);
+      OpBuilder ib(issue.thenBlock()->getTerminator());
+      issueLoad(ib, position, slot);
+    }
+    Value parity = arith::AndIOp::create(
+        tb, at, arith::IndexCastUIOp::create(tb, at, i32, phase), c32(tb, 1));
+    NVVM::MBarrierTryWaitParityOp::create(
+        tb, at, pointerTo(tb, at, barrier, 3, 0, slot, 8), parity,
+        c32(tb, 10000000));
   }
 }
 
@@ -661,7 +840,7 @@ LogicalResult ChunkLoopMapper::placeInSharedMemory(gpu::LaunchOp launch) {
         last = std::max(last, order.end[lastOp]);
       }
     Interval interval{alloc, first, last, byteSize(type)};
-    interval.staging = staging;
+    interval.staging = staging || sharedOnly.contains(alloc);
     // Tiles whose rows are a multiple of 128 bytes would put a column's
     // elements in one shared-memory bank: the column reads of transposed
     // operands and of mma fragments would serialise. 16 bytes of padding
