@@ -35,8 +35,7 @@ SHAPES = [(8, 16, 2048, 64), (8, 16, 8192, 64), (2, 16, 32768, 64),
 # The fourth entry is the threads per block.
 VARIANTS = [(64, "auto", "auto", 256), (32, "auto", "auto", 256),
             (64, "persistent", "wgmma", 256), (32, "persistent", "wgmma", 256),
-            (16, "persistent", "wgmma", 256), (16, "persistent", "wgmma", 512),
-            (16, "auto", "auto", 512), (64, "persistent", "mma.sync", 256)]
+            (64, "persistent", "mma.sync", 256)]
 
 
 def kernel_name(B, H, T, d, chunk=64, schedule="auto", mma="wgmma", threads=256):

@@ -188,7 +188,8 @@ void mlir::hla::buildCUDADevicePipeline(OpPassManager &pm,
               ? std::string(options.chip == "sm_90a" ? "wgmma" : "mma.sync")
               : std::string(options.mma),
           /*tma=*/options.tma == "on" ||
-              (options.tma == "auto" && options.chip == "sm_90a")}));
+              (options.tma == "auto" && options.chip == "sm_90a"),
+          /*tmaPrefetch=*/options.tmaPrefetch != "off"}));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   // Constants back into the kernels (canonicalization hoisted them out of

@@ -122,6 +122,13 @@ struct CUDAPipelineOptions : public PassPipelineOptions<CUDAPipelineOptions> {
                      "auto (on sm_90a; hla-opt falls back to the threads' "
                      "copies where they make a kernel spill), on or off"),
       llvm::cl::init("auto")};
+  PassOptions::Option<std::string> tmaPrefetch{
+      *this, "tma-prefetch",
+      llvm::cl::desc("TMA tiles double-buffered, the next chunk's loaded "
+                     "during the current one: auto (on; hla-opt drops it "
+                     "where the second buffers push a kernel's buffers into "
+                     "device-memory scratch), on or off"),
+      llvm::cl::init("auto")};
   PassOptions::Option<unsigned> indexBitwidth{
       *this, "index-bitwidth",
       llvm::cl::desc("Width of index arithmetic in kernels (32 or 64)"),

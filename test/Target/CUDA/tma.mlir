@@ -1,11 +1,13 @@
 // REQUIRES: cuda-toolkit
 // RUN: rm -rf %t && mkdir -p %t
-// RUN: hla-opt %s --hla-target=cuda --chunk-size=64 --schedule=persistent --emit=ptx -o %t/k.ptx
+// RUN: hla-opt %s --hla-target=cuda --chunk-size=32 --schedule=persistent --emit=ptx -o %t/k.ptx
 // RUN: FileCheck %s < %t/k.ptx
 // RUN: %cuda_toolkit/bin/ptxas -arch=sm_90a %t/k.ptx -o %t/k.o
-// RUN: hla-opt %s --hla-target=cuda --chunk-size=64 --schedule=persistent --emit=llvm -o %t/host.ll
+// RUN: hla-opt %s --hla-target=cuda --chunk-size=32 --schedule=persistent --emit=llvm -o %t/host.ll
 // RUN: FileCheck %s --check-prefix=HOST < %t/host.ll
-// RUN: hla-opt %s --hla-cuda-pipeline="schedule=persistent chunk-size=64 tma=off" | FileCheck %s --check-prefix=OFF
+// RUN: hla-opt %s --hla-cuda-pipeline="schedule=persistent chunk-size=32 tma=off" | FileCheck %s --check-prefix=OFF
+// RUN: hla-opt %s --hla-target=cuda --chunk-size=64 --schedule=persistent --emit=ptx -o %t/c64.ptx
+// RUN: FileCheck %s --check-prefix=C64 < %t/c64.ptx
 
 // Tests that on sm_90a the chunk loop loads its q, k and v tiles with TMA,
 // double buffered: the host asks the runtime for a tensor map of each
@@ -13,10 +15,12 @@
 // the kernel then copies with its threads); the kernel initialises two
 // mbarriers per load (one per buffer); before the chunk loop thread 0
 // starts the first chunk's loads (expecting the box's bytes on the
-// mbarrier: 64 x 64 bf16 = 8192), and in each iteration, after a barrier,
+// mbarrier: 32 x 64 bf16 = 4096), and in each iteration, after a barrier,
 // it starts the next chunk's load into the other buffer while every thread
 // waits for the current buffer's mbarrier phase. tma=off keeps the
-// threads' copies only.
+// threads' copies only. With 64-token chunks the block's buffers need
+// device-memory scratch, and hla-opt rebuilds the kernel without the second
+// buffers: one load per tile and chunk, issued in the loop.
 
 // CHECK-LABEL: .visible .entry main_kernel(
 // CHECK-COUNT-6: mbarrier.init.shared.b64
@@ -29,8 +33,12 @@
 // CHECK: cp.async.bulk.tensor.4d
 // CHECK: mbarrier.try_wait.parity.shared.b64
 
+// C64-LABEL: .visible .entry main_kernel(
+// C64-COUNT-3: cp.async.bulk.tensor.4d
+// C64-NOT: cp.async.bulk.tensor.4d
+
 // HOST-LABEL: define void @hla_main(
-// HOST-COUNT-3: call i64 @hla_cuda_tensor_map(i64 {{%[0-9]+}}, i32 2, i64 1, i64 100, i64 2, i64 64, i64 1, i64 64, i64 1, i64 64)
+// HOST-COUNT-3: call i64 @hla_cuda_tensor_map(i64 {{%[0-9]+}}, i32 2, i64 1, i64 100, i64 2, i64 64, i64 1, i64 32, i64 1, i64 64)
 // HOST: call void @mgpuLaunchKernel
 
 // OFF-NOT: cp.async.bulk.tensor

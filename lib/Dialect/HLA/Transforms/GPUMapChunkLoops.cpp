@@ -125,9 +125,10 @@ static int64_t byteSize(MemRefType type) {
 class ChunkLoopMapper {
 public:
   ChunkLoopMapper(scf::ForallOp forall, int64_t threads, int64_t maxShared,
-                  bool tensorCores, bool wgmma, bool tma)
+                  bool tensorCores, bool wgmma, bool tma, bool tmaPrefetch)
       : forall(forall), threads(threads), maxShared(maxShared),
-        tensorCores(tensorCores), wgmma(wgmma), tma(tma) {}
+        tensorCores(tensorCores), wgmma(wgmma), tma(tma),
+        tmaPrefetch(tmaPrefetch) {}
 
   LogicalResult run();
 
@@ -167,6 +168,7 @@ private:
   bool tensorCores;
   bool wgmma;
   bool tma;
+  bool tmaPrefetch;
   Value threadId, numThreads;
   /// A token tile loaded from a [B, T, H, D] function argument: a zero fill
   /// of the [C, D] tile, then a copy of the rows min(T - t0, C) rows from
@@ -549,7 +551,7 @@ void ChunkLoopMapper::lowerTmaLoads(gpu::LaunchOp launch) {
     auto loop = dyn_cast<scf::ForOp>(copy->getParentOp());
     Value buffers, iteration;
     bool prefetch = false;
-    if (loop)
+    if (loop && tmaPrefetch)
       prefetch = llvm::all_of(position, [&](Value v) {
         return evaluableAtIteration(v, loop);
       });
@@ -2205,7 +2207,8 @@ struct HLAGPUMapChunkLoopsPass
         loops.push_back(forall);
     for (scf::ForallOp forall : loops)
       if (failed(ChunkLoopMapper(forall, threads, maxSharedMemory,
-                                 useTensorCores(forall), mma == "wgmma", tma)
+                                 useTensorCores(forall), mma == "wgmma", tma,
+                                 tmaPrefetch)
                      .run()))
         return signalPassFailure();
 

@@ -416,7 +416,10 @@ def HLAGPUMapChunkLoopsPass : Pass<"hla-gpu-map-chunk-loops",
            "Tensor-core instruction: mma.sync (sm_80 and later) or wgmma "
            "(sm_90a)">,
     Option<"tma", "tma", "bool", "false",
-           "Load token tiles with TMA (cp.async.bulk.tensor, sm_90)">
+           "Load token tiles with TMA (cp.async.bulk.tensor, sm_90)">,
+    Option<"tmaPrefetch", "tma-prefetch", "bool", "true",
+           "With TMA: double-buffer the tiles and load the next chunk's "
+           "while the current one computes">
   ];
   let dependentDialects = [
     "::mlir::gpu::GPUDialect", "::mlir::arith::ArithDialect",
