@@ -15,6 +15,8 @@
 
 #include "hla/Dialect/HLA/Transforms/Passes.h"
 
+#include "TransformUtils.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -33,14 +35,6 @@ using namespace mlir;
 using namespace mlir::hla;
 
 namespace {
-
-/// The largest divisor of `extent` that is at most `limit`.
-static int64_t largestDivisor(int64_t extent, int64_t limit) {
-  for (int64_t d = std::min(extent, limit); d > 1; --d)
-    if (extent % d == 0)
-      return d;
-  return 1;
-}
 
 struct HLAGPUDistributeGraphOpsPass
     : public hla::impl::HLAGPUDistributeGraphOpsPassBase<
@@ -129,7 +123,7 @@ struct HLAGPUDistributeGraphOpsPass
     unsigned dim = *parallel;
     llvm::SmallVector<OpFoldResult> sizes(ranges.size(),
                                           rewriter.getIndexAttr(0));
-    sizes[dim] = rewriter.getIndexAttr(largestDivisor(ranges[dim], rows));
+    sizes[dim] = rewriter.getIndexAttr(largestDivisorUpTo(ranges[dim], rows));
     scf::SCFTilingOptions options;
     options.setTileSizes(sizes);
     options.setLoopType(scf::SCFTilingOptions::LoopType::ForallOp);
@@ -186,21 +180,6 @@ struct HLAGPUDistributeGraphOpsPass
     forall.setStaticStep(steps);
   }
 
-  /// A product of one element type that cuBLAS runs (f32, f16, bf16),
-  /// with the ops' default maps.
-  static bool onCublas(linalg::LinalgOp op) {
-    auto matmul = dyn_cast<linalg::MatmulOp>(op.getOperation());
-    auto batch = dyn_cast<linalg::BatchMatmulOp>(op.getOperation());
-    if ((!matmul && !batch) || (matmul && matmul.hasUserDefinedMaps()) ||
-        (batch && batch.hasUserDefinedMaps()))
-      return false;
-    Type element = getElementTypeOrSelf(op->getOperand(0).getType());
-    return (element.isF32() || element.isF16() || element.isBF16()) &&
-           llvm::all_of(op->getOperandTypes(), [&](Type t) {
-             return getElementTypeOrSelf(t) == element;
-           });
-  }
-
   void runOnOperation() override {
     if (rows < 1) {
       getOperation().emitError()
@@ -216,7 +195,7 @@ struct HLAGPUDistributeGraphOpsPass
       if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op)) {
         // Matrix products go to cuBLAS (hla-gpu-matmuls-to-cublas, after
         // bufferization) instead.
-        if (cublasMatmuls && onCublas(linalgOp))
+        if (cublasMatmuls && isCublasProduct(linalgOp))
           continue;
         ops.push_back(linalgOp);
       }

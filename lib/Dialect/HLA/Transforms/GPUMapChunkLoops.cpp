@@ -1502,6 +1502,24 @@ static llvm::SmallVector<Value> contractionIndices(const ContractionDims &dims,
   return indices;
 }
 
+/// The first row and column of C that tensor-core task `task` computes:
+/// tasks run row-major over blocks of `rows` x `cols`, `groupsN` per row
+/// of blocks.
+static std::pair<Value, Value> taskOrigin(OpBuilder &b, Location loc,
+                                          Value task, int64_t groupsN,
+                                          int64_t rows, int64_t cols) {
+  auto index = [&](int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(b, loc, v);
+  };
+  Value row = arith::MulIOp::create(
+      b, loc, arith::DivUIOp::create(b, loc, task, index(groupsN)),
+      index(rows));
+  Value col = arith::MulIOp::create(
+      b, loc, arith::RemUIOp::create(b, loc, task, index(groupsN)),
+      index(cols));
+  return {row, col};
+}
+
 /// One f32 accumulator element back to C at `indices` (in C's element
 /// type), or through the elementwise op that consumes it.
 static void storeAccumulator(OpBuilder &b, Location loc, Value value, Value C,
@@ -1587,12 +1605,8 @@ bool ChunkLoopMapper::lowerContractionToMma(linalg::GenericOp op,
   {
     OpBuilder tb = OpBuilder::atBlockBegin(taskLoop.getBody());
     Value task = taskLoop.getInductionVar();
-    Value row0 = arith::MulIOp::create(
-        tb, loc, arith::DivUIOp::create(tb, loc, task, index(tb, groupsN)),
-        index(tb, 16));
-    Value col0 = arith::MulIOp::create(
-        tb, loc, arith::RemUIOp::create(tb, loc, task, index(tb, groupsN)),
-        index(tb, perWarp * 8));
+    auto origin = taskOrigin(tb, loc, task, groupsN, 16, perWarp * 8);
+    Value row0 = origin.first, col0 = origin.second;
     Value rowLo = arith::AddIOp::create(tb, loc, row0, group);
     Value rowHi = add(tb, rowLo, 8);
     // Accumulators start from the output (C += A·B), or from zero when C
@@ -1805,12 +1819,8 @@ void ChunkLoopMapper::lowerContractionToWgmma(linalg::GenericOp op,
                                      index(b, warpgroups));
   OpBuilder tb = OpBuilder::atBlockBegin(taskLoop.getBody());
   Value task = taskLoop.getInductionVar();
-  Value row0 = arith::MulIOp::create(
-      tb, loc, arith::DivUIOp::create(tb, loc, task, index(tb, groupsN)),
-      index(tb, 64));
-  Value col0 = arith::MulIOp::create(
-      tb, loc, arith::RemUIOp::create(tb, loc, task, index(tb, groupsN)),
-      index(tb, tileN));
+  auto origin = taskOrigin(tb, loc, task, groupsN, 64, tileN);
+  Value row0 = origin.first, col0 = origin.second;
   // This thread's accumulator elements: per 8 columns, rows r and r + 8 of
   // its warp's 16, two adjacent columns each (mma.sync's C fragment).
   Value rowLo = arith::AddIOp::create(

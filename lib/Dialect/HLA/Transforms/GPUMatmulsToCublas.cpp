@@ -11,6 +11,8 @@
 
 #include "hla/Dialect/HLA/Transforms/Passes.h"
 
+#include "TransformUtils.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -93,27 +95,15 @@ struct HLAGPUMatmulsToCublasPass
         op->emitOpError("hla-gpu-matmuls-to-cublas: expected buffers");
         return signalPassFailure();
       }
-      Value A = op.getDpsInputOperand(0)->get();
-      Value B = op.getDpsInputOperand(1)->get();
-      Value C = op.getDpsInitOperand(0)->get();
-      Type element = cast<MemRefType>(C.getType()).getElementType();
-      std::optional<int32_t> code = elementCode(element);
-      // Mixed element types (or cast semantics) are not what cuBLAS runs.
-      if (!code || cast<MemRefType>(A.getType()).getElementType() != element ||
-          cast<MemRefType>(B.getType()).getElementType() != element ||
-          !isa<linalg::MatmulOp, linalg::BatchMatmulOp>(op)) {
+      if (!isCublasProduct(op)) {
         op->emitOpError("hla-gpu-matmuls-to-cublas: cuBLAS runs products of "
-                        "f32, f16 or bf16 operands of one element type");
+                        "f32, f16 or bf16 operands of one element type with "
+                        "the ops' default maps");
         return signalPassFailure();
       }
-      auto matmul = dyn_cast<linalg::MatmulOp>(op.getOperation());
-      auto batch = dyn_cast<linalg::BatchMatmulOp>(op.getOperation());
-      if ((matmul && matmul.hasUserDefinedMaps()) ||
-          (batch && batch.hasUserDefinedMaps())) {
-        op->emitOpError("hla-gpu-matmuls-to-cublas: a matmul with "
-                        "non-default indexing maps");
-        return signalPassFailure();
-      }
+      Value A = op.getDpsInputOperand(0)->get();
+      Value C = op.getDpsInitOperand(0)->get();
+      int32_t code = *elementCode(cast<MemRefType>(C.getType()).getElementType());
       OpBuilder b(op);
       Location loc = op.getLoc();
       auto cType = cast<MemRefType>(C.getType());
@@ -124,10 +114,10 @@ struct HLAGPUMatmulsToCublasPass
             b, loc, i64, memref::DimOp::create(b, loc, buffer, d));
       };
       llvm::SmallVector<Value> operands = {
-          arith::ConstantIntOp::create(b, loc, i32, *code),
+          arith::ConstantIntOp::create(b, loc, i32, code),
           rank == 3 ? dim(C, 0) : arith::ConstantIntOp::create(b, loc, i64, 1),
           dim(C, rank - 2), dim(C, rank - 1), dim(A, aType.getRank() - 1)};
-      for (Value buffer : {A, B, C})
+      for (Value buffer : {A, op.getDpsInputOperand(1)->get(), C})
         llvm::append_range(operands, describe(b, loc, buffer));
       func::CallOp::create(b, loc, "hla_cuda_gemm", TypeRange{}, operands);
       op->erase();

@@ -25,6 +25,8 @@
 
 #include "hla/Dialect/HLA/Transforms/Passes.h"
 
+#include "TransformUtils.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
@@ -44,14 +46,6 @@ using namespace mlir;
 using namespace mlir::hla;
 
 namespace {
-
-/// The largest divisor of `n` that is at most `limit`.
-static int64_t divisorUpTo(int64_t n, int64_t limit) {
-  for (int64_t d = std::min(n, limit); d > 1; --d)
-    if (n % d == 0)
-      return d;
-  return 1;
-}
 
 /// The loop dimensions of a contraction C[b.., i, j] += A[b.., i, k] B[b.., k, j]
 /// (any operand layout; i or j may be absent for matrix-vector forms).
@@ -145,9 +139,9 @@ static void vectorizeContraction(IRRewriter &rewriter, linalg::GenericOp op,
   std::optional<unsigned> rowDim = dims.j ? dims.i : std::nullopt;
   // Two vectors per row when the dimension allows: twice the fused
   // multiply-adds per broadcast element of the row operand.
-  int64_t lanes = divisorUpTo(ranges[lanesDim], 2 * vectorLanes);
+  int64_t lanes = largestDivisorUpTo(ranges[lanesDim], 2 * vectorLanes);
   if (lanes < vectorLanes)
-    lanes = divisorUpTo(ranges[lanesDim], vectorLanes);
+    lanes = largestDivisorUpTo(ranges[lanesDim], vectorLanes);
 
   // The lane operand is read one vector per reduction step; if its lane
   // dimension is not its contiguous (last) one, each read would gather
@@ -195,7 +189,7 @@ static void vectorizeContraction(IRRewriter &rewriter, linalg::GenericOp op,
       laneMap = AffineMap::get(laneMap.getNumDims(), 0, newResults, ctx);
     }
   }
-  int64_t rows = rowDim ? divisorUpTo(ranges[*rowDim], 8) : 1;
+  int64_t rows = rowDim ? largestDivisorUpTo(ranges[*rowDim], 8) : 1;
   auto vectorOf = [&](llvm::ArrayRef<int64_t> shape) {
     return VectorType::get(shape, element);
   };
@@ -332,7 +326,7 @@ static llvm::SmallVector<int64_t> rowTiles(linalg::LinalgOp op,
   for (unsigned i = 0; i < ranges.size(); ++i) {
     if (iterators[i] != utils::IteratorType::parallel)
       continue; // reductions stay whole
-    tiles[i] = inner && i == *inner ? divisorUpTo(ranges[i], 4 * vectorLanes)
+    tiles[i] = inner && i == *inner ? largestDivisorUpTo(ranges[i], 4 * vectorLanes)
                                     : 1;
     if (tiles[i] == ranges[i])
       tiles[i] = 0;

@@ -1,0 +1,44 @@
+//===- TransformUtils.h - Small helpers shared by hla's passes ---*- C++ -*-===//
+//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef HLA_LIB_DIALECT_HLA_TRANSFORMS_TRANSFORMUTILS_H
+#define HLA_LIB_DIALECT_HLA_TRANSFORMS_TRANSFORMUTILS_H
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+
+#include <algorithm>
+#include <cstdint>
+
+namespace mlir::hla {
+
+/// The largest divisor of `n` that is at most `limit` (1 if none is
+/// larger): a tile size that splits an extent into equal static tiles.
+inline int64_t largestDivisorUpTo(int64_t n, int64_t limit) {
+  for (int64_t d = std::min(n, limit); d > 1; --d)
+    if (n % d == 0)
+      return d;
+  return 1;
+}
+
+/// Whether `op` is a matrix product cuBLAS runs for a model graph: a
+/// linalg.matmul or linalg.batch_matmul with the ops' default maps whose
+/// operands all have one element type, f32, f16 or bf16.
+inline bool isCublasProduct(Operation *op) {
+  auto matmul = dyn_cast<linalg::MatmulOp>(op);
+  auto batch = dyn_cast<linalg::BatchMatmulOp>(op);
+  if ((!matmul && !batch) || (matmul && matmul.hasUserDefinedMaps()) ||
+      (batch && batch.hasUserDefinedMaps()))
+    return false;
+  Type element = getElementTypeOrSelf(op->getOperand(0).getType());
+  return (element.isF32() || element.isF16() || element.isBF16()) &&
+         llvm::all_of(op->getOperandTypes(), [&](Type t) {
+           return getElementTypeOrSelf(t) == element;
+         });
+}
+
+} // namespace mlir::hla
+
+#endif // HLA_LIB_DIALECT_HLA_TRANSFORMS_TRANSFORMUTILS_H
