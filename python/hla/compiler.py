@@ -12,17 +12,28 @@ the compiler's version string and the sha256 of libHLACAPI.so's contents
 string itself is remembered on disk per digest of the library,
 so a cache hit never loads libHLACAPI.so, which pulls in all of LLVM.
 
-Writers compile to a temporary name in the cache directory and ``os.replace``
-it into place, so concurrent processes never see a half-written artefact:
-the worst case is that two of them compile the same thing.
+Writers compile to a temporary name in the cache directory, *seal* it (append
+its size and sha256, see ``verify_artefact``), load it and ``os.replace`` it
+into place, so concurrent processes never see a half-written artefact: the
+worst case is that two of them compile the same thing. Readers check the
+seal before loading, so a truncated or corrupted file (a partial copy of
+the cache, a full disk, an older hla's unsealed artefact) is discarded with
+a warning and compiled again instead of being mapped, which would fault on
+first use. A cache that cannot be written falls back to a per-user
+directory under the temp directory; one that cannot take the artefact (a
+full disk) gives an uncached copy, with a warning.
 """
 
 from __future__ import annotations
 
 import ctypes
+import errno
 import hashlib
 import json
 import os
+import shutil
+import stat
+import struct
 import tempfile
 import threading
 import warnings
@@ -125,16 +136,29 @@ def _read_ir(ir):
 
 
 def _atomic_write(path, data):
+    """Writes ``path`` by renaming a complete temporary into place (a
+    directory already at ``path`` is replaced)."""
     directory = os.path.dirname(path)
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=os.path.basename(path))
     try:
         with os.fdopen(fd, "w" if isinstance(data, str) else "wb") as f:
             f.write(data)
         os.chmod(tmp, 0o644)  # mkstemp made it private; caches may be shared
-        os.replace(tmp, path)
+        _replace(tmp, path)
     except BaseException:
         _remove(tmp)
         raise
+
+
+def _replace(src, dst):
+    """os.replace, also over a directory (a damaged cache entry)."""
+    try:
+        os.replace(src, dst)
+    except OSError:
+        if not (os.path.isdir(dst) and not os.path.islink(dst)):
+            raise
+        _discard(dst)
+        os.replace(src, dst)
 
 
 def _remove(path):
@@ -144,18 +168,67 @@ def _remove(path):
         pass
 
 
+def _discard(path):
+    """Removes a cache file, or a directory where a file belongs. The
+    directory is first renamed aside, so nobody sees it half removed."""
+    try:
+        if os.path.isdir(path) and not os.path.islink(path):
+            aside = f"{os.path.dirname(path)}/.tmp-discard-{os.getpid()}-{threading.get_ident()}"
+            os.rename(path, aside)
+            shutil.rmtree(aside, ignore_errors=True)
+        else:
+            os.remove(path)
+    except FileNotFoundError:
+        pass
+
+
+def _is_private_dir(path):
+    """Whether ``path`` is a directory of ours that nobody else can write."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return (stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid()
+            and not st.st_mode & 0o022)
+
+
+_private_fallback = None
+
+
+def _fallback_cache_dir():
+    """``<tmp>/hla-cache-<uid>``, or, should that name be taken by someone
+    else (or not be a directory), a private directory for this process."""
+    global _private_fallback
+    path = os.path.join(tempfile.gettempdir(), f"hla-cache-{os.getuid()}")
+    try:
+        os.makedirs(path, mode=0o700, exist_ok=True)
+    except OSError:
+        pass
+    if _is_private_dir(path) and os.access(path, os.W_OK | os.X_OK):
+        return path
+    with _lock:
+        if _private_fallback is None or not os.path.isdir(_private_fallback):
+            _private_fallback = tempfile.mkdtemp(prefix="hla-cache-")
+        return _private_fallback
+
+
 def _writable_cache_dir():
     path = cache_dir()
     try:
         os.makedirs(path, exist_ok=True)
         if os.access(path, os.W_OK | os.X_OK):
             return path
-    except OSError:
-        pass
-    fallback = os.path.join(tempfile.gettempdir(), f"hla-cache-{os.getuid()}")
-    warnings.warn(f"hla: cache directory {path} is not writable; using {fallback} "
-                  f"(set HLA_CACHE_DIR)", RuntimeWarning, stacklevel=3)
-    os.makedirs(fallback, exist_ok=True)
+        reason = "permission denied"
+    except OSError as e:
+        reason = e.strerror or str(e)
+    try:
+        fallback = _fallback_cache_dir()
+    except OSError as e:
+        raise OSError(e.errno, f"hla.compile: the cache directory {path} is not writable "
+                               f"({reason}) and no temporary directory can be made either "
+                               f"({e}); set HLA_CACHE_DIR to a writable directory") from e
+    warnings.warn(f"hla: cache directory {path} is not writable ({reason}); using "
+                  f"{fallback} (set HLA_CACHE_DIR)", RuntimeWarning, stacklevel=3)
     return fallback
 
 
@@ -177,8 +250,11 @@ def compiler_version():
     except OSError:
         pass
     version = _library.load().hlaCompilerVersion().decode()
-    os.makedirs(os.path.dirname(memo), exist_ok=True)
-    _atomic_write(memo, version)
+    try:  # only a shortcut: a cache that cannot take it costs a library load
+        os.makedirs(os.path.dirname(memo), exist_ok=True)
+        _atomic_write(memo, version)
+    except OSError:
+        pass
     return version
 
 
@@ -191,7 +267,123 @@ def cache_key(ir_text, target, options):
     return hashlib.sha256(material.encode()).hexdigest()
 
 
+# ---------------------------------------------------------------------------
+# Sealed artefacts
+# ---------------------------------------------------------------------------
+#
+# A cache artefact is the shared object as the linker wrote it followed by a
+# seal of SEAL_SIZE bytes: a magic, the size of what precedes it and its
+# sha256. The dynamic loader maps only what the ELF's program headers name,
+# so the trailing bytes change nothing for it; a truncated file has lost its
+# seal (or the seal no longer matches), so it is never loaded. Sealing one
+# file rather than writing a separate manifest keeps the check and the
+# contents in the single atomic rename.
+
+_SEAL_MAGIC = b"\0hla-artefact-1\0"
+_SEAL = struct.Struct("<16sQ32s")  # magic, size of the sealed part, sha256
+SEAL_SIZE = _SEAL.size
+
+
+class ArtefactWriteError(OSError):
+    """An artefact could not be written completely (a full disk, say)."""
+
+
+def _sha256_prefix(f, size):
+    h = hashlib.sha256()
+    f.seek(0)
+    left = size
+    while left:
+        block = f.read(min(left, 1 << 20))
+        if not block:
+            break
+        h.update(block)
+        left -= len(block)
+    return h.digest()
+
+
+def _elf_problem(f, size):
+    """Why the first ``size`` bytes of ``f`` are not a complete 64-bit
+    little-endian ELF file (every program header's bytes and the section
+    header table present), or None. Other ELF kinds are not checked."""
+    f.seek(0)
+    header = f.read(64)
+    if len(header) < 64 or header[:4] != b"\x7fELF":
+        return "not an ELF file"
+    if header[4] != 2 or header[5] != 1:
+        return None
+    phoff, shoff = struct.unpack_from("<QQ", header, 0x20)
+    phentsize, phnum, shentsize, shnum = struct.unpack_from("<HHHH", header, 0x36)
+    if phoff + phnum * phentsize > size or shoff + shnum * shentsize > size:
+        return f"truncated ELF file ({size} bytes; its headers reach further)"
+    for i in range(phnum):
+        f.seek(phoff + i * phentsize)
+        entry = f.read(phentsize)
+        if len(entry) < 0x28:
+            return "truncated ELF program header"
+        offset, = struct.unpack_from("<Q", entry, 0x08)
+        filesz, = struct.unpack_from("<Q", entry, 0x20)
+        if offset + filesz > size:
+            return (f"truncated ELF file ({size} bytes; segment {i} ends at "
+                    f"{offset + filesz})")
+    return None
+
+
+def _seal(path):
+    """Appends the seal to a freshly written artefact and flushes it to
+    disk. Raises ArtefactWriteError if the file is incomplete or cannot be
+    written (ENOSPC shows here at the latest)."""
+    try:
+        with open(path, "r+b") as f:
+            size = os.fstat(f.fileno()).st_size
+            problem = _elf_problem(f, size)
+            if problem:
+                raise ArtefactWriteError(errno.EIO, f"the compiler's output is incomplete "
+                                                    f"({problem})", path)
+            digest = _sha256_prefix(f, size)
+            f.seek(size)
+            f.write(_SEAL.pack(_SEAL_MAGIC, size, digest))
+            f.flush()
+            os.fsync(f.fileno())
+    except ArtefactWriteError:
+        raise
+    except OSError as e:
+        raise ArtefactWriteError(e.errno, e.strerror or str(e), path) from e
+
+
+def verify_artefact(path):
+    """None if ``path`` is a complete artefact as ``hla.compile`` wrote it
+    (sealed, size and sha256 matching, a complete ELF), else why not."""
+    try:
+        st = os.stat(path)
+    except OSError as e:
+        return f"cannot be read ({e.strerror or e})"
+    if stat.S_ISDIR(st.st_mode):
+        return "is a directory"
+    if not stat.S_ISREG(st.st_mode):
+        return "is not a regular file"
+    try:
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size < SEAL_SIZE:
+                return f"truncated or empty ({size} bytes)"
+            f.seek(size - SEAL_SIZE)
+            magic, sealed, digest = _SEAL.unpack(f.read(SEAL_SIZE))
+            if magic != _SEAL_MAGIC:
+                return "has no seal (truncated, or not written by hla.compile)"
+            if sealed != size - SEAL_SIZE:
+                return (f"truncated or extended: {size} bytes, the seal says "
+                        f"{sealed + SEAL_SIZE}")
+            if _sha256_prefix(f, sealed) != digest:
+                return "its contents do not match the seal's sha256 (corrupted)"
+            return _elf_problem(f, sealed)
+    except OSError as e:
+        return f"cannot be read ({e.strerror or e})"
+
+
 def _run_hla_compile(ir_text, target, option_text, output_path):
+    """hlaCompile to ``output_path``, sealed when it succeeds. Returns
+    (ok, diagnostics); raises ArtefactWriteError if the output could not be
+    completed."""
     lib = _library.load()
     diagnostics = ctypes.c_void_p()
     with _lock:
@@ -202,6 +394,8 @@ def _run_hla_compile(ir_text, target, option_text, output_path):
     if diagnostics.value:
         text = ctypes.string_at(diagnostics.value).decode(errors="replace")
         lib.hlaFreeString(diagnostics)
+    if ok:
+        _seal(output_path)
     return ok, text
 
 
@@ -252,38 +446,140 @@ def compile(ir, target="cpu", **options):  # noqa: A001 (the public name is the 
 
 
 def _load_or_compile(ir_text, target, normalised, key):
-    directory = _writable_cache_dir()
-    path = os.path.join(directory, key + ".so")
     names = runtime.public_functions(ir_text)
-    if os.path.exists(path):
+    primary = cache_dir()
+    directory = _writable_cache_dir()
+    # A read-only cache (artefacts compiled elsewhere) is still read.
+    for place in dict.fromkeys((primary, directory)):
+        library = _load_entry(os.path.join(place, key + ".so"), names,
+                              may_discard=place == directory)
+        if library is not None:
+            return library
+    option_text = " ".join(f"{k}={v}" for k, v in normalised.items())
+    path = os.path.join(directory, key + ".so")
+    try:
+        library = _compile_into(directory, path, ir_text, target, option_text, names)
+    except ArtefactWriteError as e:
+        return _compile_uncached(directory, e, ir_text, target, option_text, names)
+    try:  # for humans only: a cache too full for it still works
+        _atomic_write(os.path.join(directory, key + ".mlir"), ir_text)
+    except OSError:
+        pass
+    return library
+
+
+def _load_entry(path, names, may_discard):
+    """The library of a valid cache entry, or None (absent; or damaged, then
+    discarded with a warning where the cache is writable)."""
+    if not os.path.lexists(path):
+        return None
+    problem = verify_artefact(path)
+    if problem is None:
         try:
             library = runtime.load(path, names)
-            with _lock:
-                stats["disk_hits"] += 1
-            return library
         except OSError as e:
+            if not os.path.exists(path):
+                return None  # replaced or removed meanwhile: compile it
             # A library the artefact needs is missing here (libomp, say):
             # recompiling would not help, and the entry is not damaged.
             if "cannot open shared object file" in str(e):
                 raise OSError(f"hla.compile: the cached artefact {path} cannot load on "
                               f"this machine: {e}") from e
-            # A damaged file (disk full, a foreign writer): compile it again.
-            _remove(path)
-    option_text = " ".join(f"{k}={v}" for k, v in normalised.items())
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".so")
+            problem = f"cannot be loaded ({e})"
+        else:
+            with _lock:
+                stats["disk_hits"] += 1
+            return library
+    action = "compiling it again"
+    if may_discard:
+        try:
+            _discard(path)
+        except OSError as e:
+            action = f"it cannot be removed ({e}); compiling it again"
+    warnings.warn(f"hla.compile: ignoring the damaged cache entry {path}: {problem}; "
+                  f"{action}", RuntimeWarning, stacklevel=5)
+    return None
+
+
+def _output_failed(text, output):
+    """Whether hlaCompile's diagnostics say that writing ``output`` failed
+    (the link step names its output; a full disk shows up there)."""
+    return output in text
+
+
+def _free_space_note(directory):
+    try:
+        st = os.statvfs(directory)
+    except OSError:
+        return ""
+    return f"; its filesystem has {st.f_bavail * st.f_frsize} bytes free"
+
+
+def _compile_into(directory, path, ir_text, target, option_text, names):
+    """Compiles to a temporary in ``directory``, seals and loads it, then
+    renames it to ``path``. Raises ArtefactWriteError when the directory
+    cannot take the artefact (nothing is left behind)."""
+    try:
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".so")
+    except OSError as e:
+        raise ArtefactWriteError(e.errno, e.strerror or str(e), directory) from e
     os.close(fd)
     try:
         ok, text = _run_hla_compile(ir_text, target, option_text, tmp)
         if not ok:
+            if _output_failed(text, tmp):
+                raise ArtefactWriteError(
+                    errno.EIO, f"the compiler could not write its output there"
+                               f"{_free_space_note(directory)}:\n{text.rstrip()}", directory)
             _raise_compile_error(target, text)
         if text.strip():
-            warnings.warn(f"hla.compile: compiler messages:\n{text.rstrip()}", stacklevel=4)
-        _atomic_write(os.path.join(directory, key + ".mlir"), ir_text)
+            warnings.warn(f"hla.compile: compiler messages:\n{text.rstrip()}", stacklevel=5)
         os.chmod(tmp, 0o755)  # mkstemp made it private; caches may be shared
-        os.replace(tmp, path)
+        # Loaded before the rename: whatever happens to `path` afterwards
+        # (another process replacing or discarding it), this handle is ours.
+        library = runtime.load(tmp, names)
+        library.path = os.path.abspath(path)
+        try:
+            _replace(tmp, path)
+        except OSError as e:
+            warnings.warn(f"hla.compile: could not store the artefact as {path} ({e}); "
+                          f"it is not cached", RuntimeWarning, stacklevel=5)
+        return library
     finally:
         _remove(tmp)
-    return runtime.load(path, names)
+
+
+def _compile_uncached(directory, error, ir_text, target, option_text, names):
+    """The cache could not take the artefact: compile it into a private
+    temporary directory, load it and delete the file (the mapping stays)."""
+    reason = f"{error.strerror or error}"
+    try:
+        scratch = tempfile.mkdtemp(prefix="hla-uncached-")
+    except OSError as e:
+        raise OSError(error.errno, f"hla.compile: could not store the artefact in the cache "
+                                   f"directory {directory} ({reason}) nor create a temporary "
+                                   f"directory ({e})") from error
+    try:
+        path = os.path.join(scratch, "artefact.so")
+        try:
+            ok, text = _run_hla_compile(ir_text, target, option_text, path)
+        except ArtefactWriteError as e:
+            raise OSError(e.errno, f"hla.compile: could not store the artefact in the cache "
+                                   f"directory {directory} ({reason}) nor in {scratch} "
+                                   f"({e.strerror or e})") from error
+        if not ok:
+            if _output_failed(text, path):
+                raise OSError(error.errno, f"hla.compile: could not store the artefact in the "
+                                           f"cache directory {directory} ({reason}) nor in "
+                                           f"{scratch}{_free_space_note(scratch)}") from error
+            _raise_compile_error(target, text)
+        library = runtime.load(path, names)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    warnings.warn(f"hla.compile: could not store the artefact in the cache directory "
+                  f"{directory} ({reason.splitlines()[0]}); using an uncached copy "
+                  f"(set HLA_CACHE_DIR to a directory with room)", RuntimeWarning, stacklevel=4)
+    return library
 
 
 _memory_caches = [_loaded]
