@@ -87,6 +87,13 @@ class NumpyArrays:
         return x.tolist()
 
     @staticmethod
+    def largest_positive(x):
+        """The largest entry of ``x`` if some entry is > 0, else None (NaN
+        is not > 0)."""
+        positive = x[x > 0]
+        return float(positive.max()) if positive.size else None
+
+    @staticmethod
     def borrow(x):
         try:
             return dlpack.borrow(x)
@@ -168,6 +175,16 @@ class TorchArrays:
     @staticmethod
     def to_list(x):
         return x.tolist()
+
+    @staticmethod
+    def largest_positive(x):
+        """As NumpyArrays.largest_positive (one reduction and one host sync
+        for a CUDA tensor)."""
+        x = x.detach()
+        mask = x > 0
+        if not bool(mask.any()):
+            return None
+        return float(x[mask].max())
 
     @staticmethod
     def borrow(x):

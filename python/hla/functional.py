@@ -228,12 +228,19 @@ def _check_operands(op, named):
     Hkv = _shape(k)[2]
     if _shape(v)[2] != Hkv:
         raise ValueError(f"hla.{op}: k has {Hkv} heads but v has {_shape(v)[2]}")
-    if Hkv < 1 or Hq % Hkv != 0:
+    # H_q = 0 is an empty result (whatever H_kv); otherwise k/v need heads.
+    if Hq > 0 and Hkv < 1:
+        raise ValueError(f"hla.{op}: k and v have no heads (H_kv = 0) but q has H_q = {Hq}")
+    if Hq > 0 and Hq % Hkv != 0:
         raise ValueError(f"hla.{op}: q's heads H_q = {Hq} must be a multiple of k/v's heads "
                          f"H_kv = {Hkv} (grouped heads)")
     if _shape(k)[3] != d:
         raise ValueError(f"hla.{op}: k has feature size D = {_shape(k)[3]} but q has {d}")
+    if d < 1:
+        raise ValueError(f"hla.{op}: q and k must have feature size D >= 1, got D = {d}")
     dv = _shape(v)[3]
+    if dv < 1:
+        raise ValueError(f"hla.{op}: v must have feature size Dv >= 1, got Dv = {dv}")
     dims = {"d": d, "dv": dv}
     for (name, trailing), x in zip(_EXTRA_OPERANDS[op], arrays[3:]):
         want = (B, T, Hkv) + tuple(dims[t] for t in trailing)
@@ -275,6 +282,16 @@ def _check_cu_seqlens(op, lib, device, cu_seqlens, B):
         raise ValueError(f"hla.{op}: cu_seqlens packs sequences along T and needs B = 1, "
                          f"got B = {B}")
     return cu
+
+
+def check_log_decay(op, lib, g):
+    """kda's ``g`` is a log-decay, <= 0 (SEMANTICS.md §6): a positive entry
+    makes the state grow without bound (the output overflows). NaN entries
+    are not checked, like non-finite values of any other operand."""
+    largest = lib.largest_positive(g)
+    if largest is not None:
+        raise ValueError(f"hla.{op}: g is a log-decay and must be <= 0 everywhere, got an "
+                         f"entry {largest!r} > 0")
 
 
 def check_cu_seqlens_values(op, offsets, T):
@@ -438,16 +455,24 @@ def execute(op, arrays, states, cu, attrs, output_final_state, chunk_size, targe
     if cu is not None:
         check_cu_seqlens_values(op, [int(c) for c in lib.to_list(cu)], T)
         cu = lib.contiguous(cu)
-    arrays = [lib.contiguous(x) for x in arrays]
-    states = [lib.contiguous(s) for s in states]
-    dtypes = [lib.dtype_name(x) for x in arrays]
+    if op == "kda":
+        check_log_decay(op, lib, arrays[3])
     N = B if cu is None else int(cu.shape[0]) - 1
     shapes = [tuple(s) for s in state_shapes(op, arrays, attrs, N)]
     final_shapes = shapes if output_final_state else []
+    out_shape = _shape(arrays[0])[:3] + (_shape(arrays[2])[3],)
+    if B == 0 or Hq == 0:
+        # No batch or no query heads: the output and every state have no
+        # elements. Nothing to compile (the compiler rejects empty
+        # dimensions) and nothing to compute.
+        return ([lib.empty(out_shape, lib.dtype_name(arrays[0]), device)]
+                + [lib.empty(s, "f32", device) for s in final_shapes])
+    arrays = [lib.contiguous(x) for x in arrays]
+    states = [lib.contiguous(s) for s in states]
+    dtypes = [lib.dtype_name(x) for x in arrays]
     cu_sig = None if cu is None else (int(cu.shape[0]), lib.dtype_name(cu))
     fn = compiled_function(op, [_shape(x) for x in arrays], dtypes, attrs,
                            shapes if states else [], final_shapes, cu_sig, chunk_size, target)
-    out_shape = _shape(arrays[0])[:3] + (_shape(arrays[2])[3],)
     outputs = [lib.empty(out_shape, dtypes[0], device)]
     outputs += [lib.empty(s, "f32", device) for s in final_shapes]
     ins = arrays + states + ([cu] if cu is not None else [])
@@ -549,7 +574,8 @@ def kda(q, k, v, *, g, beta, scale=None, initial_state=None, output_final_state=
         cu_seqlens=None, chunk_size=None, target=None):
     """Kimi Delta Attention, the gated delta rule (SEMANTICS.md §6).
 
-    ``g`` [B, T, H_kv, D] is the log-decay (<= 0), ``beta`` [B, T, H_kv].
+    ``g`` [B, T, H_kv, D] is the log-decay (<= 0; an entry > 0 raises
+    ValueError before anything runs), ``beta`` [B, T, H_kv].
     State ``(S [D, Dv],)``. Compiled in the WY/UT chunked form.
     """
     return _call("kda", [("q", q), ("k", k), ("v", v), ("g", g), ("beta", beta)],
