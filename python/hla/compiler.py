@@ -421,7 +421,8 @@ def compile(ir, target="cpu", **options):  # noqa: A001 (the public name is the 
     "segmented"), ``scan_threads`` (int), ``vectorize`` (bool).
     Raises ``CompileError`` (with ``.diagnostics``) when the compiler rejects
     the IR, ``TargetNotImplementedError`` (also a NotImplementedError) for a
-    target it cannot generate code for yet.
+    target it cannot generate code for yet, ``OSError`` when neither the
+    cache directory nor a temporary directory can take the artefact.
     """
     if target not in TARGETS:
         raise ValueError(f"hla.compile: unknown target {target!r} (known: {', '.join(TARGETS)})")
