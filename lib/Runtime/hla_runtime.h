@@ -47,7 +47,33 @@ void hla_runtime_prepare(const HlaSignature *sig, void **hostInputs,
 void hla_runtime_finish(const HlaSignature *sig, void **entryOutputs,
                         void **hostOutputs);
 
-/// Prints "error: <message>" and exits with status 2.
-void hla_abort(const char *message);
+//===----------------------------------------------------------------------===//
+// Errors
+//===----------------------------------------------------------------------===//
+//
+// An entry `hla_<f>` returns 0, or non-zero after a failed run-time check
+// or driver call, with the message kept for hla_last_error. Generated code
+// and the target runtimes report such failures by calling hla_abort, which
+// never returns: it unwinds (longjmp) to the hla_runtime_call that runs the
+// entry on this thread. Nothing that can fail runs on an OpenMP worker
+// thread or inside a parallel region (hla-lower-asserts rejects checks
+// there; the CUDA runtime is called from the host thread only), so the
+// unwinding never crosses OpenMP's or another thread's frames, and the
+// runtimes release their locks before they report. A failed call may leak
+// the temporary buffers it had allocated; every later call starts afresh.
+
+/// Runs `body(inputs, outputs)` (an entry's code) so that an hla_abort
+/// inside it returns here: 0 when the body completed, 1 when it failed.
+int hla_runtime_call(void (*body)(void *const *, void *const *),
+                     void *const *inputs, void *const *outputs);
+
+/// Ends the hla_runtime_call running on this thread with `message`. Outside
+/// one (an executable's own set-up code) it prints "error: <message>" and
+/// exits with status 2.
+_Noreturn void hla_abort(const char *message);
+
+/// The message of this thread's last hla_runtime_call when it failed, NULL
+/// when it succeeded (or none ran). Exported by every artefact.
+const char *hla_last_error(void);
 
 #endif // HLA_RUNTIME_H

@@ -14,6 +14,7 @@
 
 #include <dlfcn.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -141,7 +142,8 @@ static int testCompileAndRun(const char *workdir) {
     printf("dlopen failed: %s\n", dlerror());
     return 1;
   }
-  typedef void (*EntryFn)(void *const *, void *const *);
+  typedef int32_t (*EntryFn)(void *const *, void *const *);
+  typedef const char *(*LastErrorFn)(void);
   EntryFn attend = (EntryFn)dlsym(lib, "hla_attend");
   const char *signature = (const char *)dlsym(lib, "hla_attend_signature");
   printf("signature %s\n", signature ? signature : "(missing)");
@@ -157,7 +159,10 @@ static int testCompileAndRun(const char *workdir) {
   }
   void *inputs[] = {q, k, v};
   void *outputs[] = {o};
-  attend(inputs, outputs);
+  int32_t status = attend(inputs, outputs);
+  LastErrorFn lastError = (LastErrorFn)dlsym(lib, "hla_last_error");
+  const char *message = lastError ? lastError() : "(no hla_last_error)";
+  printf("status %d error '%s'\n", status, message ? message : "");
   double expected[T * D];
   referenceHla2(q, k, v, T, D, expected);
   double worst = 0, scale = 0;
@@ -171,6 +176,7 @@ static int testCompileAndRun(const char *workdir) {
 }
 // CHECK: compiled 1 diagnostics ''
 // CHECK: signature attend|f32:1x5x1x2,f32:1x5x1x2,f32:1x5x1x2|f32:1x5x1x2
+// CHECK: status 0 error ''
 // CHECK: max relative error below 1e-5: 1
 
 /* Errors come back as text with their locations, never as a crash. */

@@ -10,19 +10,23 @@
 //
 // The compiler emits, for the entry function,
 //
-//   void hla_entry(void *const *inputs, void *const *outputs);
+//   int32_t hla_entry(void *const *inputs, void *const *outputs);
 //   extern const char hla_entry_signature[];
 //
 // where the signature reads "name|in,in,...|out,..." and each tensor is
 // "dtype:d0xd1x..." (dtype f32, f16, bf16, f64, i32 or i64; an empty shape
-// is a scalar). Inputs and outputs are dense row-major buffers.
+// is a scalar). Inputs and outputs are dense row-major buffers. The entry
+// runs its code through hla_runtime_call (below) and returns non-zero when
+// a run-time check failed; hla_last_error has the message.
 //
 //===----------------------------------------------------------------------===//
 
 #define _POSIX_C_SOURCE 200809L
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
+#include <setjmp.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,16 +98,66 @@ void memrefCopy(int64_t elementSize, HlaUnrankedMemRef *src,
 }
 
 //===----------------------------------------------------------------------===//
-// Failed run-time checks of generated code
+// Errors: failed run-time checks and driver calls
 //===----------------------------------------------------------------------===//
+//
+// hla_runtime_call runs an entry's body under setjmp; hla_abort, called by
+// generated code (hla-lower-asserts) and by the target runtimes, stores the
+// message and longjmps back to it, so the entry returns a status instead of
+// ending the process. hla_runtime.h says why the jump crosses no frames
+// that need cleaning up. Hidden: each artefact has its own copy of this
+// state, and another artefact's copy must not interpose.
 
-/// Called by generated code when an input breaks a run-time precondition
-/// (e.g. cu_seqlens out of order). Callers from Python validate inputs first.
-void hla_abort(const char *message) {
+#define HLA_HIDDEN __attribute__((visibility("hidden")))
+
+static _Thread_local jmp_buf *activeCall = NULL;
+static _Thread_local char lastError[1024];
+static _Thread_local int haveError = 0;
+
+/// Runs fn(arg); 1 if it ended in hla_abort, else 0.
+static int protect(void (*fn)(void *), void *arg) {
+  jmp_buf here;
+  jmp_buf *outer = activeCall;
+  haveError = 0;
+  if (setjmp(here)) {
+    activeCall = outer;
+    return 1;
+  }
+  activeCall = &here;
+  fn(arg);
+  activeCall = outer;
+  return 0;
+}
+
+typedef struct {
+  void (*body)(void *const *, void *const *);
+  void *const *inputs;
+  void *const *outputs;
+} EntryCall;
+
+static void runEntry(void *arg) {
+  EntryCall *call = (EntryCall *)arg;
+  call->body(call->inputs, call->outputs);
+}
+
+HLA_HIDDEN int hla_runtime_call(void (*body)(void *const *, void *const *),
+                                void *const *inputs, void *const *outputs) {
+  EntryCall call = {body, inputs, outputs};
+  return protect(runEntry, &call);
+}
+
+HLA_HIDDEN _Noreturn void hla_abort(const char *message) {
+  if (activeCall) {
+    snprintf(lastError, sizeof(lastError), "%s", message);
+    haveError = 1;
+    longjmp(*activeCall, 1);
+  }
   fflush(stdout);
   fprintf(stderr, "error: %s\n", message);
   exit(2);
 }
+
+const char *hla_last_error(void) { return haveError ? lastError : NULL; }
 
 //===----------------------------------------------------------------------===//
 // Signatures
@@ -252,13 +306,12 @@ static uint16_t floatToHalf(float f) {
 // .npy files
 //===----------------------------------------------------------------------===//
 
+/// What a .npy header says about the array that follows it.
 typedef struct {
   char descr[8];
   int rank;
   int64_t shape[16];
-  void *data;
-  size_t bytes;
-} NpyArray;
+} NpyHeader;
 
 static int npyDtype(const char *descr) {
   if (!strcmp(descr, "<f4"))
@@ -274,105 +327,178 @@ static int npyDtype(const char *descr) {
   return -1;
 }
 
-/// Reads a little-endian, C-ordered .npy file. Returns NULL and sets
-/// `error` when the file is not one.
-static int readNpy(const char *path, NpyArray *out, char *error,
-                   size_t errorSize) {
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    snprintf(error, errorSize, "cannot open: %s", strerror(errno));
+/// Bytes of one element of a supported descr.
+static size_t npyItemSize(const char *descr) {
+  return (size_t)hla_dtype_size(npyDtype(descr));
+}
+
+static const char *skipSpaces(const char *s) {
+  while (*s == ' ' || *s == '\t')
+    ++s;
+  return s;
+}
+
+/// The value after `key` in the header dictionary, or NULL.
+static const char *headerValue(const char *header, const char *key) {
+  const char *at = strstr(header, key);
+  return at ? skipSpaces(at + strlen(key)) : NULL;
+}
+
+/// Parses the shape tuple at `s` ("(1, 200, 2, 32)", "(5,)", "()").
+/// Every entry must be a non-negative decimal integer; the element count
+/// must fit in 64 bits.
+static int parseNpyShape(const char *s, NpyHeader *out, char *error,
+                         size_t errorSize) {
+  if (*s != '(') {
+    snprintf(error, errorSize, "malformed shape in .npy header");
     return -1;
   }
-  unsigned char magic[10];
-  if (fread(magic, 1, 10, f) != 10 || memcmp(magic, "\x93NUMPY", 6) != 0) {
-    snprintf(error, errorSize, "not a .npy file (bad magic)");
-    fclose(f);
-    return -1;
-  }
-  size_t headerLength;
-  if (magic[6] == 1) {
-    headerLength = magic[8] | (magic[9] << 8);
-  } else {
-    unsigned char extra[2];
-    if (fread(extra, 1, 2, f) != 2) {
-      snprintf(error, errorSize, "truncated .npy header");
-      fclose(f);
+  ++s;
+  int rank = 0;
+  uint64_t count = 1;
+  int overflow = 0;
+  for (;;) {
+    s = skipSpaces(s);
+    if (*s == ')')
+      break;
+    const char *begin = s;
+    while (*s && *s != ',' && *s != ')')
+      ++s;
+    if (!*s) {
+      snprintf(error, errorSize, "malformed shape in .npy header");
       return -1;
     }
-    headerLength = magic[8] | (magic[9] << 8) | ((size_t)extra[0] << 16) |
-                   ((size_t)extra[1] << 24);
+    const char *end = s;
+    while (end > begin && (end[-1] == ' ' || end[-1] == '\t'))
+      --end;
+    int length = (int)(end - begin);
+    const char *digits = begin + (begin < end && *begin == '-');
+    int integer = digits < end;
+    for (const char *c = digits; c < end; ++c)
+      integer &= *c >= '0' && *c <= '9';
+    if (!integer) {
+      snprintf(error, errorSize,
+               "dimension %d of the shape ('%.*s') is not an integer", rank,
+               length > 64 ? 64 : length, begin);
+      return -1;
+    }
+    if (*begin == '-') {
+      snprintf(error, errorSize, "dimension %d of the shape is negative (%.*s)",
+               rank, length > 64 ? 64 : length, begin);
+      return -1;
+    }
+    errno = 0;
+    unsigned long long value = strtoull(begin, NULL, 10);
+    if (errno == ERANGE || value > (unsigned long long)INT64_MAX) {
+      snprintf(error, errorSize,
+               "dimension %d of the shape (%.*s) is too large", rank,
+               length > 64 ? 64 : length, begin);
+      return -1;
+    }
+    if (rank < 16)
+      out->shape[rank] = (int64_t)value;
+    ++rank;
+    overflow |= __builtin_mul_overflow(count, (uint64_t)value, &count);
+    if (*s == ',')
+      ++s;
+  }
+  if (rank > 16) {
+    snprintf(error, errorSize,
+             "the shape has %d dimensions; hla takes at most 16", rank);
+    return -1;
+  }
+  out->rank = rank;
+  if (overflow || count > (uint64_t)INT64_MAX) {
+    snprintf(error, errorSize,
+             "the shape's element count does not fit in 64 bits");
+    return -1;
+  }
+  return 0;
+}
+
+/// Reads the preamble and header of the .npy file open as `f` (of
+/// `fileSize` bytes, or -1 if unknown), leaving `f` at the first data byte.
+/// Returns 0, or -1 with `error` set.
+static int readNpyHeader(FILE *f, long long fileSize, NpyHeader *out,
+                         char *error, size_t errorSize) {
+  unsigned char preamble[12];
+  size_t got = fread(preamble, 1, 8, f);
+  if (got < 6 || memcmp(preamble, "\x93NUMPY", 6) != 0) {
+    snprintf(error, errorSize, "not a .npy file (bad magic)");
+    return -1;
+  }
+  if (got < 8) {
+    snprintf(error, errorSize, "truncated .npy preamble");
+    return -1;
+  }
+  int major = preamble[6], minor = preamble[7];
+  // 1.0 has a 2-byte header length, 2.0 a 4-byte one, 3.0 as 2.0 with a
+  // UTF-8 header (whose keys and values hla reads are ASCII).
+  if (major < 1 || major > 3 || minor != 0) {
+    snprintf(error, errorSize,
+             "unsupported .npy format version %d.%d (hla reads 1.0, 2.0 "
+             "and 3.0)",
+             major, minor);
+    return -1;
+  }
+  size_t lengthBytes = major == 1 ? 2 : 4;
+  if (fread(preamble + 8, 1, lengthBytes, f) != lengthBytes) {
+    snprintf(error, errorSize, "truncated .npy header");
+    return -1;
+  }
+  size_t headerLength = 0;
+  for (size_t i = lengthBytes; i-- > 0;)
+    headerLength = headerLength << 8 | preamble[8 + i];
+  long long available =
+      fileSize < 0 ? -1 : fileSize - (long long)(8 + lengthBytes);
+  if (available >= 0 && (long long)headerLength > available) {
+    snprintf(error, errorSize,
+             "truncated .npy header: it declares %zu bytes, the file has %lld "
+             "after the preamble",
+             headerLength, available);
+    return -1;
+  }
+  // numpy's headers are far smaller; this bounds the allocation where the
+  // file's size is unknown (a pipe).
+  if (headerLength > (1u << 20)) {
+    snprintf(error, errorSize,
+             ".npy header of %zu bytes (more than 1 MiB) is not supported",
+             headerLength);
+    return -1;
   }
   char *header = (char *)malloc(headerLength + 1);
+  if (!header) {
+    snprintf(error, errorSize,
+             "out of memory reading a .npy header of %zu bytes",
+             headerLength);
+    return -1;
+  }
   if (fread(header, 1, headerLength, f) != headerLength) {
     snprintf(error, errorSize, "truncated .npy header");
     free(header);
-    fclose(f);
     return -1;
   }
   header[headerLength] = 0;
-  const char *descr = strstr(header, "'descr':");
-  const char *order = strstr(header, "'fortran_order':");
-  const char *shape = strstr(header, "'shape':");
+  int status = -1;
+  const char *descr = headerValue(header, "'descr':");
+  const char *order = headerValue(header, "'fortran_order':");
+  const char *shape = headerValue(header, "'shape':");
+  const char *close = descr && *descr == '\'' ? strchr(descr + 1, '\'') : NULL;
   if (!descr || !order || !shape) {
     snprintf(error, errorSize, "malformed .npy header");
-    free(header);
-    fclose(f);
-    return -1;
-  }
-  const char *q = strchr(descr + 8, '\'');
-  const char *q2 = q ? strchr(q + 1, '\'') : NULL;
-  if (!q || !q2 || q2 - q - 1 >= (long)sizeof(out->descr)) {
+  } else if (!close || close - descr - 1 >= (long)sizeof(out->descr)) {
     snprintf(error, errorSize, "malformed dtype in .npy header");
-    free(header);
-    fclose(f);
-    return -1;
-  }
-  memcpy(out->descr, q + 1, q2 - q - 1);
-  out->descr[q2 - q - 1] = 0;
-  if (strstr(order, "True")) {
+  } else if (!strncmp(order, "True", 4)) {
     snprintf(error, errorSize, "Fortran-ordered arrays are not supported");
-    free(header);
-    fclose(f);
-    return -1;
-  }
-  const char *s = strchr(shape, '(');
-  out->rank = 0;
-  if (s) {
-    ++s;
-    while (*s && *s != ')') {
-      while (*s == ' ' || *s == ',')
-        ++s;
-      if (*s == ')')
-        break;
-      char *end;
-      long long v = strtoll(s, &end, 10);
-      if (end == s || out->rank >= 16)
-        break;
-      out->shape[out->rank++] = v;
-      s = end;
-    }
+  } else if (strncmp(order, "False", 5)) {
+    snprintf(error, errorSize, "malformed fortran_order in .npy header");
+  } else {
+    memcpy(out->descr, descr + 1, close - descr - 1);
+    out->descr[close - descr - 1] = 0;
+    status = parseNpyShape(shape, out, error, errorSize);
   }
   free(header);
-  int dtype = npyDtype(out->descr);
-  if (dtype < 0) {
-    snprintf(error, errorSize, "unsupported dtype '%s'", out->descr);
-    fclose(f);
-    return -1;
-  }
-  size_t count = 1;
-  for (int d = 0; d < out->rank; ++d)
-    count *= (size_t)out->shape[d];
-  out->bytes = count * dtypeSize(dtype);
-  out->data = malloc(out->bytes ? out->bytes : 1);
-  if (fread(out->data, 1, out->bytes, f) != out->bytes) {
-    snprintf(error, errorSize, "truncated data: expected %zu bytes",
-             out->bytes);
-    free(out->data);
-    fclose(f);
-    return -1;
-  }
-  fclose(f);
-  return 0;
+  return status;
 }
 
 static int writeNpy(const char *path, const char *descr, const int64_t *shape,
@@ -455,45 +581,102 @@ static void fillRandom(void *buffer, const HlaTensorInfo *t, uint64_t *state,
   }
 }
 
-/// Moves `array` into a buffer of `t`'s type; bf16 inputs take float32 files
-/// (numpy has no bfloat16). Returns 0 or prints why not.
-static int convertInput(const NpyArray *array, const HlaTensorInfo *t,
-                        void **buffer, int index, const char *path) {
-  int dtype = npyDtype(array->descr);
-  int shapeOk = array->rank == t->rank;
+/// Loads argument `index` of type `t` from the .npy file `path` into a new
+/// buffer. The header is checked against `t` before anything the file
+/// declares is allocated, and the data against the file's size; bf16
+/// arguments take float32 files (numpy has no bfloat16). Returns 0, or -1
+/// after printing why not.
+static int loadInput(const char *path, const HlaTensorInfo *t, int index,
+                     void **buffer) {
+  char error[1024];
+  error[0] = 0;
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    snprintf(error, sizeof(error), "cannot open: %s", strerror(errno));
+    goto fail;
+  }
+  struct stat info;
+  int known = fstat(fileno(f), &info) == 0;
+  if (known && S_ISDIR(info.st_mode)) {
+    snprintf(error, sizeof(error), "is a directory, not a .npy file");
+    goto fail;
+  }
+  // A pipe or device has no size to check against.
+  long long fileSize =
+      known && S_ISREG(info.st_mode) ? (long long)info.st_size : -1;
+  NpyHeader header;
+  if (readNpyHeader(f, fileSize, &header, error, sizeof(error)))
+    goto fail;
+  int dtype = npyDtype(header.descr);
+  if (dtype < 0) {
+    snprintf(error, sizeof(error), "unsupported dtype '%s'", header.descr);
+    goto fail;
+  }
+  int shapeOk = header.rank == t->rank;
   for (int d = 0; shapeOk && d < t->rank; ++d)
-    shapeOk = array->shape[d] == t->shape[d];
+    shapeOk = header.shape[d] == t->shape[d];
   int dtypeOk = dtype == t->dtype || (t->dtype == HLA_BF16 && dtype == HLA_F32);
   if (!shapeOk || !dtypeOk) {
-    char want[256], got[256];
+    char want[400], got[400];
     HlaTensorInfo gotInfo;
-    gotInfo.rank = array->rank;
-    memcpy(gotInfo.shape, array->shape, sizeof(array->shape));
+    gotInfo.rank = header.rank;
+    memcpy(gotInfo.shape, header.shape, sizeof(header.shape));
     formatShape(t, want, sizeof(want));
     formatShape(&gotInfo, got, sizeof(got));
-    fprintf(stderr,
-            "error: argument %d ('%s'): expected %s%s %s, got %s %s\n",
-            index, path, dtypeName(t->dtype),
-            t->dtype == HLA_BF16 ? " (as float32)" : "", want,
-            dtype >= 0 ? dtypeName(dtype) : array->descr, got);
-    return -1;
+    snprintf(error, sizeof(error), "expected %s%s %s, got %s %s",
+             dtypeName(t->dtype), t->dtype == HLA_BF16 ? " (as float32)" : "",
+             want, dtypeName(dtype), got);
+    goto fail;
   }
+  // From here on the sizes are the signature's.
   size_t count = (size_t)numElements(t);
-  *buffer = malloc(count * dtypeSize(t->dtype) + 64);
+  size_t fileBytes = count * npyItemSize(header.descr);
+  long long position = ftell(f);
+  if (fileSize >= 0 && position >= 0 &&
+      (unsigned long long)(fileSize - position) < fileBytes) {
+    snprintf(error, sizeof(error),
+             "truncated data: expected %zu bytes, the file has %lld",
+             fileBytes, fileSize - position);
+    goto fail;
+  }
+  size_t bytes = count * dtypeSize(t->dtype);
+  *buffer = malloc(bytes + 64);
+  void *staging = t->dtype == HLA_BF16 ? malloc(fileBytes + 1) : *buffer;
+  if (!*buffer || !staging) {
+    snprintf(error, sizeof(error), "out of memory: the argument needs %zu bytes",
+             bytes + fileBytes);
+    free(*buffer);
+    if (staging != *buffer)
+      free(staging);
+    goto fail;
+  }
+  if (fread(staging, 1, fileBytes, f) != fileBytes) {
+    snprintf(error, sizeof(error), "truncated data: expected %zu bytes",
+             fileBytes);
+    free(*buffer);
+    if (staging != *buffer)
+      free(staging);
+    goto fail;
+  }
   if (t->dtype == HLA_BF16) {
     for (size_t i = 0; i < count; ++i)
-      ((uint16_t *)*buffer)[i] = floatToBF16(((float *)array->data)[i]);
-  } else {
-    memcpy(*buffer, array->data, count * dtypeSize(t->dtype));
+      ((uint16_t *)*buffer)[i] = floatToBF16(((float *)staging)[i]);
+    free(staging);
   }
+  fclose(f);
   return 0;
+fail:
+  if (f)
+    fclose(f);
+  fprintf(stderr, "error: argument %d ('%s'): %s\n", index, path, error);
+  return -1;
 }
 
 //===----------------------------------------------------------------------===//
 // main
 //===----------------------------------------------------------------------===//
 
-extern void hla_entry(void *const *inputs, void *const *outputs);
+extern int32_t hla_entry(void *const *inputs, void *const *outputs);
 extern const char hla_entry_signature[];
 
 // CPU entries take the host buffers; a device runtime overrides these.
@@ -520,6 +703,43 @@ static double nowMs(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
+/// The device runtime's hooks, run under protect: a CUDA runtime's driver
+/// errors end in hla_abort.
+typedef struct {
+  const HlaSignature *sig;
+  void **hostInputs, **hostOutputs, **entryInputs, **entryOutputs;
+} RuntimeHook;
+
+static void prepareHook(void *arg) {
+  RuntimeHook *h = (RuntimeHook *)arg;
+  hla_runtime_prepare(h->sig, h->hostInputs, h->hostOutputs, h->entryInputs,
+                      h->entryOutputs);
+}
+
+static void finishHook(void *arg) {
+  RuntimeHook *h = (RuntimeHook *)arg;
+  hla_runtime_finish(h->sig, h->entryOutputs, h->hostOutputs);
+}
+
+/// Prints the message of the failed call; the exit status of main.
+static int reportFailure(void) {
+  const char *message = hla_last_error();
+  fflush(stdout);
+  fprintf(stderr, "error: %s\n", message ? message : "unknown failure");
+  return 2;
+}
+
+/// A buffer of `t`'s size plus slack, or NULL after printing why not.
+static void *allocateTensor(const HlaTensorInfo *t, const char *what,
+                            int index) {
+  size_t bytes = (size_t)numElements(t) * dtypeSize(t->dtype);
+  void *buffer = malloc(bytes + 64);
+  if (!buffer)
+    fprintf(stderr, "error: out of memory: %s %d needs %zu bytes\n", what,
+            index, bytes);
+  return buffer;
 }
 
 static int compareDoubles(const void *a, const void *b) {
@@ -607,37 +827,38 @@ int main(int argc, char **argv) {
   for (int i = 0; i < sig.numInputs; ++i) {
     const HlaTensorInfo *t = &sig.inputs[i];
     if (randomInputs) {
-      inputs[i] = malloc((size_t)numElements(t) * dtypeSize(t->dtype) + 64);
+      if (!(inputs[i] = allocateTensor(t, "input", i)))
+        return 2;
       fillRandom(inputs[i], t, &state, 0.5);
       continue;
     }
-    NpyArray array;
-    char error[256];
-    if (readNpy(files[i], &array, error, sizeof(error))) {
-      fprintf(stderr, "error: argument %d ('%s'): %s\n", i, files[i], error);
-      return 2;
-    }
-    int status = convertInput(&array, t, &inputs[i], i, files[i]);
-    free(array.data);
-    if (status)
+    if (loadInput(files[i], t, i, &inputs[i]))
       return 2;
   }
   for (int j = 0; j < sig.numOutputs; ++j) {
     const HlaTensorInfo *t = &sig.outputs[j];
-    size_t bytes = (size_t)numElements(t) * dtypeSize(t->dtype);
-    outputs[j] = malloc(bytes + 64);
+    if (!(outputs[j] = allocateTensor(t, "output", j)))
+      return 2;
     // A poison pattern: an output the code never writes shows up as NaN.
-    memset(outputs[j], 0xff, bytes);
+    memset(outputs[j], 0xff, (size_t)numElements(t) * dtypeSize(t->dtype));
   }
 
   void *entryInputs[64], *entryOutputs[64];
-  hla_runtime_prepare(&sig, inputs, outputs, entryInputs, entryOutputs);
+  RuntimeHook hook = {&sig, inputs, outputs, entryInputs, entryOutputs};
+  if (protect(prepareHook, &hook))
+    return reportFailure();
   if (bench) {
-    hla_entry(entryInputs, entryOutputs); // warm-up
+    if (hla_entry(entryInputs, entryOutputs)) // warm-up
+      return reportFailure();
     double *times = (double *)malloc(sizeof(double) * bench);
+    if (!times) {
+      fprintf(stderr, "error: out of memory: --bench %d\n", bench);
+      return 2;
+    }
     for (int r = 0; r < bench; ++r) {
       double start = nowMs();
-      hla_entry(entryInputs, entryOutputs);
+      if (hla_entry(entryInputs, entryOutputs))
+        return reportFailure();
       times[r] = nowMs() - start;
     }
     qsort(times, bench, sizeof(double), compareDoubles);
@@ -645,10 +866,11 @@ int main(int argc, char **argv) {
                               : 0.5 * (times[bench / 2 - 1] + times[bench / 2]);
     printf("median_ms=%.4f min_ms=%.4f runs=%d\n", median, times[0], bench);
     free(times);
-  } else {
-    hla_entry(entryInputs, entryOutputs);
+  } else if (hla_entry(entryInputs, entryOutputs)) {
+    return reportFailure();
   }
-  hla_runtime_finish(&sig, entryOutputs, outputs);
+  if (protect(finishHook, &hook))
+    return reportFailure();
 
   if (outDir) {
     if (mkdir(outDir, 0777) && errno != EEXIST) {
@@ -672,6 +894,10 @@ int main(int argc, char **argv) {
       if (t->dtype == HLA_BF16) {
         // Written as float32: numpy cannot read bfloat16.
         widened = (float *)malloc(count * sizeof(float) + 1);
+        if (!widened) {
+          fprintf(stderr, "error: out of memory writing '%s'\n", path);
+          return 2;
+        }
         for (size_t i = 0; i < count; ++i)
           widened[i] = bf16ToFloat(((uint16_t *)outputs[j])[i]);
         data = widened;

@@ -15,8 +15,10 @@
 // $HLA_CUDA_DRIVER names), so that an artefact loads on a machine without a
 // driver and says so when it is called. Plain C: an
 // artefact depends on libc, libdl and the driver only. A failed driver call
-// prints "error: CUDA ..." and exits with status 2 — the C ABI of the
-// generated functions has no error channel.
+// fails the entry call that made it: fail() hands "CUDA: ..." to hla_abort,
+// which unwinds to the entry, and the entry returns non-zero
+// (hla_runtime.h). So nothing here may fail while it holds a lock: the
+// functions below release theirs before they call check() or fail().
 //
 //===----------------------------------------------------------------------===//
 
@@ -95,7 +97,7 @@ static int defaultDevice = 0;
 static CUcontext context = NULL;
 static CUdevice device = 0;
 
-static void fail(const char *what, const char *detail) {
+_Noreturn static void fail(const char *what, const char *detail) {
   char message[512];
   snprintf(message, sizeof(message), "CUDA: %s: %s", what, detail);
   hla_abort(message);
@@ -142,12 +144,26 @@ static void openDriver(void) {
 static void check(CUresult status, const char *what) {
   if (status == CUDA_SUCCESS)
     return;
+  if (!p_cuGetErrorName || !p_cuGetErrorString) {
+    char detail[64];
+    snprintf(detail, sizeof(detail), "CUresult %d", (int)status);
+    fail(what, detail);
+  }
   const char *name = "?", *text = "?";
   p_cuGetErrorName(status, &name);
   p_cuGetErrorString(status, &text);
   char detail[384];
   snprintf(detail, sizeof(detail), "%s (%s)", name, text);
   fail(what, detail);
+}
+
+/// check() after releasing `held`, which the caller holds.
+static void checkReleasing(CUresult status, const char *what,
+                           pthread_mutex_t *held) {
+  if (status == CUDA_SUCCESS)
+    return;
+  pthread_mutex_unlock(held);
+  check(status, what);
 }
 
 /// Opens the driver once and makes the context current in this thread.
@@ -186,8 +202,8 @@ static CUstream currentStream(void) {
     s = userStream;
   } else {
     if (!ownStream)
-      check(p_cuStreamCreate(&ownStream, CU_STREAM_NON_BLOCKING),
-            "cuStreamCreate");
+      checkReleasing(p_cuStreamCreate(&ownStream, CU_STREAM_NON_BLOCKING),
+                     "cuStreamCreate", &streamLock);
     s = ownStream;
   }
   pthread_mutex_unlock(&streamLock);
@@ -233,12 +249,12 @@ static CUmodule moduleOf(LazyModule *lazy) {
     if (lazy->isPtx) {
       CUjit_option options[] = {CU_JIT_OPTIMIZATION_LEVEL};
       void *values[] = {(void *)(intptr_t)lazy->optLevel};
-      check(p_cuModuleLoadDataEx(&lazy->module, lazy->image, 1, options,
-                                 values),
-            "cuModuleLoadDataEx (PTX JIT)");
+      checkReleasing(p_cuModuleLoadDataEx(&lazy->module, lazy->image, 1,
+                                          options, values),
+                     "cuModuleLoadDataEx (PTX JIT)", &moduleLock);
     } else {
-      check(p_cuModuleLoadData(&lazy->module, lazy->image),
-            "cuModuleLoadData");
+      checkReleasing(p_cuModuleLoadData(&lazy->module, lazy->image),
+                     "cuModuleLoadData", &moduleLock);
     }
   }
   CUmodule module = lazy->module;
@@ -276,9 +292,12 @@ void *mgpuModuleGetFunction(void *module, const char *name) {
       pthread_mutex_unlock(&functionLock);
       return f;
     }
+  pthread_mutex_unlock(&functionLock);
+  // Outside the lock: loading the module and the lookup may fail.
   CUfunction function = NULL;
   check(p_cuModuleGetFunction(&function, moduleOf((LazyModule *)module), name),
         "cuModuleGetFunction");
+  pthread_mutex_lock(&functionLock);
   if (functionCacheUsed < kFunctionCacheSize &&
       strlen(name) < sizeof(functionCache[0].name)) {
     functionCache[functionCacheUsed].module = module;
@@ -299,11 +318,8 @@ static void allowSharedMemory(CUfunction function, int bytes) {
   pthread_mutex_lock(&functionLock);
   int known = 0;
   for (int i = 0; i < functionCacheUsed; ++i)
-    if (functionCache[i].function == function) {
+    if (functionCache[i].function == function)
       known = functionCache[i].sharedBytes >= bytes;
-      if (!known)
-        functionCache[i].sharedBytes = bytes;
-    }
   pthread_mutex_unlock(&functionLock);
   if (known)
     return;
@@ -323,6 +339,13 @@ static void allowSharedMemory(CUfunction function, int bytes) {
                              CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                              bytes),
         "cuFuncSetAttribute");
+  // Recorded once the opt-in succeeded, so that a failure repeats.
+  pthread_mutex_lock(&functionLock);
+  for (int i = 0; i < functionCacheUsed; ++i)
+    if (functionCache[i].function == function &&
+        functionCache[i].sharedBytes < bytes)
+      functionCache[i].sharedBytes = bytes;
+  pthread_mutex_unlock(&functionLock);
 }
 
 void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
@@ -504,6 +527,8 @@ uint64_t hla_cuda_tensor_map(uint64_t address, int32_t dtype, int64_t s0,
                              int64_t s1, int64_t s2, int64_t s3, int64_t b0,
                              int64_t b1, int64_t b2, int64_t b3) {
   enter();
+  // Before the lock: creating hla's own stream may fail.
+  CUstream stream = currentStream();
   const int64_t shape[4] = {s0, s1, s2, s3}, box[4] = {b0, b1, b2, b3};
   pthread_mutex_lock(&tensorMapLock);
   TensorMapSlot *victim = &tensorMaps[0];
@@ -550,9 +575,12 @@ uint64_t hla_cuda_tensor_map(uint64_t address, int32_t dtype, int64_t s0,
     return 0;
   }
   if (!victim->map)
-    check(p_cuMemAlloc(&victim->map, sizeof(CUtensorMap)), "cuMemAlloc");
-  check(p_cuMemcpyHtoDAsync(victim->map, &map, sizeof(map), currentStream()),
-        "cuMemcpyHtoDAsync");
+    checkReleasing(p_cuMemAlloc(&victim->map, sizeof(CUtensorMap)),
+                   "cuMemAlloc", &tensorMapLock);
+  // A failed copy leaves the slot as it was: its key still describes the
+  // map the device holds.
+  checkReleasing(p_cuMemcpyHtoDAsync(victim->map, &map, sizeof(map), stream),
+                 "cuMemcpyHtoDAsync", &tensorMapLock);
   victim->address = address;
   victim->dtype = dtype;
   memcpy(victim->shape, shape, sizeof(shape));

@@ -8,7 +8,7 @@
 // address and (row, column, batch) strides in elements — a slice of a wider
 // tensor keeps its row stride (80); the fills of the results stay kernels.
 
-// CHECK-LABEL: define void @hla_main(
+// CHECK-LABEL: define internal void @__hla_call_main(
 // CHECK: call void @hla_cuda_gemm(i32 0, i64 1, i64 200, i64 96, i64 64, i64 {{%[0-9]+}}, i64 80, i64 1, i64 0, i64 {{%[0-9]+}}, i64 96, i64 1, i64 0, i64 {{%[0-9]+}}, i64 96, i64 1, i64 0)
 // CHECK: call void @hla_cuda_gemm(i32 2, i64 3, i64 50, i64 30, i64 40, i64 {{%[0-9]+}}, i64 40, i64 1, i64 2000, i64 {{%[0-9]+}}, i64 30, i64 1, i64 1200, i64 {{%[0-9]+}}, i64 30, i64 1, i64 1500)
 // CHECK-NOT: call void @hla_cuda_gemm

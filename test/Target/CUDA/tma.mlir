@@ -37,7 +37,7 @@
 // C64-COUNT-3: cp.async.bulk.tensor.4d
 // C64-NOT: cp.async.bulk.tensor.4d
 
-// HOST-LABEL: define void @hla_main(
+// HOST-LABEL: define internal void @__hla_call_main(
 // HOST-COUNT-3: call i64 @hla_cuda_tensor_map(i64 {{%[0-9]+}}, i32 2, i64 1, i64 100, i64 2, i64 64, i64 1, i64 32, i64 1, i64 64)
 // HOST: call void @mgpuLaunchKernel
 

@@ -10,9 +10,11 @@
 //   hla-record-signatures  remembers public functions' tensor signatures
 //                          before bufferization turns them into memrefs;
 //   hla-emit-entry-abi     after lowering to LLVM, wraps each recorded
-//                          function as `void hla_<f>(void *const *in,
+//                          function as `int32_t hla_<f>(void *const *in,
 //                          void *const *out)` plus a signature string, the
-//                          ABI the runtime and shared libraries use.
+//                          ABI the runtime and shared libraries use;
+//   hla-lower-asserts      run-time checks as calls of the runtime's
+//                          hla_abort, which fails the running entry call.
 //
 //===----------------------------------------------------------------------===//
 
@@ -190,10 +192,14 @@ struct HLAEmitEntryABIPass
     Location loc = callee.getLoc();
     auto ptr = LLVM::LLVMPointerType::get(ctx);
     auto i64 = b.getI64Type();
-    auto wrapperType = LLVM::LLVMFunctionType::get(
-        LLVM::LLVMVoidType::get(ctx), {ptr, ptr});
-    auto emitWrapper = [&](llvm::StringRef wrapperName) {
-      auto wrapper = LLVM::LLVMFuncOp::create(b, loc, wrapperName, wrapperType);
+    auto i32 = b.getI32Type();
+    auto bodyType = LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx),
+                                                {ptr, ptr});
+    // The body unpacks the pointer arrays into memref descriptors and calls
+    // the compiled function.
+    auto emitBody = [&](llvm::StringRef bodyName) -> LLVM::LLVMFuncOp {
+      auto wrapper = LLVM::LLVMFuncOp::create(b, loc, bodyName, bodyType,
+                                              LLVM::Linkage::Internal);
       Block *entry = wrapper.addEntryBlock(b);
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(entry);
@@ -222,11 +228,37 @@ struct HLAEmitEntryABIPass
         }
         llvm::append_range(args, strides);
       }
-      if (args.size() != callee.getNumArguments())
-        return failure();
+      if (args.size() != callee.getNumArguments()) {
+        wrapper.erase();
+        return nullptr;
+      }
       LLVM::CallOp::create(b, loc, callee, args);
       LLVM::ReturnOp::create(b, loc, ValueRange{});
-      return success();
+      return wrapper;
+    };
+    // The exported entry runs the body through the runtime, which turns a
+    // failed check (hla_abort) into a non-zero status.
+    auto runtimeCall = module.lookupSymbol<LLVM::LLVMFuncOp>("hla_runtime_call");
+    if (!runtimeCall) {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(module.getBody());
+      runtimeCall = LLVM::LLVMFuncOp::create(
+          b, loc, "hla_runtime_call",
+          LLVM::LLVMFunctionType::get(i32, {ptr, ptr, ptr}));
+    }
+    auto emitEntry = [&](llvm::StringRef entryName, LLVM::LLVMFuncOp body) {
+      auto wrapper = LLVM::LLVMFuncOp::create(
+          b, loc, entryName, LLVM::LLVMFunctionType::get(i32, {ptr, ptr}));
+      Block *block = wrapper.addEntryBlock(b);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(block);
+      Value address = LLVM::AddressOfOp::create(b, loc, body);
+      Value status = LLVM::CallOp::create(
+                         b, loc, runtimeCall,
+                         ValueRange{address, block->getArgument(0),
+                                    block->getArgument(1)})
+                         .getResult();
+      LLVM::ReturnOp::create(b, loc, status);
     };
     // The compiled function gets a private name: `main` would clash with
     // the runtime's main, any other name could clash with user code.
@@ -236,14 +268,16 @@ struct HLAEmitEntryABIPass
       return failure();
     callee.setSymName(internalName);
     callee.setLinkage(LLVM::Linkage::Internal);
-    if (failed(emitWrapper(("hla_" + name).str())))
+    LLVM::LLVMFuncOp body = emitBody(("__hla_call_" + name).str());
+    if (!body)
       return callee.emitError()
              << "hla-emit-entry-abi: '" << name
              << "' does not take its results as out-parameters "
                 "(run buffer-results-to-out-params first)";
+    emitEntry(("hla_" + name).str(), body);
     emitSignature(b, loc, ("hla_" + name + "_signature").str(), signature);
     if (entry == name) {
-      (void)emitWrapper("hla_entry");
+      emitEntry("hla_entry", body);
       emitSignature(b, loc, "hla_entry_signature", signature);
     }
     return success();
@@ -280,6 +314,23 @@ struct HLALowerAssertsPass
     module.walk([&](cf::AssertOp op) { asserts.push_back(op); });
     if (asserts.empty())
       return;
+    // hla_abort unwinds to the entry call on the calling thread: a check on
+    // an OpenMP worker thread, or inside a parallel region at all, would
+    // jump out of the OpenMP runtime's frames (or to another thread's).
+    bool inParallel = false;
+    for (cf::AssertOp op : asserts)
+      for (Operation *parent = op->getParentOp(); parent;
+           parent = parent->getParentOp())
+        if (parent->getName().getDialectNamespace() == "omp") {
+          op.emitError() << "hla-lower-asserts: a run-time check inside '"
+                         << parent->getName()
+                         << "' cannot report its failure (checks must run "
+                            "outside OpenMP regions)";
+          inParallel = true;
+          break;
+        }
+    if (inParallel)
+      return signalPassFailure();
     MLIRContext *ctx = module.getContext();
     auto ptr = LLVM::LLVMPointerType::get(ctx);
     OpBuilder b = OpBuilder::atBlockBegin(module.getBody());

@@ -1,7 +1,8 @@
 // RUN: hla-opt %s --hla-lower-asserts | FileCheck %s
 
 // Tests that a cf.assert becomes a branch to a call of the runtime's
-// hla_abort with the message (printed to stderr, exit status 2).
+// hla_abort with the message (the running entry call fails with it: its
+// hla_<f> returns non-zero and hla_last_error() holds the message).
 
 // CHECK: llvm.mlir.global internal constant @__hla_assert_0("bad input\00")
 // CHECK: llvm.func @hla_abort(!llvm.ptr)

@@ -239,13 +239,27 @@ def HLAEmitEntryABIPass : Pass<"hla-emit-entry-abi", "::mlir::ModuleOp"> {
     out-parameters) it emits
 
     ```c
-    void hla_<name>(void *const *inputs, void *const *outputs);
+    int32_t hla_<name>(void *const *inputs, void *const *outputs);
     const char hla_<name>_signature[];
     ```
 
     where `inputs` and `outputs` point to dense row-major buffers, and with
     `entry=<name>` also `hla_entry` / `hla_entry_signature` for that
-    function (what an executable's main calls).
+    function (what an executable's main calls). An internal
+    `__hla_call_<name>` unpacks the buffers into memref descriptors and
+    calls the function; `hla_<name>` runs it through the runtime's
+    `hla_runtime_call` and returns its status: 0, or non-zero when a
+    run-time check or driver call failed (`hla_last_error()` has the
+    message).
+
+    ```mlir
+    llvm.func @hla_main(%in: !llvm.ptr, %out: !llvm.ptr) -> i32 {
+      %body = llvm.mlir.addressof @__hla_call_main : !llvm.ptr
+      %status = llvm.call @hla_runtime_call(%body, %in, %out)
+          : (!llvm.ptr, !llvm.ptr, !llvm.ptr) -> i32
+      llvm.return %status : i32
+    }
+    ```
   }];
   let options = [
     Option<"entry", "entry", "std::string", "\"\"",
@@ -260,8 +274,12 @@ def HLALowerAssertsPass : Pass<"hla-lower-asserts", "::mlir::ModuleOp"> {
     are `cf.assert`s. Upstream lowers them to `abort()` after writing the
     message to buffered stdout, where it is lost. This pass (after
     `convert-scf-to-cf`) branches to a call of `void hla_abort(const char *)`
-    instead, which the runtime defines: it prints `error: <message>` on
-    stderr and exits with status 2.
+    instead, which the runtime defines: it ends the running entry call
+    (`hla_runtime_call` unwinds to it with longjmp) so that the entry returns
+    non-zero and `hla_last_error()` returns the message. An executable's
+    main prints it as `error: <message>` and exits with status 2. Checks
+    inside OpenMP regions are refused: the unwinding must not leave a
+    parallel region or start on a worker thread.
   }];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect",
                            "::mlir::cf::ControlFlowDialect"];
