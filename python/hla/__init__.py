@@ -10,7 +10,9 @@
 * ``hla.random_features``: LinSimp's seeded feature matrix Ω, the same
   bits as the compiler's ``hla.random_features`` op.
 * ``hla.compile``: MLIR -> loaded shared library, cached on disk
-  (``compiler``); ``hla.CompileError`` carries the compiler's diagnostics.
+  (``compiler``); ``hla.CompileError`` carries the compiler's diagnostics;
+  ``hla.RuntimeError`` (a builtin RuntimeError) a compiled function's
+  failure at run time, e.g. a failed check of ``cu_seqlens``.
 * ``hla.nn.HLAttention``: a torch attention sublayer (imports torch).
 * ``hla.reference``: float64 NumPy references of every op (SEMANTICS.md).
 * ``hla.runtime``: calling artefacts made by ``hla-opt --emit=shared``.
@@ -32,6 +34,9 @@ from .compiler import (  # noqa: F401
 )
 from .functional import ahla, hla2, hla3, kda, linear_attention, linsimp  # noqa: F401
 from .random_features import random_features  # noqa: F401
+# hla.RuntimeError; kept out of __all__ so that `from hla import *` does not
+# shadow the builtin it subclasses.
+from .runtime import RuntimeError  # noqa: F401,A001
 
 __version__ = "0.1.0"
 

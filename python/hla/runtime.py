@@ -3,11 +3,16 @@
 A shared library made by ``hla-opt --emit=shared`` (or ``hla.compile``)
 exports, for every public function ``f`` of the model graph::
 
-    void hla_f(void *const *inputs, void *const *outputs);
+    int32_t hla_f(void *const *inputs, void *const *outputs);
     const char hla_f_signature[];   /* "f|dtype:AxB,...|dtype:..." */
+    const char *hla_last_error(void);
 
 ``inputs`` and ``outputs`` point to dense row-major buffers of the types and
 shapes the signature lists (dtype f32, f16, bf16, f64, i32 or i64).
+``hla_f`` returns non-zero when a run-time check (e.g. of ``cu_seqlens``)
+or, for CUDA, a driver call failed; ``hla_last_error`` then has the message
+(per thread). Calls raise ``hla.RuntimeError`` with it; the library stays
+usable.
 ``load(path)`` returns a ``CompiledLibrary`` whose attributes are callables.
 
 Arguments may be numpy arrays or torch tensors (on the CPU); results come
@@ -28,6 +33,7 @@ Nothing here needs the compiler library, only the artefact.
 
 from __future__ import annotations
 
+import builtins
 import ctypes
 import os
 import re
@@ -39,6 +45,12 @@ from . import _tensors
 
 _NUMPY = {"f32": np.float32, "f16": np.float16, "f64": np.float64,
           "i32": np.int32, "i64": np.int64, "bf16": np.uint16}
+
+
+class RuntimeError(builtins.RuntimeError):  # noqa: A001 (named after the builtin)
+    """A compiled function failed at run time (a failed run-time check of
+    its inputs, or a CUDA driver error); the message is the runtime's. The
+    library stays usable: the next call starts afresh."""
 
 
 class TensorSpec:
@@ -83,7 +95,7 @@ class CompiledFunction:
         self.name, self.inputs, self.outputs = parse_signature(text)
         self._fn = getattr(lib, f"hla_{name}")
         self._fn.argtypes = [ctypes.POINTER(ctypes.c_void_p)] * 2
-        self._fn.restype = None
+        self._fn.restype = ctypes.c_int32
         self._library = library  # the handle must outlive the function pointer
         self.device = library.device
 
@@ -105,9 +117,15 @@ class CompiledFunction:
             # The stream is the library's global: hold it for set + launch.
             with self._library._stream_lock:
                 self._library._set_stream(ctypes.c_void_p(stream or None), 1)
-                self._fn(ins, outs)
+                status = self._fn(ins, outs)
+                message = self._library._last_error() if status else None
         else:
-            self._fn(ins, outs)
+            status = self._fn(ins, outs)
+            # The message is thread-local: read it on the calling thread.
+            message = self._library._last_error() if status else None
+        if status:
+            text = message.decode(errors="replace") if message else "unknown failure"
+            raise RuntimeError(f"{self.name}: {text}")
 
     def _check(self, index, spec, seen, what):
         """Raises unless a borrowed/array view matches ``spec`` (dtype, shape)."""
@@ -211,6 +229,13 @@ class CompiledLibrary:
         self._lib = ctypes.CDLL(self.path)
         self._functions = {}
         self._names = list(names) if names is not None else None
+        try:
+            self._last_error = self._lib.hla_last_error
+        except AttributeError as e:
+            raise OSError(f"{self.path} is not an hla artefact of this version (it has no "
+                          f"hla_last_error; recompile it)") from e
+        self._last_error.argtypes = []
+        self._last_error.restype = ctypes.c_char_p
         try:
             self._set_stream = self._lib.hla_cuda_set_stream
         except AttributeError:
