@@ -55,12 +55,13 @@ void hla_runtime_finish(const HlaSignature *sig, void **entryOutputs,
 // or driver call, with the message kept for hla_last_error. Generated code
 // and the target runtimes report such failures by calling hla_abort, which
 // never returns: it unwinds (longjmp) to the hla_runtime_call that runs the
-// entry on this thread. Nothing that can fail runs on an OpenMP worker
-// thread or inside a parallel region (hla-lower-asserts rejects checks
-// there; the CUDA runtime is called from the host thread only), so the
-// unwinding never crosses OpenMP's or another thread's frames, and the
-// runtimes release their locks before they report. A failed call may leak
-// the temporary buffers it had allocated; every later call starts afresh.
+// entry on this thread. It never unwinds out of an OpenMP parallel region
+// or from a worker thread: there (a check inside a parallel loop, such as
+// the fused chunk form's cu_seqlens checks) it prints the message and exits
+// with status 2, as before. The CUDA runtime is called from the host thread
+// only, outside OpenMP, and releases its locks before it reports. A failed
+// call may leak the temporary buffers it had allocated; every later call
+// starts afresh.
 
 /// Runs `body(inputs, outputs)` (an entry's code) so that an hla_abort
 /// inside it returns here: 0 when the body completed, 1 when it failed.

@@ -146,8 +146,15 @@ HLA_HIDDEN int hla_runtime_call(void (*body)(void *const *, void *const *),
   return protect(runEntry, &call);
 }
 
+// libomp's, where the artefact links it (CPU); absent from CUDA artefacts.
+extern int omp_get_level(void) __attribute__((weak));
+
 HLA_HIDDEN _Noreturn void hla_abort(const char *message) {
-  if (activeCall) {
+  // Unwinding must not leave an OpenMP parallel region (active or not): a
+  // check inside one (e.g. the fused chunk form's cu_seqlens checks) still
+  // ends the process, as does one on a worker thread (no active call).
+  int inParallel = omp_get_level && omp_get_level() > 0;
+  if (activeCall && !inParallel) {
     snprintf(lastError, sizeof(lastError), "%s", message);
     haveError = 1;
     longjmp(*activeCall, 1);

@@ -314,23 +314,6 @@ struct HLALowerAssertsPass
     module.walk([&](cf::AssertOp op) { asserts.push_back(op); });
     if (asserts.empty())
       return;
-    // hla_abort unwinds to the entry call on the calling thread: a check on
-    // an OpenMP worker thread, or inside a parallel region at all, would
-    // jump out of the OpenMP runtime's frames (or to another thread's).
-    bool inParallel = false;
-    for (cf::AssertOp op : asserts)
-      for (Operation *parent = op->getParentOp(); parent;
-           parent = parent->getParentOp())
-        if (parent->getName().getDialectNamespace() == "omp") {
-          op.emitError() << "hla-lower-asserts: a run-time check inside '"
-                         << parent->getName()
-                         << "' cannot report its failure (checks must run "
-                            "outside OpenMP regions)";
-          inParallel = true;
-          break;
-        }
-    if (inParallel)
-      return signalPassFailure();
     MLIRContext *ctx = module.getContext();
     auto ptr = LLVM::LLVMPointerType::get(ctx);
     OpBuilder b = OpBuilder::atBlockBegin(module.getBody());

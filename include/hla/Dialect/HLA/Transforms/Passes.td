@@ -277,9 +277,9 @@ def HLALowerAssertsPass : Pass<"hla-lower-asserts", "::mlir::ModuleOp"> {
     instead, which the runtime defines: it ends the running entry call
     (`hla_runtime_call` unwinds to it with longjmp) so that the entry returns
     non-zero and `hla_last_error()` returns the message. An executable's
-    main prints it as `error: <message>` and exits with status 2. Checks
-    inside OpenMP regions are refused: the unwinding must not leave a
-    parallel region or start on a worker thread.
+    main prints it as `error: <message>` and exits with status 2. A check
+    that fails inside an OpenMP region (or on a worker thread) cannot be
+    unwound: there the runtime prints the message and exits with status 2.
   }];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect",
                            "::mlir::cf::ControlFlowDialect"];
