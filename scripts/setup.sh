@@ -42,6 +42,7 @@ if [ ! -f "$build/build.ninja" ]; then
     -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
     -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit \
     -DHLA_PYTHON_EXECUTABLE=/usr/bin/python3 \
+    -DHLA_REQUIRE_CUDA="${HLA_REQUIRE_CUDA:-${CI:+ON}}" \
     "${launcher[@]}"
 fi
 echo "== building"

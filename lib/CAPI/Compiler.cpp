@@ -80,17 +80,18 @@ static LogicalResult parseOptions(llvm::StringRef text,
       options.schedule = value.str();
     } else if (key == "entry") {
       options.entry = value.str();
-    } else if (key == "vectorize") {
+    } else if (key == "vectorize" || key == "causal-isolation") {
       if (value != "true" && value != "false") {
-        error = "option 'vectorize' needs true or false, not '" +
+        error = "option '" + key.str() + "' needs true or false, not '" +
                 value.str() + "'";
         return failure();
       }
-      options.vectorize = value == "true";
+      (key == "vectorize" ? options.vectorize : options.causalIsolation) =
+          value == "true";
     } else {
       error = "unknown option '" + key.str() +
               "' (known: chunk-size, chunk-form, segments, schedule, "
-              "scan-threads, vectorize, entry, ptxas-log)";
+              "scan-threads, vectorize, causal-isolation, entry, ptxas-log)";
       return failure();
     }
   }

@@ -56,6 +56,7 @@ void mlir::hla::buildCPUPipeline(OpPassManager &pm,
   chunking.segments = options.segments;
   chunking.parallelism = options.threads;
   chunking.stableFeatures = options.stableFeatures;
+  chunking.causalIsolation = options.causalIsolation;
   pm.addPass(createHLAChunkPass(chunking));
   // The scan over chunk summaries -> loops of hla.combine.
   pm.addPass(createHLALowerScansPass(
@@ -147,6 +148,7 @@ void mlir::hla::buildCUDADevicePipeline(OpPassManager &pm,
   HLAChunkPassOptions chunking;
   chunking.chunkSize = options.chunkSize;
   chunking.parallelism = options.sms;
+  chunking.causalIsolation = options.causalIsolation;
   chunking.segments = options.segments;
   // An unknown schedule reaches hla-chunk as a form it rejects.
   chunking.form = options.schedule == "persistent" ? std::string("fused")

@@ -324,6 +324,7 @@ LogicalResult mlir::hla::compileToArtefact(ModuleOp module,
     pipeline.chunkForm = options.chunkForm;
     pipeline.segments = options.segments;
     pipeline.stableFeatures = options.stableFeatures;
+    pipeline.causalIsolation = options.causalIsolation;
     pipeline.schedule = options.schedule;
     pipeline.threads = options.threads;
     pipeline.vectorize = options.vectorize;
@@ -359,6 +360,7 @@ LogicalResult mlir::hla::compileToArtefact(ModuleOp module,
     return fail("--cuda-mma=wgmma needs --cuda-chip=sm_90a (got " +
                 options.cudaChip + ")");
   pipeline.mma = options.cudaMma;
+  pipeline.causalIsolation = options.causalIsolation;
   pipeline.threads = options.cudaThreads;
   if (!options.cudaToolkit.empty())
     pipeline.toolkit = options.cudaToolkit;

@@ -62,6 +62,11 @@ llvm::cl::opt<bool> stableFeatures(
     llvm::cl::desc("LinSimp: shift anchor-feature exponents by each query's "
                    "running maximum (cancels exactly; off to compare)"),
     llvm::cl::init(true), llvm::cl::cat(artefactCategory));
+llvm::cl::opt<bool> causalIsolation(
+    "causal-isolation",
+    llvm::cl::desc("Outputs before a token holding NaN or inf stay finite (a "
+                   "chunk holding one is read out a second time)"),
+    llvm::cl::init(true), llvm::cl::cat(artefactCategory));
 llvm::cl::opt<int64_t> segments(
     "segments",
     llvm::cl::desc("Segmented form/schedule: runs of chunks per sequence (0: "
@@ -130,6 +135,7 @@ static int compileArtefact(llvm::StringRef inputPath,
   options.chunkForm = chunkForm;
   options.segments = segments;
   options.stableFeatures = stableFeatures;
+  options.causalIsolation = causalIsolation;
   options.threads = threads;
   options.vectorize = vectorize;
   options.cudaChip = cudaChip;

@@ -41,6 +41,11 @@ struct CPUPipelineOptions : public PassPipelineOptions<CPUPipelineOptions> {
       llvm::cl::desc("LinSimp: shift anchor-feature exponents by each "
                      "query's running maximum"),
       llvm::cl::init(true)};
+  PassOptions::Option<bool> causalIsolation{
+      *this, "causal-isolation",
+      llvm::cl::desc("Keep outputs before a non-finite token finite (a "
+                     "chunk holding one is read out again; see hla-chunk)"),
+      llvm::cl::init(true)};
   PassOptions::Option<int64_t> threads{
       *this, "threads",
       llvm::cl::desc("Threads the auto schedule plans for"),
@@ -85,6 +90,11 @@ struct CUDAPipelineOptions : public PassPipelineOptions<CUDAPipelineOptions> {
       llvm::cl::desc("Segmented schedule: runs of chunks per sequence (0: "
                      "enough thread blocks for `sms`)"),
       llvm::cl::init(0)};
+  PassOptions::Option<bool> causalIsolation{
+      *this, "causal-isolation",
+      llvm::cl::desc("Keep outputs before a non-finite token finite (a "
+                     "chunk holding one is read out again; see hla-chunk)"),
+      llvm::cl::init(true)};
   PassOptions::Option<int64_t> sms{
       *this, "sms",
       llvm::cl::desc("Streaming multiprocessors the schedule fills (132 on "

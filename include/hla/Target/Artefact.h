@@ -38,6 +38,8 @@ struct ArtefactOptions {
   int64_t segments = 0;
   /// LinSimp: the stabilised anchor features (off only to compare).
   bool stableFeatures = true;
+  /// Outputs before a non-finite token stay finite (hla-chunk).
+  bool causalIsolation = true;
   int64_t threads = 2;
   bool vectorize = true;
   /// CUDA: GPU architecture, PTX features, toolkit root ("" = the default).

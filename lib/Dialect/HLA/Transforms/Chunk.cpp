@@ -39,6 +39,7 @@
 #include "mlir/IR/PatternMatch.h"
 
 #include <cmath>
+#include <limits>
 #include <map>
 
 #define DEBUG_TYPE "hla-chunk"
@@ -566,6 +567,9 @@ public:
   /// The gated delta rule (KDA): its matrix-valued transition has no index
   /// plan; chunks are summarised and read out in the WY/UT form instead.
   bool deltaRule = false;
+  /// Rows before a chunk's first non-finite token are read out again
+  /// without the tokens from there on (see `emitCausalRows`).
+  bool causalIsolation = true;
 
 private:
   /// KDA: a chunk's cumulative log-decay Γ, e^Γ, W and U (per key tile).
@@ -626,6 +630,17 @@ private:
   FailureOr<Value> emitReadoutRows(OpBuilder &b, Location loc,
                                    const ChunkTiles &tiles,
                                    std::string &error);
+  /// The readout rows of the chunk with causal isolation: where a token
+  /// at chunk position f < length holds a non-finite value, rows [0, f)
+  /// come from the chunk read out as f tokens (the later ones zeroed), as
+  /// the masked products would otherwise carry 0 · NaN into them.
+  FailureOr<Value> emitCausalRows(OpBuilder &b, Location loc,
+                                  const ChunkTiles &tiles,
+                                  std::string &error);
+  /// The first row of any of the [c, n] or [c] f32 `tiles` holding a
+  /// non-finite value, or c when there is none (index).
+  Value firstNonFiniteRow(OpBuilder &b, Location loc,
+                          llvm::ArrayRef<Value> tiles);
   /// KDA (SEMANTICS.md §6): the chunk's affine map (A, B) when
   /// `carried` is null, else its output rows read from the state `carried`.
   FailureOr<llvm::SmallVector<Value>> emitDeltaRule(OpBuilder &b,
@@ -696,6 +711,7 @@ private:
   llvm::SmallVector<unsigned> carried;
   llvm::SmallVector<llvm::SmallVector<int64_t>> componentShapes;
   llvm::SmallVector<Value> operandOfInput;
+  std::unique_ptr<OpBuilder> ownHoist;
   std::unique_ptr<DecayTiles> decay;
   int64_t numChunks = 0;
   int64_t sequences = 0;
@@ -745,7 +761,19 @@ void ChunkRewriter::prepareShapes() {
 void ChunkRewriter::prepareTiles(OpBuilder &b, OpBuilder &hoist,
                                  Location loc) {
   // Constant tiles are built once, ahead of the chunk loops that use them.
-  decay = std::make_unique<DecayTiles>(hoist, loc, chunk, plan.gamma);
+  // Where the caller has no separate hoisting point (the fused and
+  // segmented forms build them inside the (sequence, head) loop), they go
+  // before a marker placed here: the builder `b` moves on into the chunk
+  // loops, and a tile first asked for deep inside one of them (LinSimp's
+  // anchor loop, one branch of causal isolation) must still dominate every
+  // later use.
+  OpBuilder *at = &hoist;
+  if (&hoist == &b) {
+    Operation *marker = arith::ConstantIndexOp::create(b, loc, 0);
+    ownHoist = std::make_unique<OpBuilder>(marker);
+    at = ownHoist.get();
+  }
+  decay = std::make_unique<DecayTiles>(*at, loc, chunk, plan.gamma);
   if (cuSeqlens)
     std::tie(slotStart, slotLength, chunkOffsets, slotSequence) =
         buildChunkTable(b, loc, cuSeqlens, sequences, numChunks);
@@ -1035,6 +1063,147 @@ FailureOr<Value> ChunkRewriter::emitReadoutRows(OpBuilder &b, Location loc,
   return tb.castTo(result, outType.getElementType());
 }
 
+Value ChunkRewriter::firstNonFiniteRow(OpBuilder &b, Location loc,
+                                       llvm::ArrayRef<Value> tiles) {
+  TileBuilder tb(b, loc);
+  Type f32 = b.getF32Type();
+  // The row indices are small integers: exact in f32, which keeps the
+  // reduction an ordinary float min.
+  Value none = tb.scalar(double(chunk));
+  Value first = linalg::FillOp::create(
+                    b, loc, none,
+                    Value(tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{},
+                                                  f32)))
+                    .getResult(0);
+  for (Value tile : tiles) {
+    int64_t rank = cast<RankedTensorType>(tile.getType()).getRank();
+    MLIRContext *ctx = b.getContext();
+    AffineMap all = AffineMap::getMultiDimIdentityMap(rank, ctx);
+    AffineMap scalar = AffineMap::get(rank, 0, {}, ctx);
+    llvm::SmallVector<IteratorType> its(rank, IteratorType::reduction);
+    first = tb.generic(
+        {tile}, first, {all, scalar}, its,
+        [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+          Value magnitude = math::AbsFOp::create(nb, l, args[0]);
+          Value inf = arith::ConstantOp::create(
+              nb, l, nb.getF32FloatAttr(std::numeric_limits<float>::infinity()));
+          // False for NaN (unordered) and for ±inf.
+          Value finite = arith::CmpFOp::create(
+              nb, l, arith::CmpFPredicate::OLT, magnitude, inf);
+          Value row = arith::SIToFPOp::create(
+              nb, l, f32,
+              arith::IndexCastOp::create(nb, l, nb.getI64Type(),
+                                         linalg::IndexOp::create(nb, l, 0)));
+          Value lower = arith::MinimumFOp::create(nb, l, args[1], row);
+          return arith::SelectOp::create(nb, l, finite, args[1], lower);
+        });
+  }
+  Value value = tensor::ExtractOp::create(b, loc, first, ValueRange{});
+  Value asInt = arith::FPToSIOp::create(b, loc, b.getI64Type(), value);
+  return arith::IndexCastOp::create(b, loc, b.getIndexType(), asInt);
+}
+
+FailureOr<Value> ChunkRewriter::emitCausalRows(OpBuilder &b, Location loc,
+                                               const ChunkTiles &tiles,
+                                               std::string &error) {
+  FailureOr<Value> rows = emitReadoutRows(b, loc, tiles, error);
+  if (failed(rows) || !causalIsolation)
+    return rows;
+  llvm::SmallVector<Value> checked;
+  for (Value t : tiles.tokens)
+    if (t)
+      checked.push_back(t);
+  if (info.anchor) {
+    // LinSimp reads its query and anchor operands directly.
+    AnchorReadoutOp op = info.anchor;
+    for (Value operand :
+         {op.getQuery(), op.getAnchorKey(), op.getAnchorValue()})
+      checked.push_back(loadTile(b, loc, 0, operand, tiles.batch, tiles.start,
+                                 tiles.length, tiles.head));
+  }
+  if (checked.empty())
+    return rows;
+  // Σ x · 0 over every token value: NaN exactly when one is NaN or ±inf
+  // (the padding rows are zeros). One multiply-add per value on the common
+  // path; the first poisoned row is only looked for in the branch.
+  TileBuilder tb(b, loc);
+  Value total = linalg::FillOp::create(
+                    b, loc, tb.scalar(0.0),
+                    Value(tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{},
+                                                  b.getF32Type())))
+                    .getResult(0);
+  for (Value tile : checked) {
+    int64_t rank = cast<RankedTensorType>(tile.getType()).getRank();
+    MLIRContext *ctx = b.getContext();
+    llvm::SmallVector<IteratorType> its(rank, IteratorType::reduction);
+    total = tb.generic(
+        {tile}, total,
+        {AffineMap::getMultiDimIdentityMap(rank, ctx),
+         AffineMap::get(rank, 0, {}, ctx)},
+        its, [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+          Value zero = arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(0));
+          Value nanIfNotFinite = arith::MulFOp::create(nb, l, args[0], zero);
+          return arith::AddFOp::create(nb, l, args[1], nanIfNotFinite);
+        });
+  }
+  Value sum = tensor::ExtractOp::create(b, loc, total, ValueRange{});
+  Value poisoned =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNO, sum, sum);
+  auto branch = scf::IfOp::create(b, loc, TypeRange{rows->getType()}, poisoned,
+                                  /*withElseRegion=*/true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(branch.elseBlock());
+  scf::YieldOp::create(b, loc, *rows);
+
+  b.setInsertionPointToStart(branch.thenBlock());
+  Value first = firstNonFiniteRow(b, loc, checked);
+  Type f32 = b.getF32Type();
+  // The chunk as `first` tokens: the rows from `first` on zeroed.
+  auto keepRowsBelow = [&](Value tile, Value bound) -> Value {
+    auto type = cast<RankedTensorType>(tile.getType());
+    AffineMap id = b.getMultiDimIdentityMap(type.getRank());
+    llvm::SmallVector<IteratorType> its(type.getRank(),
+                                        IteratorType::parallel);
+    return tb.generic(
+        {tile}, tensor::EmptyOp::create(b, loc, type.getShape(),
+                                        type.getElementType()),
+        {id, id}, its, [&](OpBuilder &nb, Location l, ValueRange args) {
+          Value row = linalg::IndexOp::create(nb, l, 0);
+          Value below = arith::CmpIOp::create(
+              nb, l, arith::CmpIPredicate::slt, row, bound);
+          Value zero = arith::ConstantOp::create(
+              nb, l, nb.getFloatAttr(type.getElementType(), 0.0));
+          return arith::SelectOp::create(nb, l, below, args[0], zero);
+        });
+  };
+  ChunkTiles clean = tiles;
+  clean.length = first;
+  for (Value &t : clean.tokens)
+    if (t)
+      t = keepRowsBelow(t, first);
+  FailureOr<Value> cleanRows = emitReadoutRows(b, loc, clean, error);
+  if (failed(cleanRows))
+    return failure();
+  // Rows [0, first) from the clean read-out, written over the plain ones
+  // in place: both branches then yield the plain rows' buffer, and
+  // bufferization needs no copy or run-time ownership check for the if.
+  auto rowsType = cast<RankedTensorType>(rows->getType());
+  AffineMap id = b.getMultiDimIdentityMap(rowsType.getRank());
+  llvm::SmallVector<IteratorType> its(rowsType.getRank(),
+                                      IteratorType::parallel);
+  Value merged = tb.generic(
+      {*cleanRows}, *rows, {id, id}, its,
+      [&](OpBuilder &nb, Location l, ValueRange args) {
+        Value row = linalg::IndexOp::create(nb, l, 0);
+        Value below = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::slt,
+                                            row, first);
+        return arith::SelectOp::create(nb, l, below, args[0], args[1]);
+      });
+  (void)f32;
+  scf::YieldOp::create(b, loc, merged);
+  return branch.getResult(0);
+}
+
 llvm::SmallVector<Value> ChunkRewriter::initialCarry(OpBuilder &b,
                                                      Location loc,
                                                      Value sequence,
@@ -1135,7 +1304,7 @@ FailureOr<scf::ForOp> ChunkRewriter::emitChunkLoop(
           tiles.carried.assign(spec.components.size(), Value());
           for (auto [i, c] : llvm::enumerate(carried))
             tiles.carried[c] = iter[i];
-          FailureOr<Value> result = emitReadoutRows(nb, l, tiles, error);
+          FailureOr<Value> result = emitCausalRows(nb, l, tiles, error);
           if (failed(result)) {
             failedEmission = true;
             scf::YieldOp::create(nb, l, iter);
@@ -1883,7 +2052,7 @@ LogicalResult ChunkRewriter::rewritePhased(std::string &error) {
           b, loc, RankedTensorType::get(shape, f32), carry.getResult(i),
           offsets, sizes, strides);
     }
-    FailureOr<Value> result = emitReadoutRows(b, loc, tiles, error);
+    FailureOr<Value> result = emitCausalRows(b, loc, tiles, error);
     if (failed(result))
       return failure();
     Value rows = tensor::ExtractSliceOp::create(
@@ -2510,6 +2679,7 @@ struct HLAChunkPass : public hla::impl::HLAChunkPassBase<HLAChunkPass> {
     ChunkRewriter rewriter(info, chunkSize, *plan);
     rewriter.stableFeatures = stableFeatures;
     rewriter.deltaRule = deltaRule;
+    rewriter.causalIsolation = causalIsolation;
     LogicalResult rewritten = failure();
     if (form == "fused") {
       rewritten = rewriter.rewriteFused(error);

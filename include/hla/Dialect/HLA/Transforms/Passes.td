@@ -141,6 +141,18 @@ def HLAChunkPass : Pass<"hla-chunk"> {
     per chunk (S = 1: the fused form itself); at least two chunks per run.
     Where that is one run, or the sequences are packed, the fused form is
     emitted.
+
+    Causal isolation: in masked-matmul form a row's output is a product
+    with every token of its chunk, masked by zeros, and 0 · NaN = NaN — a
+    non-finite input at token t would leak into the rows before t. With
+    `causal-isolation` (the default) each chunk's readout finds its first
+    position f holding a non-finite token value (any input the readout
+    reads); where f is inside the chunk, an `scf.if` reads the chunk out
+    again as a chunk of f tokens (the tokens from f on zeroed) and takes
+    rows [0, f) from that. The rows from f on and the chunk's summary keep
+    the plain computation, so non-finite values still reach every output
+    that depends on them. Chunks without such tokens pay one scan of their
+    token tiles.
   }];
   let options = [
     Option<"chunkSize", "chunk-size", "int64_t", "64",
@@ -155,7 +167,11 @@ def HLAChunkPass : Pass<"hla-chunk"> {
            "segmented: loop iterations to aim for (e.g. a GPU's SMs)">,
     Option<"stableFeatures", "stable-features", "bool", "true",
            "LinSimp: shift each query's anchor-feature exponents by their "
-           "running maximum (cancels exactly; off to compare)">
+           "running maximum (cancels exactly; off to compare)">,
+    Option<"causalIsolation", "causal-isolation", "bool", "true",
+           "Keep a chunk's rows before its first non-finite token finite: "
+           "such a chunk's rows are read out a second time with the tokens "
+           "from there on zeroed (see below)">
   ];
   let dependentDialects = [
     "::mlir::hla::HLADialect", "::mlir::arith::ArithDialect",
