@@ -49,9 +49,11 @@ def _graph_and_inputs(op, rng):
                   ("g", -np.abs(draw(B, T, HKV, D))),
                   ("beta", 1 / (1 + np.exp(-draw(B, T, HKV))))]
         return graph, tokens, []
-    if op == "linsimp":
+    if op in ("linsimp", "linsimp-exact"):
         m, window = 16, 5
         graph = linsimp_graph(B, T, HQ, HKV, D, DV, m, window)
+        if op == "linsimp-exact":
+            graph = graph.replace("{window", "{kernel = #hla.kernel<exact>, window")
         tokens = [("q", draw(B, T, HQ, D)), ("k", draw(B, T, HKV, D)),
                   ("v", draw(B, T, HKV, DV)), ("r", draw(B, T, HKV, D)),
                   ("u", draw(B, T, HKV, DV))]
@@ -73,9 +75,19 @@ def _graph_and_inputs(op, rng):
 @pytest.mark.parametrize("op", ["linear_attention", "hla2", "ahla", "hla3",
                                 "kda", "linsimp"])
 def test_poisoned_token_leaves_earlier_outputs(tmp_path, op, form):
-    rng = np.random.default_rng(abs(hash((op, form))) % 2**32)
+    check_isolation(tmp_path, op, FORMS[form])
+
+
+def test_exact_linsimp(tmp_path):
+    """LinSimp's exact kernel (its own lowering, no chunked state)."""
+    check_isolation(tmp_path, "linsimp-exact", ())
+
+
+def check_isolation(tmp_path, op, flags):
+    rng = np.random.default_rng(abs(hash((op, flags))) % 2**32)
     graph, tokens, rest = _graph_and_inputs(op, rng)
-    exe = compile_graph(graph, chunk=CHUNK, extra=FORMS[form])
+    exe = compile_graph(graph, chunk=CHUNK, extra=flags)
+    form = " ".join(flags)
     clean_inputs = [x for _, x in tokens] + rest
     (clean,) = run_exe(exe, clean_inputs, tmp_path)
     assert np.all(np.isfinite(clean))
@@ -98,7 +110,7 @@ def test_poisoned_token_leaves_earlier_outputs(tmp_path, op, form):
             # The poison still reaches the output it feeds (the readout at
             # t reads every input of token t, except that LinSimp's anchor
             # terms and KDA's gate only act through later tokens).
-            if t == POSITIONS[0] and not (op == "linsimp" and name in ("r", "u")) \
+            if t == POSITIONS[0] and not (op.startswith("linsimp") and name in ("r", "u")) \
                     and not (op == "kda" and name == "g"):
                 assert not np.all(np.isfinite(out[1, t:])), where
             poisoned_runs += 1

@@ -18,9 +18,10 @@ OPS = ["linear_attention", "hla2", "ahla", "hla3"]
 
 def case(name, op, T, *, options=None, chunk=64, B=2, hq=2, hkv=2, d=16, dv=16,
          dtype="f32", tol=1e-4, state=False, cu_seqlens=None, positive=False,
-         schedule="auto", segments=0, m=0, window=0, mma="auto", misaligned=False):
+         schedule="auto", segments=0, m=0, window=0, mma="auto", misaligned=False,
+         poison=False):
     return dict(name=name, op=op, T=T, options=dict(options or {}), chunk=chunk, mma=mma,
-                misaligned=misaligned,
+                misaligned=misaligned, poison=poison,
                 B=B, hq=hq, hkv=hkv, d=d, dv=dv, dtype=dtype, tol=tol, state=state,
                 cu_seqlens=list(cu_seqlens) if cu_seqlens else None,
                 positive=positive, schedule=schedule, segments=segments, m=m,
@@ -124,7 +125,26 @@ def all_cases():
                           segments=3 if schedule == "segmented" else 0))
     cases.append(case("hla2-d128-f32-state", "hla2", 70, B=1, d=128, dv=128, chunk=16,
                       options=dict(decay=0.9), state=True))
-    return cases + linsimp_cases() + kda_cases()
+    return cases + linsimp_cases() + kda_cases() + poison_cases()
+
+
+def poison_cases():
+    """Causal isolation: besides the reference check, run_cases.py injects
+    NaN / inf into each token input at a few tokens and requires every
+    output before that token to be finite and equal to the clean run's."""
+    cases = []
+    for op in OPS + ["kda", "linsimp"]:
+        extra = dict(m=32, window=6, hkv=1) if op == "linsimp" else {}
+        for schedule, segments in [("persistent", 0), ("segmented", 3)]:
+            cases.append(case(f"{op}-poison-{schedule}", op, 150, chunk=16, B=2, hq=2,
+                              d=16, dv=16, schedule=schedule, segments=segments,
+                              poison=True, **{"hkv": 2, **extra}))
+        if op in OPS:
+            # The tensor-core kernels (wgmma, TMA) at a model-like head size.
+            cases.append(case(f"{op}-poison-bf16", op, 200, B=1, d=64, dv=64,
+                              dtype="bf16", tol=1e-2, chunk=32 if op == "hla3" else 64,
+                              options=dict(decay=0.95), poison=True))
+    return cases
 
 
 def kda_cases():

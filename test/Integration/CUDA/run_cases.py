@@ -154,6 +154,8 @@ def run_linsimp_case(c, casedir, rng):
     expected = ref.linsimp(*xs[:5], **kwargs)
     wants = [expected[0], *expected[1]] if c["state"] else [expected]
     errors = [relative_error(o.float().cpu().numpy(), w) for o, w in zip(outs, wants)]
+    if c.get("poison"):
+        errors.append(poison_error(c, lib, tensors, range(5), outs[0]))
     return max(errors)
 
 
@@ -183,7 +185,29 @@ def run_kda_case(c, casedir, rng):
     expected = ref.kda(q, k, v, g=g, beta=beta, **kwargs)
     wants = [expected[0], *expected[1]] if c["state"] else [expected]
     errors = [relative_error(o.float().cpu().numpy(), w) for o, w in zip(outs, wants)]
+    if c.get("poison"):
+        errors.append(poison_error(c, lib, tensors, range(5), outs[0]))
     return max(errors)
+
+
+def poison_error(c, lib, tensors, token_inputs, clean):
+    """Causal isolation: NaN or inf at token t of each token input leaves
+    outputs [:, :t] finite and equal to the clean run's `clean` (the first
+    output); returns the largest relative difference (inf if not finite)."""
+    T = c["T"]
+    worst = 0.0
+    for i in token_inputs:
+        for t, value in [(T // 2 + 3, float("nan")), (c["chunk"], float("inf")),
+                         (T - 1, float("-inf"))]:
+            poisoned = [x.clone() for x in tensors]
+            poisoned[i][0, t] = value
+            out = lib(*poisoned)[0][:, :t].float().cpu().numpy()
+            want = clean[:, :t].float().cpu().numpy()
+            if not np.all(np.isfinite(out)):
+                return float("inf")
+            scale = max(float(np.abs(want).max()), 1e-30)
+            worst = max(worst, float(np.abs(out - want).max()) / scale)
+    return worst
 
 
 def run_case(c, casedir):
@@ -233,6 +257,8 @@ def run_case(c, casedir):
     else:
         wants = [expected]
     errors = [relative_error(o.float().cpu().numpy(), w) for o, w in zip(outs, wants)]
+    if c.get("poison"):
+        errors.append(poison_error(c, lib, args, range(3), outs[0]))
     return max(errors)
 
 

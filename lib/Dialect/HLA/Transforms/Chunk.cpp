@@ -2469,9 +2469,10 @@ static LogicalResult lowerExactLinSimp(LinSimpOp op, int64_t chunk,
               Value scores = kt.matmul(x, k, false, /*transB=*/true);
               // Pair (i, j) counts when anchor i − w exists, j ≤ i, and i
               // is a real query.
-              auto inside = [&](OpBuilder &eb, Location el) -> Value {
+              auto inside = [&](OpBuilder &eb, Location el,
+                                unsigned jDim = 1) -> Value {
                 Value i = linalg::IndexOp::create(eb, el, 0);
-                Value j = linalg::IndexOp::create(eb, el, 1);
+                Value j = linalg::IndexOp::create(eb, el, jDim);
                 Value qi = arith::AddIOp::create(eb, el, start, i);
                 Value kj = arith::AddIOp::create(eb, el, keyStart, j);
                 Value causal = arith::CmpIOp::create(
@@ -2518,8 +2519,26 @@ static LogicalResult lowerExactLinSimp(LinSimpOp op, int64_t chunk,
                     return arith::SelectOp::create(eb, el, inside(eb, el), e,
                                                    fcst(eb, el, 0.0));
                   });
+              // Σ_j w_ij v_j over the pairs inside only: a plain product
+              // would add 0 · v_j for the later keys, NaN where v_j is not
+              // finite (causal isolation).
+              AffineMap ij = AffineMap::get(
+                  3, 0, {kb.getAffineDimExpr(0), kb.getAffineDimExpr(2)}, ctx);
+              AffineMap jn = AffineMap::get(
+                  3, 0, {kb.getAffineDimExpr(2), kb.getAffineDimExpr(1)}, ctx);
+              AffineMap in = AffineMap::get(
+                  3, 0, {kb.getAffineDimExpr(0), kb.getAffineDimExpr(1)}, ctx);
+              Value weighted = kt.generic(
+                  {weights, v}, kt.zeros({c, dv}), {ij, jn, in},
+                  {IT::parallel, IT::parallel, IT::reduction},
+                  [&](OpBuilder &eb, Location el, ValueRange args) -> Value {
+                    Value term = arith::MulFOp::create(eb, el, args[0], args[1]);
+                    Value kept = arith::SelectOp::create(
+                        eb, el, inside(eb, el, 2), term, fcst(eb, el, 0.0));
+                    return arith::AddFOp::create(eb, el, args[2], kept);
+                  });
               Value num = kt.add(kt.scaleRows(inner[0], rescale),
-                                 kt.mul(u, kt.matmul(weights, v)));
+                                 kt.mul(u, weighted));
               Value rowSums = kt.generic(
                   {weights}, kt.zeros({c}), {id2, rows2},
                   {IT::parallel, IT::reduction},

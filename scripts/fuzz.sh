@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+#
+# Builds the libFuzzer targets in build-fuzz/ (hla's libraries instrumented
+# for coverage, ASan and UBSan; clang-22 with libclang-rt-22-dev) and runs
+# hla-fuzz-ir on a corpus seeded from the lit suite's .mlir files.
+#
+#   scripts/fuzz.sh [SECONDS]          (default 60; FUZZ_RUNS=N for a count)
+#
+# A finding stops the run with libFuzzer's report and a crash-* file in
+# build-fuzz/findings/, and the script exits non-zero.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+export CCACHE_BASEDIR="$root"
+seconds="${1:-60}"
+build="$root/build-fuzz"
+llvm="${LLVM_DIR_PREFIX:-/usr/lib/llvm-22}"
+
+if ! dpkg-query -W -f='${Status}' libclang-rt-22-dev 2>/dev/null | grep -q "install ok installed"; then
+  sudo=""; [ "$(id -u)" != 0 ] && sudo="sudo"
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends libclang-rt-22-dev
+fi
+
+if [ ! -f "$build/build.ninja" ]; then
+  flags="-fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
+  launcher=()
+  command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
+    -DMLIR_DIR="$llvm/lib/cmake/mlir" -DHLA_ENABLE_FUZZERS=ON \
+    -DCMAKE_CXX_FLAGS="$flags" "${launcher[@]}"
+fi
+cmake --build "$build" --target hla-fuzz-ir -- -j"$(nproc)"
+
+corpus="$build/corpus-ir"
+mkdir -p "$corpus" "$build/findings"
+if [ -z "$(ls -A "$corpus")" ]; then
+  # The seeds: every lit input, one file per -split-input-file case.
+  find "$root/test" -name '*.mlir' | while read -r f; do
+    base="$(echo "${f#"$root/"}" | tr '/' '_')"
+    awk -v out="$corpus/$base" 'BEGIN { n = 0 } /^\/\/ -----/ { n++; next }
+      { print > (out "." n) }' "$f"
+  done
+fi
+runs=()
+[ -n "${FUZZ_RUNS:-}" ] && runs=(-runs="$FUZZ_RUNS")
+# Timeouts and memory: an input that takes 20 s or 2 GB is a finding.
+"$build/bin/hla-fuzz-ir" "$corpus" -max_total_time="$seconds" "${runs[@]}" \
+  -timeout=20 -rss_limit_mb=2048 -max_len=16384 -print_final_stats=1 \
+  -artifact_prefix="$build/findings/"
