@@ -31,6 +31,13 @@ def hla_call(path, inputs, outputs):
     lib.hla_cuda_set_stream(ctypes.c_void_p(torch.cuda.current_stream().cuda_stream), 1)
     fn = lib.hla_main
     fn.argtypes = [ctypes.POINTER(ctypes.c_void_p)] * 2
+    fn.restype = ctypes.c_int32
+    lib.hla_last_error.restype = ctypes.c_char_p
     ins = (ctypes.c_void_p * len(inputs))(*[t.data_ptr() for t in inputs])
     outs = (ctypes.c_void_p * len(outputs))(*[t.data_ptr() for t in outputs])
-    return lambda: fn(ins, outs)
+
+    def call():
+        # The entry returns a status (0: done); the message is the runtime's.
+        if fn(ins, outs) != 0:
+            raise RuntimeError(f"{path}: {lib.hla_last_error().decode()}")
+    return call

@@ -106,13 +106,14 @@ def _normalise_options(options, target="cpu"):
                 raise ValueError(f"hla.compile: chunk_form must be one of {CHUNK_FORMS}, "
                                  f"got {value!r}")
             pairs["chunk-form"] = value
-        elif key == "vectorize":
+        elif key in ("vectorize", "causal_isolation"):
             if not isinstance(value, bool):
-                raise ValueError(f"hla.compile: vectorize must be True or False, got {value!r}")
-            pairs["vectorize"] = "true" if value else "false"
+                raise ValueError(f"hla.compile: {key} must be True or False, got {value!r}")
+            pairs[key.replace("_", "-")] = "true" if value else "false"
         else:
             raise TypeError(f"hla.compile: unknown option {key!r} (known: chunk_size, "
-                            f"chunk_form, segments, schedule, scan_threads, vectorize)")
+                            f"chunk_form, segments, schedule, scan_threads, vectorize, "
+                            f"causal_isolation)")
     return dict(sorted(pairs.items()))
 
 

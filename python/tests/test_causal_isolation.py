@@ -17,6 +17,9 @@ import os
 import numpy as np
 import pytest
 
+import hla
+
+from .api_util import compiler_available
 from .codegen_util import (HLA_OPT, attention_graph, compile_graph, kda_graph,
                            linsimp_graph, run_exe)
 
@@ -115,3 +118,25 @@ def check_isolation(tmp_path, op, flags):
                 assert not np.all(np.isfinite(out[1, t:])), where
             poisoned_runs += 1
     assert poisoned_runs == len(tokens) * len(POSITIONS)
+
+
+def test_option_through_the_python_api():
+    """hla.compile(causal_isolation=...) reaches hla-chunk through the C API:
+    on (the default), a NaN value at token 37 leaves the tokens before it
+    finite; off, the earlier rows of its 16-token chunk (32..36) are NaN."""
+    if not compiler_available():
+        pytest.skip("libHLACAPI.so is not built")
+    shape = "tensor<1x50x2x8xf32>"
+    graph = (f"func.func @f(%q: {shape}, %k: {shape}, %v: {shape}) -> {shape} {{\n"
+             f"  %o = hla.linear_attention %q, %k, %v : ({shape}, {shape}, {shape}) -> {shape}\n"
+             f"  return %o : {shape}\n}}\n")
+    rng = np.random.default_rng(7)
+    q, k, v = (rng.standard_normal((1, 50, 2, 8)).astype(np.float32) for _ in range(3))
+    v[0, 37] = np.nan
+    on = hla.compile(graph, chunk_size=16).f(q, k, v)
+    off = hla.compile(graph, chunk_size=16, causal_isolation=False).f(q, k, v)
+    assert np.all(np.isfinite(on[0, :37]))
+    assert not np.all(np.isfinite(off[0, 32:37]))
+    np.testing.assert_array_equal(on[0, :32], off[0, :32])
+    with pytest.raises(ValueError, match="causal_isolation"):
+        hla.compile(graph, causal_isolation="yes")

@@ -84,7 +84,9 @@ class Library:
             ctypes.string_at(ctypes.addressof(sig)).decode())
         self.fn = self.lib.hla_main
         self.fn.argtypes = [ctypes.POINTER(ctypes.c_void_p)] * 2
-        self.fn.restype = None
+        self.fn.restype = ctypes.c_int32
+        self.last_error = self.lib.hla_last_error
+        self.last_error.restype = ctypes.c_char_p
         set_stream = self.lib.hla_cuda_set_stream
         set_stream.argtypes = [ctypes.c_void_p, ctypes.c_int]
         set_stream(ctypes.c_void_p(torch.cuda.current_stream().cuda_stream), 1)
@@ -98,7 +100,8 @@ class Library:
         ins = (ctypes.c_void_p * len(tensors))(*[t.data_ptr() for t in tensors])
         outp = (ctypes.c_void_p * len(outs))(*[o.data_ptr() for o in outs])
         torch.cuda.synchronize()
-        self.fn(ins, outp)
+        if self.fn(ins, outp) != 0:
+            raise RuntimeError(f"hla_main: {self.last_error().decode()}")
         torch.cuda.synchronize()
         return outs
 

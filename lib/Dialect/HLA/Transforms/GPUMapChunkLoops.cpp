@@ -150,6 +150,12 @@ private:
   void planTensorCores(gpu::LaunchOp launch);
   LogicalResult distribute(gpu::LaunchOp launch);
   LogicalResult distributeGeneric(linalg::GenericOp op);
+  /// `out += Σ f(x)` over every element (all dimensions reductions, one
+  /// 0-d f32 output, an addf combiner): each thread sums a strided share,
+  /// warps combine by shuffles and lane 0 of each warp adds its sum to the
+  /// output atomically — instead of one thread walking every element while
+  /// the block waits. Returns false (and does nothing) for other generics.
+  bool distributeFullSum(linalg::GenericOp op);
   /// C (+)= A·B on warp tensor cores (mma.sync m16n8k16, bf16 operands,
   /// f32 accumulation), if `op` is such a contraction of 2-D buffers with
   /// suitable sizes; returns false (and does nothing) otherwise.
@@ -1071,7 +1077,115 @@ static std::optional<int64_t> constantUpperBound(Value value) {
   return std::nullopt;
 }
 
+bool ChunkLoopMapper::distributeFullSum(linalg::GenericOp op) {
+  if (op.getNumDpsInits() != 1 || op.getNumParallelLoops() != 0)
+    return false;
+  OpOperand &init = op.getDpsInitsMutable()[0];
+  auto outType = dyn_cast<MemRefType>(init.get().getType());
+  if (!outType || outType.getRank() != 0 || !outType.getElementType().isF32())
+    return false;
+  // The body must be out + X with X independent of out.
+  Block &region = op.getRegion().front();
+  BlockArgument outArg = op.getMatchingBlockArgument(&init);
+  auto yield = cast<linalg::YieldOp>(region.getTerminator());
+  auto add = yield.getValues()[0].getDefiningOp<arith::AddFOp>();
+  if (!add || add->getBlock() != &region)
+    return false;
+  Value term = add.getLhs() == outArg ? add.getRhs() : add.getLhs();
+  if ((add.getLhs() != outArg && add.getRhs() != outArg) ||
+      llvm::any_of(outArg.getUsers(),
+                   [&](Operation *user) { return user != add; }))
+    return false;
+  for (OpOperand *input : op.getDpsInputOperands())
+    if (!isa<MemRefType>(input->get().getType()))
+      return false;
+
+  barrierBefore(op);
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  llvm::SmallVector<Range> ranges =
+      cast<linalg::LinalgOp>(op.getOperation()).createLoopRanges(b, loc);
+  unsigned numLoops = op.getNumLoops();
+  auto size = [&](unsigned d) {
+    return getValueOrCreateConstantIndexOp(b, loc, ranges[d].size);
+  };
+  Value count = arith::ConstantIndexOp::create(b, loc, 1);
+  for (unsigned d = 0; d < numLoops; ++d)
+    count = b.createOrFold<arith::MulIOp>(loc, count, size(d));
+  Type f32 = b.getF32Type();
+  Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0));
+  // This thread's share: elements threadId, threadId + threads, ...
+  auto share = scf::ForOp::create(
+      b, loc, threadId, count, numThreads, ValueRange{zero},
+      [&](OpBuilder &nb, Location l, Value linear, ValueRange acc) {
+        llvm::SmallVector<Value> ivs(numLoops);
+        for (unsigned d = numLoops; d-- > 0;) {
+          if (d == 0) {
+            ivs[d] = linear;
+            break;
+          }
+          ivs[d] = arith::RemUIOp::create(nb, l, linear, size(d));
+          linear = arith::DivUIOp::create(nb, l, linear, size(d));
+        }
+        IRMapping map;
+        for (OpOperand *input : op.getDpsInputOperands()) {
+          BlockArgument arg = op.getMatchingBlockArgument(input);
+          if (arg.use_empty())
+            continue;
+          llvm::SmallVector<Value> indices;
+          AffineMap m = op.getMatchingIndexingMap(input);
+          for (AffineExpr e : m.getResults())
+            indices.push_back(affine::makeComposedAffineApply(
+                                  nb, l, AffineMap::get(m.getNumDims(), 0, e),
+                                  getAsOpFoldResult(ivs))
+                                  .getResult());
+          map.map(arg, memref::LoadOp::create(nb, l, input->get(), indices));
+        }
+        for (Operation &inner : region.without_terminator()) {
+          if (&inner == add.getOperation())
+            continue;
+          if (auto index = dyn_cast<linalg::IndexOp>(inner)) {
+            map.map(index.getResult(), ivs[index.getDim()]);
+            continue;
+          }
+          nb.clone(inner, map);
+        }
+        Value sum = arith::AddFOp::create(nb, l, acc[0],
+                                          map.lookupOrDefault(term));
+        scf::YieldOp::create(nb, l, sum);
+      });
+  // The warp's sum in every lane (butterfly shuffles).
+  Value sum = share.getResult(0);
+  auto i32 = [&](int64_t v) -> Value {
+    return arith::ConstantIntOp::create(b, loc, v, 32);
+  };
+  for (int64_t offset = 16; offset >= 1; offset /= 2) {
+    Value other = NVVM::ShflOp::create(b, loc, f32, i32(-1), sum, i32(offset),
+                                       i32(31), NVVM::ShflKind::bfly,
+                                       UnitAttr())
+                      .getResult();
+    sum = arith::AddFOp::create(b, loc, sum, other);
+  }
+  Value lane = arith::RemUIOp::create(b, loc, threadId,
+                                      arith::ConstantIndexOp::create(b, loc, 32));
+  Value first = arith::CmpIOp::create(
+      b, loc, arith::CmpIPredicate::eq, lane,
+      arith::ConstantIndexOp::create(b, loc, 0));
+  auto perWarp = scf::IfOp::create(b, loc, first, /*withElseRegion=*/false);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(perWarp.thenBlock());
+    memref::AtomicRMWOp::create(b, loc, arith::AtomicRMWKind::addf, sum,
+                                init.get(), ValueRange{});
+  }
+  barrierAfter(perWarp);
+  op.erase();
+  return true;
+}
+
 LogicalResult ChunkLoopMapper::distributeGeneric(linalg::GenericOp op) {
+  if (distributeFullSum(op))
+    return success();
   if (!op.hasPureBufferSemantics())
     return op.emitOpError("hla-gpu-map-chunk-loops: expected buffers");
   OpBuilder b(op);
