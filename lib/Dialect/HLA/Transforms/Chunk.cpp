@@ -38,6 +38,8 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/PatternMatch.h"
 
+#include "llvm/ADT/MapVector.h"
+
 #include <cmath>
 #include <limits>
 #include <map>
@@ -1132,18 +1134,30 @@ FailureOr<Value> ChunkRewriter::emitCausalRows(OpBuilder &b, Location loc,
                     Value(tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{},
                                                   b.getF32Type())))
                     .getResult(0);
-  for (Value tile : checked) {
-    int64_t rank = cast<RankedTensorType>(tile.getType()).getRank();
+  // One sum over all tiles of a shape (q, k, v alike): one pass, and on a
+  // GPU one block-wide reduction with its barriers, per shape.
+  llvm::MapVector<Type, llvm::SmallVector<Value>> byShape;
+  for (Value tile : checked)
+    byShape[tile.getType()].push_back(tile);
+  for (auto &[type, group] : byShape) {
+    int64_t rank = cast<RankedTensorType>(type).getRank();
     MLIRContext *ctx = b.getContext();
     llvm::SmallVector<IteratorType> its(rank, IteratorType::reduction);
+    llvm::SmallVector<AffineMap> maps(group.size(),
+                                      AffineMap::getMultiDimIdentityMap(rank, ctx));
+    maps.push_back(AffineMap::get(rank, 0, {}, ctx));
     total = tb.generic(
-        {tile}, total,
-        {AffineMap::getMultiDimIdentityMap(rank, ctx),
-         AffineMap::get(rank, 0, {}, ctx)},
-        its, [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+        group, total, maps, its,
+        [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
           Value zero = arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(0));
-          Value nanIfNotFinite = arith::MulFOp::create(nb, l, args[0], zero);
-          return arith::AddFOp::create(nb, l, args[1], nanIfNotFinite);
+          Value terms;
+          for (Value x : args.drop_back()) {
+            Value nanIfNotFinite = arith::MulFOp::create(nb, l, x, zero);
+            terms = terms ? Value(arith::AddFOp::create(nb, l, terms,
+                                                        nanIfNotFinite))
+                          : nanIfNotFinite;
+          }
+          return arith::AddFOp::create(nb, l, args.back(), terms);
         });
   }
   Value sum = tensor::ExtractOp::create(b, loc, total, ValueRange{});

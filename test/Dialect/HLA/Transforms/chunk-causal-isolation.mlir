@@ -15,14 +15,17 @@
 // CHECK:   %[[Q:[^ ]+]] = tensor.insert_slice %{{.+}} into %{{.+}}[0, 0] [%[[LEN]], 4]
 // CHECK:   %[[K:[^ ]+]] = tensor.insert_slice %{{.+}} into %{{.+}}[0, 0] [%[[LEN]], 4]
 // CHECK:   %[[V:[^ ]+]] = tensor.insert_slice %{{.+}} into %{{.+}}[0, 0] [%[[LEN]], 4]
-// Σ x · 0 over the token tiles: NaN exactly when one holds NaN or ±inf.
+// Σ x · 0 over the token tiles, one sum for the tiles of one shape: NaN
+// exactly when one holds NaN or ±inf.
 // CHECK:   %[[INIT:[^ ]+]] = linalg.fill ins(%{{[^ ]+}} : f32) outs(%{{[^ ]+}} : tensor<f32>)
-// CHECK:   %[[S0:[^ ]+]] = linalg.generic {{.*}} iterator_types = ["reduction", "reduction"]} ins(%[[Q]] : tensor<8x4xf32>) outs(%[[INIT]] : tensor<f32>)
+// CHECK:   %[[S2:[^ ]+]] = linalg.generic {{.*}} iterator_types = ["reduction", "reduction"]} ins(%[[Q]], %[[K]], %[[V]] : tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>) outs(%[[INIT]] : tensor<f32>)
 // CHECK:     %[[Z:[^ ]+]] = arith.constant 0.0{{0*}}e+00 : f32
-// CHECK:     %[[XZ:[^ ]+]] = arith.mulf %in, %[[Z]]
-// CHECK:     arith.addf %out, %[[XZ]]
-// CHECK:   %[[S1:[^ ]+]] = linalg.generic {{.*}} ins(%[[K]] : tensor<8x4xf32>) outs(%[[S0]] : tensor<f32>)
-// CHECK:   %[[S2:[^ ]+]] = linalg.generic {{.*}} ins(%[[V]] : tensor<8x4xf32>) outs(%[[S1]] : tensor<f32>)
+// CHECK:     %[[QZ:[^ ]+]] = arith.mulf %in, %[[Z]]
+// CHECK:     %[[KZ:[^ ]+]] = arith.mulf %in_{{[0-9]+}}, %[[Z]]
+// CHECK:     %[[QK:[^ ]+]] = arith.addf %[[QZ]], %[[KZ]]
+// CHECK:     %[[VZ:[^ ]+]] = arith.mulf %in_{{[0-9]+}}, %[[Z]]
+// CHECK:     %[[QKV:[^ ]+]] = arith.addf %[[QK]], %[[VZ]]
+// CHECK:     arith.addf %out, %[[QKV]]
 // CHECK:   %[[SUM:[^ ]+]] = tensor.extract %[[S2]][]
 // CHECK:   %[[POISONED:[^ ]+]] = arith.cmpf uno, %[[SUM]], %[[SUM]]
 // CHECK:   %[[OUT:[^ ]+]] = scf.if %[[POISONED]] -> (tensor<8x4xf32>) {
