@@ -3,9 +3,11 @@
 #
 # Builds the libFuzzer targets in build-fuzz/ (hla's libraries instrumented
 # for coverage, ASan and UBSan; clang-22 with libclang-rt-22-dev) and runs
-# hla-fuzz-ir on a corpus seeded from the lit suite's .mlir files.
+# each for SECONDS: hla-fuzz-ir on a corpus seeded from the lit suite's
+# .mlir files, hla-fuzz-npy on .npy files numpy writes.
 #
-#   scripts/fuzz.sh [SECONDS]          (default 60; FUZZ_RUNS=N for a count)
+#   scripts/fuzz.sh [SECONDS] [ir|npy|all]   (default 60 all; FUZZ_RUNS=N
+#                                            for a count of inputs instead)
 #
 # A finding stops the run with libFuzzer's report and a crash-* file in
 # build-fuzz/findings/, and the script exits non-zero.
@@ -13,6 +15,7 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 export CCACHE_BASEDIR="$root"
 seconds="${1:-60}"
+which="${2:-all}"
 build="$root/build-fuzz"
 llvm="${LLVM_DIR_PREFIX:-/usr/lib/llvm-22}"
 
@@ -30,21 +33,48 @@ if [ ! -f "$build/build.ninja" ]; then
     -DMLIR_DIR="$llvm/lib/cmake/mlir" -DHLA_ENABLE_FUZZERS=ON \
     -DCMAKE_CXX_FLAGS="$flags" "${launcher[@]}"
 fi
-cmake --build "$build" --target hla-fuzz-ir -- -j"$(nproc)"
-
-corpus="$build/corpus-ir"
-mkdir -p "$corpus" "$build/findings"
-if [ -z "$(ls -A "$corpus")" ]; then
-  # The seeds: every lit input, one file per -split-input-file case.
-  find "$root/test" -name '*.mlir' | while read -r f; do
-    base="$(echo "${f#"$root/"}" | tr '/' '_')"
-    awk -v out="$corpus/$base" 'BEGIN { n = 0 } /^\/\/ -----/ { n++; next }
-      { print > (out "." n) }' "$f"
-  done
-fi
+cmake --build "$build" --target hla-fuzz-ir hla-fuzz-npy -- -j"$(nproc)"
+mkdir -p "$build/findings"
 runs=()
 [ -n "${FUZZ_RUNS:-}" ] && runs=(-runs="$FUZZ_RUNS")
 # Timeouts and memory: an input that takes 20 s or 2 GB is a finding.
-"$build/bin/hla-fuzz-ir" "$corpus" -max_total_time="$seconds" "${runs[@]}" \
-  -timeout=20 -rss_limit_mb=2048 -max_len=16384 -print_final_stats=1 \
-  -artifact_prefix="$build/findings/"
+fuzz() {
+  "$@" -max_total_time="$seconds" "${runs[@]}" -timeout=20 -rss_limit_mb=2048 \
+    -print_final_stats=1 -artifact_prefix="$build/findings/"
+}
+
+if [ "$which" = all ] || [ "$which" = ir ]; then
+  corpus="$build/corpus-ir"
+  mkdir -p "$corpus"
+  if [ -z "$(ls -A "$corpus")" ]; then
+    # The seeds: every lit input, one file per -split-input-file case.
+    find "$root/test" -name '*.mlir' | while read -r f; do
+      base="$(echo "${f#"$root/"}" | tr '/' '_')"
+      awk -v out="$corpus/$base" 'BEGIN { n = 0 } /^\/\/ -----/ { n++; next }
+        { print > (out "." n) }' "$f"
+    done
+  fi
+  echo "== hla-fuzz-ir"
+  fuzz "$build/bin/hla-fuzz-ir" "$corpus" -max_len=16384
+fi
+
+if [ "$which" = all ] || [ "$which" = npy ]; then
+  corpus="$build/corpus-npy"
+  mkdir -p "$corpus"
+  if [ -z "$(ls -A "$corpus")" ]; then
+    "${PYTHON:-/usr/bin/python3}" - "$corpus" <<'PY'
+import sys, numpy as np
+from numpy.lib import format as fmt
+out = sys.argv[1]
+for name, a, version in [("f32", np.ones((2, 3, 4), np.float32), (1, 0)),
+                         ("vec", np.arange(5, dtype=np.float32), (2, 0)),
+                         ("f64", np.zeros((2, 3, 4)), (1, 0)),
+                         ("big", np.ones((2, 3, 4), ">f4"), (3, 0))]:
+    with open(f"{out}/{name}.npy", "wb") as f:
+        fmt.write_array(f, a, version=version)
+PY
+  fi
+  echo "== hla-fuzz-npy"
+  # The reader's error messages go to stderr, one per input: closed.
+  fuzz "$build/bin/hla-fuzz-npy" "$corpus" -max_len=4096 -close_fd_mask=2
+fi
