@@ -7,6 +7,9 @@
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# Paths under the checkout are hashed relative to it: a second clone (CI's)
+# reuses the compiler cache of the first.
+export CCACHE_BASEDIR="$root"
 
 packages=(
   cmake ninja-build ccache git
