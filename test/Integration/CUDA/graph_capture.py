@@ -14,22 +14,15 @@ import sys
 
 import torch
 
+from run_cases import parse_signature  # noqa: E402 (beside this file)
+
 DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}
 
 
 def main(path):
     lib = ctypes.CDLL(path)
     sig = ctypes.string_at(ctypes.addressof(ctypes.c_char.in_dll(lib, "hla_main_signature")))
-    # "main|bf16:1x200x2x64,...|bf16:..." (name | inputs | outputs).
-    _, ins_text, outs_text = sig.decode().split("|")
-
-    def specs(s):
-        out = []
-        for t in s.split(",") if s else []:
-            dt, _, dims = t.partition(":")
-            out.append((dt, tuple(int(x) for x in dims.split("x")) if dims else ()))
-        return out
-    ins, outs = specs(ins_text), specs(outs_text)
+    _, ins, outs = parse_signature(sig.decode())
     fn = lib.hla_main
     fn.argtypes = [ctypes.POINTER(ctypes.c_void_p)] * 2
     fn.restype = ctypes.c_int32
