@@ -10,7 +10,8 @@
 #                                            for a count of inputs instead)
 #
 # A finding stops the run with libFuzzer's report and a crash-* file in
-# build-fuzz/findings/, and the script exits non-zero.
+# build-fuzz/findings/, and the script exits non-zero. Needs the packages
+# scripts/setup.sh installs (libclang-rt-22-dev among them).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 export CCACHE_BASEDIR="$root"
@@ -20,8 +21,8 @@ build="$root/build-fuzz"
 llvm="${LLVM_DIR_PREFIX:-/usr/lib/llvm-22}"
 
 if ! dpkg-query -W -f='${Status}' libclang-rt-22-dev 2>/dev/null | grep -q "install ok installed"; then
-  sudo=""; [ "$(id -u)" != 0 ] && sudo="sudo"
-  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends libclang-rt-22-dev
+  echo "fuzz.sh: clang's sanitizer runtimes are missing: run scripts/setup.sh first" >&2
+  exit 2
 fi
 
 if [ ! -f "$build/build.ninja" ]; then

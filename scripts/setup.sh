@@ -14,6 +14,7 @@ export CCACHE_BASEDIR="$root"
 packages=(
   cmake ninja-build ccache git
   clang-22 llvm-22-dev libmlir-22-dev mlir-22-tools libomp-22-dev
+  libclang-rt-22-dev
   python3-numpy python3-pytest python3-torch
 )
 missing=()
