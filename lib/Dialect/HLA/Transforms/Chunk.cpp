@@ -1171,7 +1171,6 @@ FailureOr<Value> ChunkRewriter::emitCausalRows(OpBuilder &b, Location loc,
 
   b.setInsertionPointToStart(branch.thenBlock());
   Value first = firstNonFiniteRow(b, loc, checked);
-  Type f32 = b.getF32Type();
   // The chunk as `first` tokens: the rows from `first` on zeroed.
   auto keepRowsBelow = [&](Value tile, Value bound) -> Value {
     auto type = cast<RankedTensorType>(tile.getType());
@@ -1213,7 +1212,6 @@ FailureOr<Value> ChunkRewriter::emitCausalRows(OpBuilder &b, Location loc,
                                             row, first);
         return arith::SelectOp::create(nb, l, below, args[0], args[1]);
       });
-  (void)f32;
   scf::YieldOp::create(b, loc, merged);
   return branch.getResult(0);
 }
