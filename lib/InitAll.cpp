@@ -7,6 +7,7 @@
 #include "hla/InitAll.h"
 
 #include "hla/Conversion/Passes.h"
+#include "hla/Dialect/HLA/GPU/Passes.h"
 #include "hla/Dialect/HLA/IR/HLADialect.h"
 #include "hla/Dialect/HLA/Transforms/Passes.h"
 #include "hla/Pipelines/Pipelines.h"
@@ -30,6 +31,7 @@ void mlir::hla::registerAllDialects(DialectRegistry &registry) {
 
 void mlir::hla::registerAllPasses() {
   hla::registerHLAPasses();
+  hla::registerHLAGPUPasses();
   hla::registerHLAConversionPasses();
   hla::registerHLAPipelines();
   // Upstream passes, so that every step of hla's pipelines can be run and

@@ -7,6 +7,7 @@
 #include "hla-c/Passes.h"
 
 #include "hla/Conversion/Passes.h"
+#include "hla/Dialect/HLA/GPU/Passes.h"
 #include "hla/Dialect/HLA/Transforms/Passes.h"
 
 #include "mlir/CAPI/Pass.h"
@@ -20,6 +21,7 @@ extern "C" {
 #endif
 
 #include "hla/Dialect/HLA/Transforms/Passes.capi.cpp.inc"
+#include "hla/Dialect/HLA/GPU/Passes.capi.cpp.inc"
 #include "hla/Conversion/Passes.capi.cpp.inc"
 
 #ifdef __cplusplus

@@ -7,6 +7,7 @@
 #include "hla/Pipelines/Pipelines.h"
 
 #include "hla/Conversion/Passes.h"
+#include "hla/Dialect/HLA/GPU/Passes.h"
 #include "hla/Dialect/HLA/Transforms/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
@@ -58,6 +59,8 @@ void mlir::hla::buildCPUPipeline(OpPassManager &pm,
   chunking.stableFeatures = options.stableFeatures;
   chunking.causalIsolation = options.causalIsolation;
   pm.addPass(createHLAChunkPass(chunking));
+  pm.addPass(createHLALowerLinSimpExactPass(
+      HLALowerLinSimpExactPassOptions{options.chunkSize}));
   // The scan over chunk summaries -> loops of hla.combine.
   pm.addPass(createHLALowerScansPass(
       HLALowerScansPassOptions{options.schedule, options.threads}));
@@ -157,6 +160,8 @@ void mlir::hla::buildCUDADevicePipeline(OpPassManager &pm,
                       ? std::string("segmented")
                       : "schedule '" + options.schedule + "'";
   pm.addPass(createHLAChunkPass(chunking));
+  pm.addPass(createHLALowerLinSimpExactPass(
+      HLALowerLinSimpExactPassOptions{options.chunkSize}));
   pm.addPass(createConvertHLAToLinalgPass());
   pm.addPass(createHLAVerifyLoweredPass());
   // Whole-tensor arith of model graphs as linalg (bufferizable; refused as

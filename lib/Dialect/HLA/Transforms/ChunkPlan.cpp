@@ -1,4 +1,4 @@
-//===- ChunkPlan.cpp - Intra-chunk forms derived from a monoid ---*- C++ -*-===//
+//===- ChunkPlan.cpp - Intra-chunk forms derived from a monoid --*- C++ -*-===//
 //
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //

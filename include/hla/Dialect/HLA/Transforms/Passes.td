@@ -181,6 +181,28 @@ def HLAChunkPass : Pass<"hla-chunk"> {
   ];
 }
 
+def HLALowerLinSimpExactPass : Pass<"hla-lower-linsimp-exact"> {
+  let summary = "Lower LinSimp's exact kernel to chunked online-softmax loops";
+  let description = [{
+    `hla.linsimp` with `kernel = exact` has no finite prefix state, so
+    hla-chunk has nothing to scan; this pass lowers it directly. One
+    `scf.forall` over (batch, query chunk, head): per anchor offset of the
+    window, a loop over the key chunks up to the query's scores the keys
+    against τ (q ⊙ r) with a running maximum and rescaled sums (the online
+    softmax over a query's (key, anchor) pairs), masking later tokens inside
+    the contraction; the rows are num / den. No packed sequences or state.
+  }];
+  let options = [
+    Option<"chunkSize", "chunk-size", "int64_t", "64",
+           "Queries (and keys) per chunk">
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::linalg::LinalgDialect",
+    "::mlir::math::MathDialect", "::mlir::scf::SCFDialect",
+    "::mlir::tensor::TensorDialect"
+  ];
+}
+
 def HLALowerScansPass : Pass<"hla-lower-scans"> {
   let summary = "Lower hla.scan to loops of hla.combine";
   let description = [{
@@ -335,45 +357,6 @@ def HLAVectorizeTilesPass : Pass<"hla-vectorize-tiles"> {
   ];
 }
 
-def HLAGPUDistributeGraphOpsPass : Pass<"hla-gpu-distribute-graph-ops",
-                                        "::mlir::func::FuncOp"> {
-  let summary = "Turn a model graph's tensor ops into loops of GPU blocks";
-  let description = [{
-    Runs on tensors before bufferization, after the attention ops became
-    their chunk loops: every linalg op of the function body outside those
-    loops (projections, norms, activations, fills, gathers) is tiled along
-    its first parallel loop into an `scf.forall` of row blocks of at most
-    `rows` rows (the largest such divisor of the extent, so that every
-    block has static sizes); an op without parallel loops (a full
-    reduction) becomes a one-iteration `scf.forall`. A
-    `tensor.insert_slice` of the body is rewritten to copy its source with
-    `linalg.copy` into the slice of its destination, which is then tiled
-    like the rest. `hla-gpu-map-chunk-loops` turns each loop into a kernel,
-    so no op of the graph touches device memory from the host.
-
-    Before:
-
-    ```mlir
-    %y = linalg.matmul ins(%x, %w : tensor<64x32xf32>, tensor<32x32xf32>)
-        outs(%z : tensor<64x32xf32>) -> tensor<64x32xf32>
-    ```
-
-    After (`rows=16`): an `scf.forall (%i) in (4)` whose body multiplies
-    rows [16 i, 16 i + 16) of `%x` by `%w` into the same rows of `%z`.
-  }];
-  let options = [
-    Option<"rows", "rows", "int64_t", "16",
-           "Rows of the first parallel loop per block (at most)">,
-    Option<"cublasMatmuls", "cublas-matmuls", "bool", "false",
-           "Leave linalg.matmul and linalg.batch_matmul for "
-           "hla-gpu-matmuls-to-cublas">
-  ];
-  let dependentDialects = ["::mlir::gpu::GPUDialect",
-                           "::mlir::linalg::LinalgDialect",
-                           "::mlir::scf::SCFDialect",
-                           "::mlir::tensor::TensorDialect"];
-}
-
 def HLAFuseTileElementwisePass : Pass<"hla-fuse-tile-elementwise"> {
   let summary = "Fuse chains of elementwise tile ops into one";
   let description = [{
@@ -385,126 +368,6 @@ def HLAFuseTileElementwisePass : Pass<"hla-fuse-tile-elementwise"> {
     shared memory, fewer barriers and fewer temporary tiles on the GPU.
   }];
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
-}
-
-def HLAGPUMapChunkLoopsPass : Pass<"hla-gpu-map-chunk-loops",
-                                   "::mlir::func::FuncOp"> {
-  let summary = "Run bufferized (sequence, head) chunk loops as GPU thread blocks";
-  let description = [{
-    Runs after bufferization on the fused chunked form (`hla-chunk
-    form=fused`): every top-level `scf.forall` of a function becomes a
-    `gpu.launch` with one thread block of `threads` threads per iteration
-    (all on grid x, so B·H is not limited to 65,535), and its body becomes
-    the block's program:
-
-    * every `memref.alloc` of the body (chunk tiles, the carried state) is
-      placed in dynamic shared memory; buffers whose lifetimes do not overlap
-      share bytes (first fit over the body's program order); tiles whose
-      rows are a multiple of 128 bytes get 16 bytes of padding per row
-      (against bank conflicts on column reads) when that still fits;
-    * every linalg op and `memref.copy` is run by the whole thread block:
-      its parallel iterations are spread over the threads (consecutive
-      threads on the innermost parallel dimension), its reductions run
-      inside each thread; a `gpu.barrier` separates it from the code before
-      and after it;
-    * with tensor cores, a contraction `C (+)= A·B` of 2-D buffers (sizes
-      multiples of 16 x 8 x 16) runs on `mma.sync.m16n8k16` instead: each
-      warp takes 16-row by up-to-32-column blocks of C, holds them in
-      accumulator fragments over the reduction, and reads A and B from
-      shared memory as bf16 pairs; a zero fill of C just before starts the
-      accumulators at zero instead, and an elementwise op just after that
-      is C's only later reader (a mask, a decay) is applied to the
-      accumulators before they are stored, into that op's output;
-    * with `mma=wgmma` (sm_90a), a contraction whose C has a multiple of 64
-      rows runs on warpgroup MMA (`wgmma.mma_async` m64nNk16) instead: the
-      block's threads first copy A and B as bf16 into staging buffers laid
-      out as the instruction's canonical K-major core matrices (8 rows of
-      16 bytes), then each warpgroup (128 threads) takes 64-row blocks of C,
-      keeps them in accumulator registers over the reduction and issues one
-      wgmma per 16 of K with shared-memory descriptors of the staged
-      operands; zero fills and epilogues are absorbed as with mma.sync;
-    * a scalar `memref.store` is done by thread 0; the remaining scalar code
-      (chunk bounds, loop control) runs in every thread.
-
-    Buffers allocated in the function body itself (what one loop leaves for
-    the next, such as the segmented form's segment summaries) become
-    `gpu.alloc`/`gpu.dealloc` on the launches' stream.
-
-    `tensor-cores=auto` uses them when the loop reads 16-bit float data (the
-    op's precision is then 16-bit, and bf16 operands of its chunk math stay
-    within it); float32 ops keep float32 arithmetic.
-
-    The body may read only function arguments, device buffers and constants
-    from outside. Buffers that do not fit in `max-shared-memory` bytes even
-    packed (largest first) go to the block's slice of a device-memory
-    scratch buffer, allocated and freed on the stream around the launch.
-  }];
-  let options = [
-    Option<"threads", "threads", "int64_t", "256",
-           "Threads per block">,
-    Option<"maxSharedMemory", "max-shared-memory", "int64_t", "232448",
-           "Dynamic shared memory a block may use (bytes; sm_90: 227 KiB)">,
-    Option<"tensorCores", "tensor-cores", "std::string", "\"auto\"",
-           "Contractions on tensor cores: auto, on or off">,
-    Option<"mma", "mma", "std::string", "\"mma.sync\"",
-           "Tensor-core instruction: mma.sync (sm_80 and later) or wgmma "
-           "(sm_90a)">,
-    Option<"tma", "tma", "bool", "false",
-           "Load token tiles with TMA (cp.async.bulk.tensor, sm_90)">,
-    Option<"tmaPrefetch", "tma-prefetch", "bool", "true",
-           "With TMA: double-buffer the tiles and load the next chunk's "
-           "while the current one computes">
-  ];
-  let dependentDialects = [
-    "::mlir::gpu::GPUDialect", "::mlir::arith::ArithDialect",
-    "::mlir::affine::AffineDialect", "::mlir::memref::MemRefDialect",
-    "::mlir::scf::SCFDialect", "::mlir::linalg::LinalgDialect",
-    "::mlir::NVVM::NVVMDialect", "::mlir::LLVM::LLVMDialect",
-    "::mlir::vector::VectorDialect"
-  ];
-}
-
-def HLAGPUMatmulsToCublasPass : Pass<"hla-gpu-matmuls-to-cublas",
-                                      "::mlir::func::FuncOp"> {
-  let summary = "Run a model graph's matrix products with cuBLAS";
-  let description = [{
-    Runs on buffers (device memory), before `hla-gpu-map-chunk-loops`:
-    every `linalg.matmul` and `linalg.batch_matmul` of the function body
-    (a projection, an MLP layer of the model graph) becomes a call of the
-    runtime's `hla_cuda_gemm`, which runs `C += A·B` (row-major in hla's
-    terms, batched with strides) with `cublasGemmStridedBatchedEx`: f32,
-    f16 or bf16 operands and result, f32 accumulation (no TF32), on the
-    launches' stream. The operands' strides are passed at run time; the
-    runtime picks the transposition cuBLAS needs for each operand (unit
-    stride along either dimension) and stops with a clear error for other
-    layouts. cuBLAS is opened with dlopen on the first product, so an
-    artefact needs it only when its graph has matrix products.
-  }];
-  let dependentDialects = [
-    "::mlir::func::FuncDialect", "::mlir::arith::ArithDialect",
-    "::mlir::memref::MemRefDialect"
-  ];
-}
-
-def HLAGPUFinalizeKernelsPass
-    : Pass<"hla-gpu-finalize-kernels", "::mlir::gpu::GPUModuleOp"> {
-  let summary = "Fix up NVVM kernels: extern dynamic shared memory, occupancy";
-  let description = [{
-    Runs after `convert-gpu-to-nvvm` on each kernel module:
-
-    * MLIR 22 lowers `gpu.dynamic_shared_memory` to an *internal*
-      zero-sized array in address space 3, which LLVM 22's NVPTX back end
-      emits as a one-byte `.shared` variable rather than as
-      `.extern .shared .b8 x[]` — every buffer carved out of it would
-      overlap whatever the assembler places next. Such globals get external
-      linkage and 1024-byte alignment (what 128-byte swizzled tiles need),
-      which makes them the dynamic shared memory window.
-    * Kernels get `nvvm.minctasm = 1` (`.minnctapersm 1`): a chunk loop's
-      thread block holds most of an SM's shared memory, so only one is
-      resident, and without the hint ptxas assumes four per SM for a
-      256-thread block and caps registers at 64, spilling.
-  }];
-  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
 #endif // HLA_DIALECT_HLA_TRANSFORMS_PASSES_TD

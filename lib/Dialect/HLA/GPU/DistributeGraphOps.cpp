@@ -1,4 +1,4 @@
-//===- GPUDistributeGraphOps.cpp - Graph ops as GPU block loops --*- C++ -*-===//
+//===- DistributeGraphOps.cpp - Graph ops as GPU block loops ----*- C++ -*-===//
 //
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
@@ -13,9 +13,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "hla/Dialect/HLA/Transforms/Passes.h"
+#include "hla/Dialect/HLA/GPU/Passes.h"
 
-#include "TransformUtils.h"
+#include "../Transforms/TransformUtils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -26,9 +26,11 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/PatternMatch.h"
 
+#define DEBUG_TYPE "hla-gpu-distribute-graph-ops"
+
 namespace mlir::hla {
 #define GEN_PASS_DEF_HLAGPUDISTRIBUTEGRAPHOPSPASS
-#include "hla/Dialect/HLA/Transforms/Passes.h.inc"
+#include "hla/Dialect/HLA/GPU/Passes.h.inc"
 } // namespace mlir::hla
 
 using namespace mlir;

@@ -1,6 +1,6 @@
-// RUN: hla-opt %s --hla-expand --hla-chunk="chunk-size=8" | FileCheck %s
+// RUN: hla-opt %s --hla-expand --hla-lower-linsimp-exact="chunk-size=8" | FileCheck %s
 
-// Tests hla-chunk on LinSimp with kernel = exact (no finite state): one
+// Tests hla-lower-linsimp-exact on LinSimp with kernel = exact (no finite state): one
 // scf.forall over (batch, query chunk, head); per anchor offset w (W = 4)
 // a loop over the key chunks up to the query chunk (n + 1 of them), each
 // scoring the chunk's keys against τ (q ⊙ r), keeping the running maximum

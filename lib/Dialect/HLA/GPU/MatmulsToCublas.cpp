@@ -1,4 +1,4 @@
-//===- GPUMatmulsToCublas.cpp - Graph matrix products on cuBLAS ---*- C++ -*-===//
+//===- MatmulsToCublas.cpp - Graph matrix products on cuBLAS ----*- C++ -*-===//
 //
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
@@ -9,18 +9,20 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "hla/Dialect/HLA/Transforms/Passes.h"
+#include "hla/Dialect/HLA/GPU/Passes.h"
 
-#include "TransformUtils.h"
+#include "../Transforms/TransformUtils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 
+#define DEBUG_TYPE "hla-gpu-matmuls-to-cublas"
+
 namespace mlir::hla {
 #define GEN_PASS_DEF_HLAGPUMATMULSTOCUBLASPASS
-#include "hla/Dialect/HLA/Transforms/Passes.h.inc"
+#include "hla/Dialect/HLA/GPU/Passes.h.inc"
 } // namespace mlir::hla
 
 using namespace mlir;

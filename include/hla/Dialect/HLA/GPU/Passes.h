@@ -1,0 +1,33 @@
+//===- Passes.h - hla's GPU passes ------------------------------*- C++ -*-===//
+//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef HLA_DIALECT_HLA_GPU_PASSES_H
+#define HLA_DIALECT_HLA_GPU_PASSES_H
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Pass/Pass.h"
+
+namespace mlir::hla {
+
+#define GEN_PASS_DECL
+#include "hla/Dialect/HLA/GPU/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "hla/Dialect/HLA/GPU/Passes.h.inc"
+
+} // namespace mlir::hla
+
+#endif // HLA_DIALECT_HLA_GPU_PASSES_H

@@ -1,0 +1,196 @@
+//===- MapHelpers.cpp - Helpers of the chunk-loop mapping -------*- C++ -*-===//
+//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// What several steps of hla-gpu-map-chunk-loops use: device memory on the
+// launches' stream, workgroup memory types, barriers, and moving ops within
+// a block.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ChunkLoopMapper.h"
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Utils/Utils.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ValueBoundsOpInterface.h"
+
+using namespace mlir;
+using namespace mlir::hla;
+using namespace mlir::hla::gpumap;
+
+namespace mlir::hla::gpumap {
+
+gpu::AddressSpaceAttr workgroupSpace(MLIRContext *ctx) {
+  return gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+}
+
+//===----------------------------------------------------------------------===//
+// Device memory on the launches' stream
+//===----------------------------------------------------------------------===//
+//
+// Each helper opens with `gpu.wait async` (mgpuStreamCreate: the one stream
+// hla's launches use), so allocations, copies and frees are ordered with
+// the kernels without synchronising; a copy waits for its data.
+
+/// A device buffer of `type`.
+Value allocOnStream(OpBuilder &b, Location loc, MemRefType type,
+                    ValueRange dynamicSizes, ValueRange symbols) {
+  auto tokenType = gpu::AsyncTokenType::get(b.getContext());
+  Value ready =
+      gpu::WaitOp::create(b, loc, tokenType, ValueRange()).getAsyncToken();
+  return gpu::AllocOp::create(b, loc, type, tokenType, ValueRange{ready},
+                              dynamicSizes, symbols, /*hostShared=*/false)
+      .getMemref();
+}
+
+/// Frees `buffer` once the work queued before is done.
+void freeOnStream(OpBuilder &b, Location loc, Value buffer) {
+  auto tokenType = gpu::AsyncTokenType::get(b.getContext());
+  Value ready =
+      gpu::WaitOp::create(b, loc, tokenType, ValueRange()).getAsyncToken();
+  Value freed = gpu::DeallocOp::create(b, loc, tokenType, ValueRange{ready},
+                                       buffer)
+                    .getAsyncToken();
+  gpu::WaitOp::create(b, loc, Type(), ValueRange{freed});
+}
+
+/// Copies `from` into `to` (host or device memory) and waits for it.
+void copyOnStream(OpBuilder &b, Location loc, Value to, Value from) {
+  auto tokenType = gpu::AsyncTokenType::get(b.getContext());
+  Value ready =
+      gpu::WaitOp::create(b, loc, tokenType, ValueRange()).getAsyncToken();
+  Value copied = gpu::MemcpyOp::create(b, loc, tokenType, ValueRange{ready},
+                                       to, from)
+                     .getAsyncToken();
+  gpu::WaitOp::create(b, loc, Type(), ValueRange{copied});
+}
+
+/// `type` moved to workgroup memory.
+MemRefType inWorkgroup(MemRefType type) {
+  return MemRefType::get(type.getShape(), type.getElementType(),
+                         type.getLayout(),
+                         workgroupSpace(type.getContext()));
+}
+
+int64_t byteSize(MemRefType type) {
+  int64_t bits = type.getElementTypeBitWidth();
+  return (type.getNumElements() * bits + 7) / 8;
+}
+
+
+/// Emits a barrier before `op` unless one is already there.
+void barrierBefore(Operation *op) {
+  if (Operation *prev = op->getPrevNode())
+    if (isa<gpu::BarrierOp>(prev))
+      return;
+  OpBuilder b(op);
+  gpu::BarrierOp::create(b, op->getLoc());
+}
+
+void barrierAfter(Operation *op) {
+  if (Operation *next = op->getNextNode())
+    if (isa<gpu::BarrierOp>(next))
+      return;
+  OpBuilder b(op->getContext());
+  b.setInsertionPointAfter(op);
+  gpu::BarrierOp::create(b, op->getLoc());
+}
+
+/// A constant upper bound (inclusive) of an index value: from the value
+/// bounds analysis, or through the `min(x, c)` that chunk bounds are made of
+/// (which the analysis does not see through).
+std::optional<int64_t> constantUpperBound(Value value) {
+  FailureOr<int64_t> bound = ValueBoundsConstraintSet::computeConstantBound(
+      presburger::BoundType::UB, ValueBoundsConstraintSet::Variable(value),
+      /*stopCondition=*/nullptr, /*closedUB=*/true);
+  if (succeeded(bound))
+    return *bound;
+  Operation *def = value.getDefiningOp();
+  if (!def)
+    return std::nullopt;
+  if (isa<arith::MinSIOp, arith::MinUIOp>(def)) {
+    std::optional<int64_t> a = constantUpperBound(def->getOperand(0));
+    std::optional<int64_t> b = constantUpperBound(def->getOperand(1));
+    if (a && b)
+      return std::min(*a, *b);
+    return a ? a : b;
+  }
+  if (auto mul = dyn_cast<arith::MulIOp>(def)) {
+    // Sizes: both factors are non-negative.
+    std::optional<int64_t> a = constantUpperBound(mul.getLhs());
+    std::optional<int64_t> b = constantUpperBound(mul.getRhs());
+    if (a && b)
+      return *a * *b;
+    return std::nullopt;
+  }
+  if (auto dim = dyn_cast<memref::DimOp>(def)) {
+    std::optional<int64_t> index = dim.getConstantIndex();
+    auto subview = dim.getSource().getDefiningOp<memref::SubViewOp>();
+    if (!index || !subview)
+      return std::nullopt;
+    // The result dimension's size among the subview's (rank-reducing views
+    // drop unit dimensions).
+    llvm::SmallBitVector dropped = subview.getDroppedDims();
+    int64_t seen = -1;
+    for (auto [d, size] : llvm::enumerate(subview.getMixedSizes())) {
+      if (dropped.test(d) || ++seen != *index)
+        continue;
+      if (std::optional<int64_t> c = getConstantIntValue(size))
+        return c;
+      return constantUpperBound(cast<Value>(size));
+    }
+  }
+  return std::nullopt;
+}
+
+/// Moves the side-effect-free definition of `value` (and, first, of its
+/// operands) above `point` when it comes after it in the same block.
+/// Returns false if that is not possible.
+bool defineBefore(Value value, Operation *point) {
+  Operation *def = value.getDefiningOp();
+  if (!def || def->getBlock() != point->getBlock() ||
+      def->isBeforeInBlock(point))
+    return true;
+  // Allocations of static buffers may start earlier: that only lengthens
+  // their lifetime.
+  bool staticAlloc = isa<memref::AllocOp>(def) && def->getNumOperands() == 0;
+  if (def == point || def->getNumRegions() ||
+      (!isMemoryEffectFree(def) && !staticAlloc))
+    return false;
+  for (Value operand : def->getOperands())
+    if (!defineBefore(operand, point))
+      return false;
+  def->moveBefore(point);
+  return true;
+}
+
+/// The op that reads or writes memory next to `op` in its block (before it
+/// when `before`), skipping side-effect-free ops, barriers, allocations and
+/// deallocations, or null.
+Operation *adjacentEffectfulOp(Operation *op, bool before) {
+  for (Operation *cur = before ? op->getPrevNode() : op->getNextNode(); cur;
+       cur = before ? cur->getPrevNode() : cur->getNextNode()) {
+    // Allocating or freeing a buffer reads and writes no element.
+    if (isa<gpu::BarrierOp, memref::AllocOp, memref::DeallocOp>(cur))
+      continue;
+    if (cur->getNumRegions() != 0 || !isMemoryEffectFree(cur))
+      return cur;
+  }
+  return nullptr;
+}
+
+
+} // namespace mlir::hla::gpumap

@@ -1,0 +1,420 @@
+//===- ChunkAnchorWindow.cpp - LinSimp's anchor window ----------*- C++ -*-===//
+//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// LinSimp reads its state out once per anchor of a query's window: the
+// anchors' random features, the monoid's num/den readouts with them as
+// input, weighted by the anchor values, then num / den.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ChunkRewriter.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
+using namespace mlir;
+using namespace mlir::hla;
+using namespace mlir::hla::chunk;
+using utils::IteratorType;
+
+namespace mlir::hla::chunk {
+
+Value ChunkRewriter::keyFeatures(OpBuilder &b, Location loc, Value x,
+                                 Value omega, double scale, Value length) {
+  TileBuilder tb(b, loc);
+  auto omegaType = cast<RankedTensorType>(omega.getType());
+  int64_t features = omegaType.getDimSize(0);
+  double root = std::sqrt(scale);
+  Value projected = tb.matmul(x, omega, false, /*transB=*/true);
+  Value halfNorm = tb.scale(tb.dotRows(x, x), 0.5 * scale);
+  AffineMap id2 = b.getMultiDimIdentityMap(2);
+  AffineMap rows = AffineMap::get(2, 0, {b.getAffineDimExpr(0)},
+                                  b.getContext());
+  double norm = 1.0 / std::sqrt(double(features));
+  return tb.generic(
+      {projected, halfNorm}, tb.empty({chunk, features}), {id2, rows, id2},
+      {IteratorType::parallel, IteratorType::parallel},
+      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+        auto c = [&](double v) -> Value {
+          return arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(v));
+        };
+        Value e = arith::SubFOp::create(
+            nb, l, arith::MulFOp::create(nb, l, args[0], c(root)), args[1]);
+        Value phi =
+            arith::MulFOp::create(nb, l, math::ExpOp::create(nb, l, e), c(norm));
+        Value row = linalg::IndexOp::create(nb, l, 0);
+        Value real = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ult,
+                                           row, length);
+        return arith::SelectOp::create(nb, l, real, phi, c(0.0));
+      });
+}
+
+Value ChunkRewriter::loadWindow(OpBuilder &b, Location loc, Value operand,
+                                Value init, Value batch, Value head,
+                                Value start, Value end, int64_t rows,
+                                Value sequence, Value sequenceStart) {
+  int64_t before = info.anchor.getWindow() - 1;
+  Type f32 = b.getF32Type();
+  TileBuilder tb(b, loc);
+  auto cst = [&](int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(b, loc, v);
+  };
+  // Tokens [start − nb, end) are real (nb: how many of the W − 1 before
+  // `start` are in the sequence), at rows [before − nb, ...); the
+  // before − nb rows ahead of them are anchors [nb, before) of `init`.
+  Value nb = arith::MinSIOp::create(
+      b, loc, arith::SubIOp::create(b, loc, start, sequenceStart),
+      cst(before));
+  Value realLo = arith::SubIOp::create(b, loc, start, nb);
+  Value count = arith::SubIOp::create(b, loc, end, realLo);
+  Value offset = arith::SubIOp::create(b, loc, cst(before), nb);
+  Value initCount = offset;
+  Type element = f32;
+  int64_t width = 0;
+  bool isVector = false;
+  if (operand) {
+    auto type = cast<RankedTensorType>(operand.getType());
+    element = type.getElementType();
+    width = type.getDimSize(3);
+    isVector = true;
+  } else if (init) {
+    isVector = false;
+  }
+  llvm::SmallVector<int64_t> tileShape = {rows};
+  if (isVector)
+    tileShape.push_back(width);
+  auto zerosOf = [&](Type type) -> Value {
+    Value zero = arith::ConstantOp::create(b, loc, b.getFloatAttr(type, 0.0));
+    return linalg::FillOp::create(
+               b, loc, zero,
+               Value(tensor::EmptyOp::create(b, loc, tileShape, type)))
+        .getResult(0);
+  };
+  llvm::SmallVector<OpFoldResult> rowSizes = {count};
+  if (isVector)
+    rowSizes.push_back(idx(b, width));
+  llvm::SmallVector<OpFoldResult> rowOffsets = {offset};
+  if (isVector)
+    rowOffsets.push_back(idx(b, 0));
+  llvm::SmallVector<OpFoldResult> ones(tileShape.size(), idx(b, 1));
+  Value tile;
+  if (operand) {
+    auto type = cast<RankedTensorType>(operand.getType());
+    int64_t groups = info.heads / type.getDimSize(2);
+    Value kvHead = head;
+    if (groups != 1)
+      kvHead = arith::DivUIOp::create(b, loc, head, cst(groups));
+    Value slice = tensor::ExtractSliceOp::create(
+        b, loc, RankedTensorType::get({ShapedType::kDynamic, width}, element),
+        operand,
+        llvm::ArrayRef<OpFoldResult>{batch, realLo, kvHead, idx(b, 0)},
+        llvm::ArrayRef<OpFoldResult>{idx(b, 1), count, idx(b, 1),
+                                     idx(b, width)},
+        llvm::ArrayRef<OpFoldResult>{idx(b, 1), idx(b, 1), idx(b, 1),
+                                     idx(b, 1)});
+    tile = tensor::InsertSliceOp::create(b, loc, slice, zerosOf(element),
+                                         rowOffsets, rowSizes, ones);
+    tile = tb.castTo(tile, f32);
+  } else {
+    // Validity: 1 for the real tokens, rows [offset, offset + count) (a
+    // static tile: GPU buffers have static shapes).
+    Value last = arith::AddIOp::create(b, loc, offset, count);
+    tile = tb.generic(
+        {}, tb.empty({rows}), {b.getMultiDimIdentityMap(1)},
+        {IteratorType::parallel},
+        [&](OpBuilder &nb, Location l, ValueRange) -> Value {
+          Value row = linalg::IndexOp::create(nb, l, 0);
+          Value after = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::sge,
+                                              row, offset);
+          Value before = arith::CmpIOp::create(
+              nb, l, arith::CmpIPredicate::slt, row, last);
+          Value real = arith::AndIOp::create(nb, l, after, before);
+          return arith::SelectOp::create(
+              nb, l, real,
+              arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(1.0)),
+              arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(0.0)));
+        });
+  }
+  if (init) {
+    // Initial anchors [N, H_q, W−1, ...] (f32), rows [nb, before).
+    llvm::SmallVector<OpFoldResult> offsets = {sequence, head, nb};
+    llvm::SmallVector<OpFoldResult> sizes = {idx(b, 1), idx(b, 1), initCount};
+    llvm::SmallVector<int64_t> sliceShape = {ShapedType::kDynamic};
+    if (isVector) {
+      offsets.push_back(idx(b, 0));
+      sizes.push_back(idx(b, width));
+      sliceShape.push_back(width);
+    }
+    llvm::SmallVector<OpFoldResult> strides(offsets.size(), idx(b, 1));
+    Value slice = tensor::ExtractSliceOp::create(
+        b, loc, RankedTensorType::get(sliceShape, f32), init, offsets, sizes,
+        strides);
+    llvm::SmallVector<OpFoldResult> at(tileShape.size(), idx(b, 0));
+    llvm::SmallVector<OpFoldResult> initSizes = {initCount};
+    if (isVector)
+      initSizes.push_back(idx(b, width));
+    tile = tensor::InsertSliceOp::create(b, loc, slice, tile, at, initSizes,
+                                         ones);
+  }
+  return tile;
+}
+
+llvm::SmallVector<Value> ChunkRewriter::emitFinalAnchors(OpBuilder &b,
+                                                        Location loc) {
+  AnchorReadoutOp op = info.anchor;
+  int64_t before = op.getWindow() - 1;
+  llvm::SmallVector<Value> inits;
+  for (Value result : op.getFinalAnchors()) {
+    auto type = cast<RankedTensorType>(result.getType());
+    inits.push_back(tensor::EmptyOp::create(b, loc, type.getShape(),
+                                            type.getElementType()));
+  }
+  if (before == 0)
+    return inits;
+  ValueRange initial = op.getAnchors();
+  auto loop = scf::ForallOp::create(
+      b, loc, {idx(b, sequences), idx(b, info.heads)}, inits, std::nullopt);
+  OpBuilder::InsertionGuard guard(b);
+  Block *body = loop.getBody();
+  b.setInsertionPointToStart(body);
+  Value si = body->getArgument(0), hi = body->getArgument(1);
+  // The window ending at the sequence's end (packed: [cu[s], cu[s+1])).
+  Value batch = si, begin = arith::ConstantIndexOp::create(b, loc, 0);
+  Value end = arith::ConstantIndexOp::create(b, loc, info.length);
+  if (cuSeqlens) {
+    auto at = [&](Value i) -> Value {
+      Value v = tensor::ExtractOp::create(b, loc, cuSeqlens, ValueRange{i});
+      return arith::IndexCastOp::create(b, loc, b.getIndexType(), v);
+    };
+    batch = begin;
+    begin = at(si);
+    end = at(arith::AddIOp::create(
+        b, loc, si, arith::ConstantIndexOp::create(b, loc, 1)));
+  }
+  Value operands[] = {op.getAnchorKey(), op.getAnchorValue(), Value()};
+  llvm::SmallVector<Value> tiles;
+  for (unsigned i = 0; i < 3; ++i)
+    tiles.push_back(loadWindow(b, loc, operands[i],
+                               initial.empty() ? Value() : initial[i], batch,
+                               hi, end, end, before, si, begin));
+  b.setInsertionPointToStart(loop.getTerminator().getBody());
+  for (unsigned i = 0; i < 3; ++i) {
+    auto type = cast<RankedTensorType>(tiles[i].getType());
+    llvm::SmallVector<OpFoldResult> offsets = {si, hi};
+    llvm::SmallVector<OpFoldResult> sizes = {idx(b, 1), idx(b, 1)};
+    for (int64_t s : type.getShape()) {
+      offsets.push_back(idx(b, 0));
+      sizes.push_back(idx(b, s));
+    }
+    llvm::SmallVector<OpFoldResult> strides(offsets.size(), idx(b, 1));
+    tensor::ParallelInsertSliceOp::create(b, loc, tiles[i],
+                                          body->getArgument(2 + i), offsets,
+                                          sizes, strides);
+  }
+  return llvm::SmallVector<Value>(loop.getResults());
+}
+
+FailureOr<Value> ChunkRewriter::emitAnchorRows(OpBuilder &b, Location loc,
+                                               const ChunkTiles &tiles) {
+  AnchorReadoutOp op = info.anchor;
+  int64_t window = op.getWindow();
+  int64_t before = window - 1;
+  double rootTau = std::sqrt(op.getScale().convertToDouble());
+  RankedTensorType outType = info.outputType();
+  int64_t width = outType.getDimSize(3);
+  auto omegaType = cast<RankedTensorType>(op.getOmega().getType());
+  int64_t features = omegaType.getDimSize(0);
+  int64_t d = omegaType.getDimSize(1);
+  Type f32 = b.getF32Type();
+  TileBuilder tb(b, loc);
+  ValueRange initial = op.getAnchors();
+
+  // The chunk's queries and the anchor rows of its windows: tokens
+  // [start − (W−1), start + c).
+  Value q = loadTile(b, loc, 0, op.getQuery(), tiles.batch, tiles.start,
+                     tiles.length, tiles.head);
+  Value end = arith::AddIOp::create(b, loc, tiles.start, tiles.length);
+  int64_t rows = chunk + before;
+  Value anchorRows[3];
+  Value operands[] = {op.getAnchorKey(), op.getAnchorValue(), Value()};
+  Value sequence = tiles.sequence ? tiles.sequence : tiles.batch;
+  Value sequenceStart = tiles.sequenceStart
+                            ? tiles.sequenceStart
+                            : arith::ConstantIndexOp::create(b, loc, 0);
+  for (unsigned i = 0; i < 3; ++i)
+    anchorRows[i] = loadWindow(b, loc, operands[i],
+                               initial.empty() ? Value() : initial[i],
+                               tiles.batch, tiles.head, tiles.start, end, rows,
+                               sequence, sequenceStart);
+  // Ω is read where it is (global memory on a GPU), in its own type.
+  Value omega = op.getOmega();
+
+  unsigned fInput = spec.getReadoutInputs().front();
+  const PlannedOutput *numPlan = nullptr, *denPlan = nullptr;
+  for (const PlannedOutput &out : plan.readouts)
+    (out.name == "num" ? numPlan : denPlan) = &out;
+  if (!numPlan || !denPlan) {
+    return chunkError(info.readout)
+           << "LinSimp's monoid must read out num and den";
+  }
+
+  // Accumulators over the window: Σ_c u_c ⊙ num_ic, Σ_c den_ic, and the
+  // query's running maximum of its anchors' feature exponents.
+  const float lowest = -3.0e38f;
+  Value accNum = tb.zeros({chunk, width});
+  Value accDen = tb.zeros({chunk});
+  Value lowestF = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(lowest));
+  Value mu = linalg::FillOp::create(b, loc, lowestF, tb.empty({chunk}))
+                 .getResult(0);
+  Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
+  Value c1 = arith::ConstantIndexOp::create(b, loc, 1);
+  Value cW = arith::ConstantIndexOp::create(b, loc, window);
+  AffineMap id1 = b.getMultiDimIdentityMap(1);
+  AffineMap id2 = b.getMultiDimIdentityMap(2);
+  AffineMap rows2 = AffineMap::get(2, 0, {b.getAffineDimExpr(0)},
+                                   b.getContext());
+  using IT = IteratorType;
+  bool failedEmission = false;
+  auto loop = scf::ForOp::create(
+      b, loc, c0, cW, c1, ValueRange{accNum, accDen, mu},
+      [&](OpBuilder &nb, Location l, Value w, ValueRange acc) {
+        TileBuilder t(nb, l);
+        // Anchor c = i − w of query i is row i + (W−1) − w of the window
+        // tiles: one contiguous slice per offset w.
+        Value offset = arith::SubIOp::create(
+            nb, l, arith::ConstantIndexOp::create(nb, l, before), w);
+        auto rowsOf = [&](Value tile, int64_t cols) -> Value {
+          llvm::SmallVector<OpFoldResult> offsets = {offset};
+          llvm::SmallVector<OpFoldResult> sizes = {idx(nb, chunk)};
+          llvm::SmallVector<int64_t> shape = {chunk};
+          if (cols) {
+            offsets.push_back(idx(nb, 0));
+            sizes.push_back(idx(nb, cols));
+            shape.push_back(cols);
+          }
+          llvm::SmallVector<OpFoldResult> strides(offsets.size(), idx(nb, 1));
+          return tensor::ExtractSliceOp::create(
+              nb, l, RankedTensorType::get(shape, f32), tile, offsets, sizes,
+              strides);
+        };
+        Value r = rowsOf(anchorRows[0], d);
+        Value u = rowsOf(anchorRows[1], width);
+        Value valid = rowsOf(anchorRows[2], 0);
+        // x_ic = τ^½ (q_i ⊙ r_c); exponent Ω x − ‖x‖²/2.
+        Value x = t.generic(
+            {q, r}, t.empty({chunk, d}), {id2, id2, id2},
+            {IT::parallel, IT::parallel},
+            [&](OpBuilder &eb, Location el, ValueRange args) -> Value {
+              Value prod = arith::MulFOp::create(eb, el, args[0], args[1]);
+              return arith::MulFOp::create(
+                  eb, el, prod,
+                  arith::ConstantOp::create(eb, el,
+                                            eb.getF32FloatAttr(rootTau)));
+            });
+        // (The exponent is never stored: ‖x‖²/2 is one number per row, so
+        // its row maximum is the projections' maximum minus it.)
+        Value halfNorm = t.scale(t.dotRows(x, x), 0.5);
+        Value projected = t.matmul(x, omega, false, /*transB=*/true);
+        // The running maximum over the query's real anchors so far, and the
+        // factor that rescales what was accumulated under the old one.
+        Value next = acc[2], rescale;
+        if (stableFeatures) {
+          Value rowMax = t.generic(
+              {projected},
+              linalg::FillOp::create(
+                  nb, l,
+                  Value(arith::ConstantOp::create(nb, l,
+                                                  nb.getF32FloatAttr(lowest))),
+                  t.empty({chunk}))
+                  .getResult(0),
+              {id2, rows2}, {IT::parallel, IT::reduction},
+              [&](OpBuilder &eb, Location el, ValueRange args) -> Value {
+                return arith::MaximumFOp::create(eb, el, args[0], args[1]);
+              });
+          next = t.generic(
+              {acc[2], rowMax, valid, halfNorm}, t.empty({chunk}),
+              {id1, id1, id1, id1, id1}, {IT::parallel},
+              [&](OpBuilder &eb, Location el, ValueRange args) -> Value {
+                Value zero =
+                    arith::ConstantOp::create(eb, el, eb.getF32FloatAttr(0));
+                Value real = arith::CmpFOp::create(
+                    eb, el, arith::CmpFPredicate::OGT, args[2], zero);
+                Value top = arith::SubFOp::create(eb, el, args[1], args[3]);
+                Value candidate =
+                    arith::SelectOp::create(eb, el, real, top, args[0]);
+                return arith::MaximumFOp::create(eb, el, args[0], candidate);
+              });
+          rescale = t.generic(
+              {acc[2], next}, t.empty({chunk}), {id1, id1, id1},
+              {IT::parallel},
+              [&](OpBuilder &eb, Location el, ValueRange args) -> Value {
+                return math::ExpOp::create(
+                    eb, el, arith::SubFOp::create(eb, el, args[0], args[1]));
+              });
+        }
+        // F_w = m^-½ exp(exponent − μ) for real anchors, 0 for padding.
+        double norm = 1.0 / std::sqrt(double(features));
+        Value featuresTile = t.generic(
+            {projected, halfNorm, next, valid}, t.empty({chunk, features}),
+            {id2, rows2, rows2, rows2, id2}, {IT::parallel, IT::parallel},
+            [&](OpBuilder &eb, Location el, ValueRange args) -> Value {
+              Value e = arith::SubFOp::create(eb, el, args[0], args[1]);
+              if (stableFeatures)
+                e = arith::SubFOp::create(eb, el, e, args[2]);
+              Value f = arith::MulFOp::create(
+                  eb, el, math::ExpOp::create(eb, el, e),
+                  arith::ConstantOp::create(eb, el, eb.getF32FloatAttr(norm)));
+              Value zero =
+                  arith::ConstantOp::create(eb, el, eb.getF32FloatAttr(0));
+              Value real = arith::CmpFOp::create(
+                  eb, el, arith::CmpFPredicate::OGT, args[3], zero);
+              return arith::SelectOp::create(eb, el, real, f, zero);
+            });
+        ChunkTiles anchorTiles = tiles;
+        anchorTiles.tokens[fInput] = featuresTile;
+        FailureOr<Value> num = emitOutput(t, *numPlan, anchorTiles, false,
+                                          {chunk, width});
+        FailureOr<Value> den = failure();
+        if (succeeded(num))
+          den = emitOutput(t, *denPlan, anchorTiles, false, {chunk});
+        if (failed(den)) {
+          failedEmission = true;
+          scf::YieldOp::create(nb, l, acc);
+          return;
+        }
+        Value weighted = t.mul(u, *num);
+        Value sumNum = acc[0], sumDen = acc[1];
+        if (stableFeatures) {
+          sumNum = t.scaleRows(sumNum, rescale);
+          sumDen = t.mul(sumDen, rescale);
+        }
+        // Copied into the carried buffers, updated in place (as the chunk
+        // loops do with their state).
+        Value results[] = {t.add(sumNum, weighted), t.add(sumDen, *den), next};
+        llvm::SmallVector<Value> yields;
+        for (unsigned i = 0; i < 3; ++i)
+          yields.push_back(
+              linalg::CopyOp::create(nb, l, results[i], acc[i]).getResult(0));
+        scf::YieldOp::create(nb, l, yields);
+      });
+  if (failedEmission)
+    return failure();
+  // Joint normalisation over every (j, c) pair of the query: no eps (the
+  // features are positive; a real query has its own token as an anchor).
+  Value inverse = tb.generic(
+      {loop.getResult(1)}, tb.empty({chunk}), {id1, id1}, {IT::parallel},
+      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+        Value one = arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(1));
+        return arith::DivFOp::create(nb, l, one, args[0]);
+      });
+  return tb.castTo(tb.scaleRows(loop.getResult(0), inverse),
+                   outType.getElementType());
+}
+
+} // namespace mlir::hla::chunk

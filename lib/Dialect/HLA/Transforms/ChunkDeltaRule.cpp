@@ -1,0 +1,197 @@
+//===- ChunkDeltaRule.cpp - The gated delta rule's chunks -------*- C++ -*-===//
+//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// KDA's transition is matrix-valued (S -> M S + B), so its chunks have no
+// index plan: a chunk is summarised and read out in the WY/UT form
+// (SEMANTICS.md §6).
+//
+//===----------------------------------------------------------------------===//
+
+#include "ChunkRewriter.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
+using namespace mlir;
+using namespace mlir::hla;
+using namespace mlir::hla::chunk;
+using utils::IteratorType;
+
+namespace mlir::hla::chunk {
+
+FailureOr<llvm::SmallVector<Value>>
+ChunkRewriter::emitDeltaRule(OpBuilder &b, Location loc,
+                             const ChunkTiles &tiles, Value carried) {
+  TileBuilder tb(b, loc);
+  using IT = IteratorType;
+  MLIRContext *ctx = b.getContext();
+  auto input = [&](llvm::StringRef name) {
+    return tiles.tokens[*spec.findInput(name)];
+  };
+  Value q = input("q"), k = input("k"), v = input("v"), g = input("g"),
+        beta = input("beta");
+  double scale = 1.0;
+  if (std::optional<unsigned> p = spec.findParam("scale"))
+    scale = spec.params[*p].value;
+  int64_t dk = TileBuilder::shapeOf(k)[1];
+  int64_t c = chunk;
+  AffineExpr r, s, d;
+  bindDims(ctx, r, s, d);
+  auto map3 = [&](llvm::ArrayRef<AffineExpr> exprs) {
+    return AffineMap::get(3, 0, exprs, ctx);
+  };
+  auto cst = [](OpBuilder &nb, Location l, double value) -> Value {
+    return arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(value));
+  };
+  // Padding rows hold zeros: g = 0 and β = 0 make them identity maps.
+  AffineMap id2 = b.getMultiDimIdentityMap(2);
+
+  // The readout and the summary of a chunk share its WY/UT quantities
+  // (built once per chunk: the fused loop asks for both).
+  DeltaChunk &parts = deltaChunks[k];
+  bool built = static_cast<bool>(parts.gamma);
+  Value gamma = parts.gamma;
+
+  // P[r, s] = Σ_d x[r,d] y[s,d] e^{Γ[r,d] − Γ[s,d]} for s < r (s ≤ r when
+  // not strict): the decay between two tokens of the chunk, never e^{−Γ}
+  // alone (it would overflow).
+  auto pairs = [&](Value x, Value y, bool strict) -> Value {
+    return tb.generic(
+        {x, y, gamma, gamma}, tb.zeros({c, c}),
+        {map3({r, d}), map3({s, d}), map3({r, d}), map3({s, d}), map3({r, s})},
+        {IT::parallel, IT::parallel, IT::reduction},
+        [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+          Value row = linalg::IndexOp::create(nb, l, 0);
+          Value col = linalg::IndexOp::create(nb, l, 1);
+          Value inside = arith::CmpIOp::create(
+              nb, l,
+              strict ? arith::CmpIPredicate::slt : arith::CmpIPredicate::sle,
+              col, row);
+          Value decay = math::ExpOp::create(
+              nb, l, arith::SubFOp::create(nb, l, args[2], args[3]));
+          Value term = arith::MulFOp::create(
+              nb, l, arith::MulFOp::create(nb, l, args[0], args[1]), decay);
+          Value add = arith::AddFOp::create(nb, l, args[4], term);
+          return arith::SelectOp::create(nb, l, inside, add, args[4]);
+        });
+  };
+  if (!built) {
+    // Γ[r] = Σ_{s ≤ r} g[s]: the in-chunk cumulative log-decay per channel.
+    gamma = tb.generic(
+        {g}, tb.zeros({c, dk}), {map3({s, d}), map3({r, d})},
+        {IT::parallel, IT::reduction, IT::parallel},
+        [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+          Value row = linalg::IndexOp::create(nb, l, 0);
+          Value col = linalg::IndexOp::create(nb, l, 1);
+          Value inside =
+              arith::CmpIOp::create(nb, l, arith::CmpIPredicate::sle, col, row);
+          Value add = arith::AddFOp::create(nb, l, args[1], args[0]);
+          return arith::SelectOp::create(nb, l, inside, add, args[1]);
+        });
+
+    Value lower = tb.scaleRows(pairs(k, k, /*strict=*/true), beta);
+
+    // T = (I + L)^-1 diag(β), row by row (forward substitution):
+    // T[r] = β_r e_r − L[r] T (rows ≥ r of T are still 0).
+    Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
+    Value c1 = arith::ConstantIndexOp::create(b, loc, 1);
+    Value cC = arith::ConstantIndexOp::create(b, loc, c);
+    auto rowType = RankedTensorType::get({1, c}, b.getF32Type());
+    auto solve = scf::ForOp::create(
+        b, loc, c0, cC, c1, ValueRange{tb.zeros({c, c})},
+        [&](OpBuilder &nb, Location l, Value row, ValueRange iter) {
+          TileBuilder t(nb, l);
+          llvm::SmallVector<OpFoldResult> at = {row, idx(nb, 0)};
+          llvm::SmallVector<OpFoldResult> size = {idx(nb, 1), idx(nb, c)};
+          llvm::SmallVector<OpFoldResult> one = {idx(nb, 1), idx(nb, 1)};
+          Value lrow = tensor::ExtractSliceOp::create(nb, l, rowType, lower, at,
+                                                      size, one);
+          Value reach = t.matmul(lrow, iter[0]);
+          Value betaR = tensor::ExtractOp::create(nb, l, beta, ValueRange{row});
+          AffineMap id = nb.getMultiDimIdentityMap(2);
+          Value next = t.generic(
+              {reach}, t.empty({1, c}), {id, id}, {IT::parallel, IT::parallel},
+              [&](OpBuilder &eb, Location el, ValueRange args) -> Value {
+                Value col = linalg::IndexOp::create(eb, el, 1);
+                Value diag = arith::CmpIOp::create(
+                    eb, el, arith::CmpIPredicate::eq, col, row);
+                Value e = arith::SelectOp::create(eb, el, diag, betaR,
+                                                  cst(eb, el, 0.0));
+                return arith::SubFOp::create(eb, el, e, args[0]);
+              });
+          Value written = tensor::InsertSliceOp::create(nb, l, next, iter[0], at,
+                                                        size, one);
+          scf::YieldOp::create(nb, l, written);
+        });
+    Value tri = solve.getResult(0);
+
+    Value expGamma = tb.generic(
+        {gamma}, tb.empty({c, dk}), {id2, id2}, {IT::parallel, IT::parallel},
+        [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+          return math::ExpOp::create(nb, l, args[0]);
+        });
+    parts.w = tb.matmul(tri, tb.mul(expGamma, k)); // W = T (e^Γ ⊙ K)
+    parts.u = tb.matmul(tri, v);                    // U = T V
+    parts.expGamma = expGamma;
+    parts.gamma = gamma;
+  }
+  Value expGamma = parts.expGamma, w = parts.w, u = parts.u;
+
+  if (!carried) {
+    // The chunk's map S ↦ A S + B: A = Diag(e^{Γ_last}) − K̃ᵀ W,
+    // B = K̃ᵀ U, K̃[s] = e^{Γ_last − Γ[s]} ⊙ k[s].
+    Value last = tensor::ExtractSliceOp::create(
+        b, loc, RankedTensorType::get({dk}, b.getF32Type()), gamma,
+        llvm::ArrayRef<OpFoldResult>{idx(b, c - 1), idx(b, 0)},
+        llvm::ArrayRef<OpFoldResult>{idx(b, 1), idx(b, dk)},
+        llvm::ArrayRef<OpFoldResult>{idx(b, 1), idx(b, 1)});
+    AffineMap cols = AffineMap::get(2, 0, {b.getAffineDimExpr(1)}, ctx);
+    Value kTilde = tb.generic(
+        {last, gamma, k}, tb.empty({c, dk}), {cols, id2, id2, id2},
+        {IT::parallel, IT::parallel},
+        [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+          Value decay = math::ExpOp::create(
+              nb, l, arith::SubFOp::create(nb, l, args[0], args[1]));
+          return arith::MulFOp::create(nb, l, decay, args[2]);
+        });
+    Value kw = tb.matmul(kTilde, w, /*transA=*/true);
+    AffineMap rows = AffineMap::get(2, 0, {b.getAffineDimExpr(0)}, ctx);
+    Value a = tb.generic(
+        {last, kw}, tb.empty({dk, dk}), {rows, id2, id2},
+        {IT::parallel, IT::parallel},
+        [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+          Value i = linalg::IndexOp::create(nb, l, 0);
+          Value j = linalg::IndexOp::create(nb, l, 1);
+          Value diag =
+              arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq, i, j);
+          Value decay = arith::SelectOp::create(
+              nb, l, diag, math::ExpOp::create(nb, l, args[0]),
+              cst(nb, l, 0.0));
+          return arith::SubFOp::create(nb, l, decay, args[1]);
+        });
+    Value bMap = tb.matmul(kTilde, u, /*transA=*/true);
+    llvm::SmallVector<Value> values(spec.components.size());
+    values[*spec.findComponent("M")] = a;
+    values[*spec.findComponent("S")] = bMap;
+    return values;
+  }
+  // O = s (e^Γ ⊙ Q) S + A_qk (U − W S), A_qk = s P(Q, K) (s ≤ r).
+  Value qs = tb.scale(tb.mul(expGamma, q), scale);
+  Value attn = tb.scale(pairs(q, k, /*strict=*/false), scale);
+  Value delta = tb.generic(
+      {u, tb.matmul(w, carried)}, tb.empty(TileBuilder::shapeOf(u)),
+      {id2, id2, id2}, {IT::parallel, IT::parallel},
+      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+        return arith::SubFOp::create(nb, l, args[0], args[1]);
+      });
+  Value rowsOut = tb.add(tb.matmul(qs, carried), tb.matmul(attn, delta));
+  return llvm::SmallVector<Value>{rowsOut};
+}
+
+} // namespace mlir::hla::chunk

@@ -1,0 +1,204 @@
+//===- ChunkPass.cpp - The hla-chunk pass -----------------------*- C++ -*-===//
+//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// hla-chunk rewrites `segment -> inclusive scan -> readout` under a monoid
+// into three phases over chunks of c tokens:
+//
+//   1. summaries   scf.forall (b, n, h): every component's chunk summary,
+//                  computed in masked-matmul form from the chunk's tokens;
+//   2. carry       an exclusive hla.scan over the chunk summaries (from the
+//                  initial state), giving the state carried into each chunk
+//                  and the final state;
+//   3. outputs     scf.forall (b, n, h): every readout at every position of
+//                  the chunk, in masked-matmul form from the chunk's tokens
+//                  and the carried state.
+//
+// Phases 1 and 3 come from the chunk plan (ChunkPlan.h): each index term is
+// a tensor network over the chunk's positions whose internal indices are
+// summed out by c x c matrix products. Phase 2 is lowered by hla-lower-scans
+// (sequential or Blelloch); it works on small summaries, not on tokens.
+//
+// This file matches the chains, picks the family from the monoid's
+// structure (index plan, gated delta rule, anchor window) and the form
+// (phased, fused, segmented); ChunkRewriter.h lists where the rest lives.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ChunkRewriter.h"
+
+#include "hla/Dialect/HLA/IR/HLADialect.h"
+#include "hla/Dialect/HLA/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
+#define DEBUG_TYPE "hla-chunk"
+
+namespace mlir::hla {
+#define GEN_PASS_DEF_HLACHUNKPASS
+#include "hla/Dialect/HLA/Transforms/Passes.h.inc"
+} // namespace mlir::hla
+
+using namespace mlir;
+using namespace mlir::hla;
+using namespace mlir::hla::chunk;
+
+namespace {
+
+/// Whether `spec` is the gated delta rule (SEMANTICS.md §6) under any name
+/// and parameter values: the library's `kda` rules, slot for slot. Its
+/// chunks have their own family (ChunkDeltaRule.cpp), which reads the
+/// inputs and components by these names.
+bool isGatedDeltaRule(const MonoidSpec &spec, MLIRContext *ctx) {
+  auto *dialect = ctx->getLoadedDialect<HLADialect>();
+  if (!dialect)
+    return false;
+  FailureOr<MonoidSpec> rule = dialect->getMonoidTemplate("kda");
+  if (failed(rule) || spec.params.size() != rule->params.size())
+    return false;
+  for (auto [param, expected] : llvm::zip(spec.params, rule->params))
+    if (param.name != expected.name)
+      return false;
+  return spec.inputs == rule->inputs && spec.components == rule->components &&
+         spec.token == rule->token && spec.combine == rule->combine &&
+         spec.readouts == rule->readouts;
+}
+
+struct HLAChunkPass : public hla::impl::HLAChunkPassBase<HLAChunkPass> {
+  using HLAChunkPassBase::HLAChunkPassBase;
+
+  void runOnOperation() override {
+    if (form != "phased" && form != "fused" && form != "segmented") {
+      getOperation()->emitError()
+          << "hla-chunk: form must be phased, fused or segmented, got '"
+          << form << "'";
+      return signalPassFailure();
+    }
+    if (segments < 0 || parallelism < 1) {
+      getOperation()->emitError()
+          << "hla-chunk: segments must be >= 0 and parallelism >= 1";
+      return signalPassFailure();
+    }
+    if (chunkSize < 1) {
+      getOperation()->emitError() << "hla-chunk: chunk-size must be at least "
+                                     "1, got "
+                                  << int64_t(chunkSize);
+      return signalPassFailure();
+    }
+    llvm::SmallVector<Operation *> readouts;
+    getOperation()->walk([&](Operation *op) {
+      if (isa<ReadoutOp, AnchorReadoutOp>(op))
+        readouts.push_back(op);
+    });
+    for (Operation *readout : readouts)
+      if (failed(chunk(readout)))
+        return signalPassFailure();
+  }
+
+  LogicalResult chunk(Operation *readout) {
+    ChainInfo info;
+    info.readout = readout;
+    info.anchor = dyn_cast<AnchorReadoutOp>(readout);
+    auto fail = [&](const llvm::Twine &why) {
+      return readout->emitError() << "hla-chunk: " << why;
+    };
+    ValueRange states = info.anchor
+                            ? ValueRange(info.anchor.getState())
+                            : ValueRange(cast<ReadoutOp>(readout).getState());
+    MonoidAttr monoid = info.anchor
+                            ? info.anchor.getMonoid()
+                            : cast<ReadoutOp>(readout).getMonoid();
+    Operation *state = states.empty() ? nullptr : states[0].getDefiningOp();
+    info.scan = dyn_cast_or_null<ScanOp>(state);
+    if (!info.scan || info.scan.getExclusive() || info.scan.getAxis() != 1)
+      return fail("the readout's state must come from an inclusive hla.scan "
+                  "along axis 1");
+    info.segment = info.scan.getSegments().empty()
+                       ? SegmentOp()
+                       : info.scan.getSegments()[0].getDefiningOp<SegmentOp>();
+    if (!info.segment)
+      return fail("the scan's segments must come from one hla.segment");
+    if (info.scan.getMonoid() != monoid ||
+        info.segment.getMonoid() != monoid)
+      return fail("segment, scan and readout must share one monoid");
+    for (Value v : info.segment.getResults())
+      if (!v.hasOneUse())
+        return fail("the segments must feed only the scan");
+    for (Value v : info.scan.getPrefix())
+      if (!v.hasOneUse())
+        return fail("the prefix states must feed only the readout");
+    if (Value cu = info.scan.getCuSeqlens())
+      if (!cast<RankedTensorType>(cu.getType()).hasStaticShape())
+        return fail("cu_seqlens needs a static number of sequences");
+    auto lead = cast<RankedTensorType>(info.segment.getResult(0).getType());
+    if (lead.getRank() < 3 || !lead.hasStaticShape())
+      return fail("the chunked lowering needs static [B, T, H, ...] shapes");
+    llvm::SmallVector<Value> inputs(info.segment.getInputs());
+    if (info.anchor)
+      llvm::append_range(inputs, info.anchor->getOperands());
+    else
+      llvm::append_range(inputs, cast<ReadoutOp>(readout).getInputs());
+    for (Value v : inputs)
+      if (!cast<RankedTensorType>(v.getType()).hasStaticShape())
+        return fail("the chunked lowering needs static input shapes");
+    if (lead.getRank() - monoid.getSpec().components[0].getRank() != 3)
+      return fail("the chunked lowering needs [B, T, H] leading dimensions");
+    info.batch = lead.getDimSize(0);
+    info.length = lead.getDimSize(1);
+    info.heads = lead.getDimSize(2);
+
+    // The gated delta rule has a matrix-valued transition: it is chunked in
+    // the WY/UT form rather than by an index plan.
+    const MonoidSpec &monoidSpec = monoid.getSpec();
+    bool deltaRule = isGatedDeltaRule(monoidSpec, readout->getContext());
+    FailureOr<ChunkPlan> plan = ChunkPlan();
+    if (!deltaRule) {
+      std::string error;
+      plan = buildChunkPlan(monoidSpec, error);
+      if (failed(plan))
+        return fail(error);
+    }
+    ChunkRewriter rewriter(info, chunkSize, *plan);
+    rewriter.stableFeatures = stableFeatures;
+    rewriter.deltaRule = deltaRule;
+    rewriter.causalIsolation = causalIsolation;
+    LogicalResult rewritten = failure();
+    if (form == "fused") {
+      rewritten = rewriter.rewriteFused();
+    } else if (form == "segmented") {
+      // By default the count with the least modelled time: `parallelism`
+      // iterations run at once, so S runs take ceil(lanes * S / parallelism)
+      // waves of 1/S of a sequence each, and a segmented chunk costs about
+      // 1.5 fused ones (its summary pass; measured 1.52 on an H200). At
+      // least two chunks per run; packed sequences keep the fused form.
+      int64_t count = segments;
+      if (count == 0 && info.scan.getCuSeqlens()) {
+        count = 1;
+      } else if (count == 0) {
+        int64_t lanes = info.batch * info.heads;
+        int64_t chunks = (info.length + chunkSize - 1) / chunkSize;
+        auto cost = [&](int64_t s) {
+          double waves = double((lanes * s + parallelism - 1) / parallelism);
+          return waves * (s == 1 ? 1.0 : 1.5) / double(s);
+        };
+        count = 1;
+        for (int64_t s = 2; s <= std::max<int64_t>(chunks / 2, 1); ++s)
+          if (cost(s) < cost(count))
+            count = s;
+      }
+      rewritten = count == 1 ? rewriter.rewriteFused()
+                             : rewriter.rewriteSegmented(count);
+    } else {
+      rewritten = rewriter.rewritePhased();
+    }
+    return rewritten;
+  }
+};
+} // namespace

@@ -1,0 +1,287 @@
+//===- ChunkRewriter.h - The chunk rewriter shared by its parts -*- C++ -*-===//
+//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// hla-chunk rewrites `segment -> inclusive scan -> readout` under a monoid
+// into loops over chunks of c tokens. The rewriter is one class whose parts
+// live in one file each:
+//
+//   ChunkRewriter.cpp      shapes, packed sequences, token tiles, the carry
+//                          and the chunk loop, causal isolation;
+//   ChunkForms.cpp         the three forms (phased, fused, segmented);
+//   ChunkTerms.cpp         index terms as masked matrix products on tiles;
+//   ChunkDeltaRule.cpp     the gated delta rule's family (WY/UT form);
+//   ChunkAnchorWindow.cpp  LinSimp's anchor-window family;
+//   ChunkPass.cpp          the pass: matching chains, choosing the family
+//                          and the form.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef HLA_LIB_DIALECT_HLA_TRANSFORMS_CHUNKREWRITER_H
+#define HLA_LIB_DIALECT_HLA_TRANSFORMS_CHUNKREWRITER_H
+
+#include "TileBuilder.h"
+
+#include "hla/Dialect/HLA/IR/HLAAttrs.h"
+#include "hla/Dialect/HLA/IR/HLAOps.h"
+#include "hla/Dialect/HLA/Transforms/ChunkPlan.h"
+
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+#include "llvm/ADT/DenseMap.h"
+
+#include <cmath>
+#include <map>
+#include <memory>
+
+namespace mlir::hla::chunk {
+
+/// The constant tiles of a plan (decay-weighted triangular masks and
+/// from-start weights), built once before the chunk loops.
+class DecayTiles {
+public:
+  DecayTiles(OpBuilder &hoist, Location loc, int64_t chunk, double gamma)
+      : tb(hoist, loc), chunk(chunk), logGamma(std::log(gamma)) {}
+
+  /// M[p][v] = γ^{w (p − v)} for v ≤ p (v < p when strict), else 0.
+  Value mask(double w, bool strict);
+  /// u[v] = γ^{w (v + 1)}.
+  Value fromStart(double w);
+  /// exp(rate · n) for an index n.
+  static Value decayOf(OpBuilder &b, Location l, Value n, double rate);
+
+  double getLogGamma() const { return logGamma; }
+
+private:
+  TileBuilder tb;
+  int64_t chunk;
+  double logGamma;
+  std::map<std::pair<double, bool>, Value> masks;
+  std::map<double, Value> starts;
+};
+
+/// Everything a term needs inside the chunk loop.
+struct ChunkTiles {
+  int64_t chunk = 0;
+  /// Per monoid input: the chunk's tile [c, n] (or [c] for scalars), f32.
+  llvm::SmallVector<Value> tokens;
+  /// Per component: the carried-in state (phase 3), f32, or null.
+  llvm::SmallVector<Value> carried;
+  /// The chunk's number of valid tokens (index).
+  Value length;
+  /// Batch entry, first token and query head of the chunk (index).
+  Value batch, start, head;
+  /// The chunk's sequence (its row of per-sequence states) and that
+  /// sequence's first token; null: the batch entry and token 0.
+  Value sequence, sequenceStart;
+};
+
+/// Emits index terms as linalg ops on chunk tiles; failures are reported at
+/// `anchor`.
+class TermEmitter {
+public:
+  TermEmitter(TileBuilder &tb, const MonoidSpec &spec, const ChunkTiles &tiles,
+              DecayTiles &decay, Operation *anchor)
+      : tb(tb), spec(spec), tiles(tiles), decay(decay), anchor(anchor) {}
+
+  /// The value of a summary term (component shape) or a readout term
+  /// ([c, n] or [c]).
+  FailureOr<Value> emit(const IndexTerm &term, bool isSummary);
+
+private:
+  Value tokenTile(const ChainFactor &f) { return tiles.tokens[f.slot]; }
+  Value carriedTile(const ChainFactor &f) { return tiles.carried[f.slot]; }
+  Value endWeights(double w, bool strict);
+  Value startScalar(double w);
+
+  TileBuilder &tb;
+  const MonoidSpec &spec;
+  const ChunkTiles &tiles;
+  DecayTiles &decay;
+  Operation *anchor;
+};
+
+/// Static sizes of a matched segment -> scan -> readout chain. The readout
+/// is an hla.readout or LinSimp's hla.anchor_readout (`anchor`).
+struct ChainInfo {
+  SegmentOp segment;
+  ScanOp scan;
+  Operation *readout = nullptr;
+  AnchorReadoutOp anchor;
+  int64_t batch = 0, length = 0, heads = 0;
+
+  RankedTensorType outputType() const {
+    return cast<RankedTensorType>(readout->getResult(0).getType());
+  }
+};
+
+inline OpFoldResult idx(OpBuilder &b, int64_t v) { return b.getIndexAttr(v); }
+
+/// Reports a chunking failure at `op`, prefixed with the pass name.
+inline InFlightDiagnostic chunkError(Operation *op) {
+  return op->emitError() << "hla-chunk: ";
+}
+
+class ChunkRewriter {
+public:
+  ChunkRewriter(ChainInfo info, int64_t chunk, const ChunkPlan &plan)
+      : info(info), spec(info.scan.getMonoid().getSpec()), chunk(chunk),
+        plan(plan) {}
+
+  /// Features on the anchor side shifted by one running maximum per query
+  /// (cancels in LinSimp's joint normalisation; off only to test that).
+  bool stableFeatures = true;
+  /// The gated delta rule (KDA): its matrix-valued transition has no index
+  /// plan; chunks are summarised and read out in the WY/UT form instead.
+  bool deltaRule = false;
+  /// Rows before a chunk's first non-finite token are read out again
+  /// without the tokens from there on (see `emitCausalRows`).
+  bool causalIsolation = true;
+
+private:
+  /// KDA: a chunk's cumulative log-decay Γ, e^Γ, W and U (per key tile).
+  struct DeltaChunk {
+    Value gamma, expGamma, w, u;
+  };
+  llvm::DenseMap<Value, DeltaChunk> deltaChunks;
+
+public:
+
+  /// The three-phase form (summaries, scan over chunks, readouts).
+  LogicalResult rewritePhased();
+  /// One loop over a sequence's chunks per (sequence, head), carrying the
+  /// state from chunk to chunk.
+  LogicalResult rewriteFused();
+  /// The sequence cut into `segments` runs of chunks: one loop per
+  /// (batch entry, segment, head) folds each segment's chunks into its
+  /// summary, then one loop per (batch entry, segment, head) combines the
+  /// summaries of the segments before it and reads its chunks out.
+  LogicalResult rewriteSegmented(int64_t segments);
+
+private:
+  /// Shapes, chunk counts and the token operands of every input.
+  void prepareShapes();
+  /// The constant tiles (at `hoist`) and, packed, the slot table (at `b`).
+  void prepareTiles(OpBuilder &b, OpBuilder &hoist, Location loc);
+  /// Builds the slot table of packed sequences: per chunk slot its start
+  /// token and length (0 for unused slots), and per sequence the offset of
+  /// its first slot (N + 1 entries, the last one the number of used slots).
+  /// Checks at run time that the offsets run from 0 to T without decreasing.
+  std::tuple<Value, Value, Value, Value> buildChunkTable(OpBuilder &b,
+                                                         Location loc,
+                                                  Value cuSeqlens,
+                                                  int64_t sequences,
+                                                  int64_t slots);
+  /// Loads the chunk's tile of token input `input` (zero beyond `length`).
+  Value loadTile(OpBuilder &b, Location loc, unsigned input, Value operand,
+                 Value batch, Value start, Value length, Value head);
+  /// (start token, valid length) of chunk slot `n`.
+  std::pair<Value, Value> chunkBounds(OpBuilder &b, Location loc, Value n);
+  /// Loads the tiles of `inputs` for the chunk at `start`.
+  void loadTokens(OpBuilder &b, Location loc, ChunkTiles &tiles, Value batch,
+                  Value start, Value head, llvm::ArrayRef<unsigned> inputs);
+  /// The token inputs the terms of `outputs` read.
+  llvm::SmallVector<unsigned>
+  usedInputs(llvm::ArrayRef<PlannedOutput> outputs) const;
+  /// Sums the terms of one planned output.
+  FailureOr<Value> emitOutput(TileBuilder &tb, const PlannedOutput &out,
+                              const ChunkTiles &tiles, bool isSummary,
+                              llvm::ArrayRef<int64_t> shape);
+  /// Every component's chunk summary (decay components: γ^length).
+  FailureOr<llvm::SmallVector<Value>>
+  emitSummaries(OpBuilder &b, Location loc, const ChunkTiles &tiles);
+  /// The readout rows of the chunk, [c, width] in the output's element
+  /// type (rows beyond the chunk's length are garbage).
+  FailureOr<Value> emitReadoutRows(OpBuilder &b, Location loc,
+                                   const ChunkTiles &tiles);
+  /// The readout rows of the chunk with causal isolation: where a token
+  /// at chunk position f < length holds a non-finite value, rows [0, f)
+  /// come from the chunk read out as f tokens (the later ones zeroed), as
+  /// the masked products would otherwise carry 0 · NaN into them.
+  FailureOr<Value> emitCausalRows(OpBuilder &b, Location loc,
+                                  const ChunkTiles &tiles);
+  /// The first row of any of the [c, n] or [c] f32 `tiles` holding a
+  /// non-finite value, or c when there is none (index).
+  Value firstNonFiniteRow(OpBuilder &b, Location loc,
+                          llvm::ArrayRef<Value> tiles);
+  /// KDA (SEMANTICS.md §6): the chunk's affine map (A, B) when
+  /// `carried` is null, else its output rows read from the state `carried`.
+  FailureOr<llvm::SmallVector<Value>> emitDeltaRule(OpBuilder &b,
+                                                    Location loc,
+                                                    const ChunkTiles &tiles,
+                                                    Value carried);
+  /// LinSimp: the rows of the chunk, summed over each query's anchor
+  /// window (one pass per anchor offset w: the anchors' features F_w, the
+  /// monoid's num/den readouts with input F_w, weighted by the anchor
+  /// values), then num / den.
+  FailureOr<Value> emitAnchorRows(OpBuilder &b, Location loc,
+                                  const ChunkTiles &tiles);
+  /// LinSimp: rows of tokens [start − (W−1), start − (W−1) + rows) of the
+  /// anchor operand `operand` (a kv-head tensor; null: the validity, 1 per
+  /// real token) for a (batch entry, query head): tokens in [0, end) from
+  /// the operand, those before 0 from the initial anchors `init` (null: 0),
+  /// the rest 0. f32.
+  Value loadWindow(OpBuilder &b, Location loc, Value operand, Value init,
+                   Value batch, Value head, Value start, Value end,
+                   int64_t rows, Value sequence, Value sequenceStart);
+  /// φ(z) = m^-½ exp(Ω z − ‖z‖²/2), z = √scale x, for the rows of the
+  /// chunk tile `x` [c, d] below `length` (0 for the padding rows).
+  Value keyFeatures(OpBuilder &b, Location loc, Value x, Value omega,
+                    double scale, Value length);
+  /// LinSimp: the last W−1 anchors (r, u, validity) of every sequence.
+  llvm::SmallVector<Value> emitFinalAnchors(OpBuilder &b, Location loc);
+  /// Replaces the readout's results (output, and LinSimp's final anchors)
+  /// and erases the chain.
+  void finish(OpBuilder &b, Location loc, Value output,
+              llvm::ArrayRef<Value> finalStates);
+  /// The carried components of the scan's initial state (or the identity)
+  /// for `sequence` and `head`.
+  llvm::SmallVector<Value> initialCarry(OpBuilder &b, Location loc,
+                                        Value sequence, Value head);
+  /// An scf.for over chunk slots [lo, hi) of one (batch entry, head),
+  /// carrying `carry`: the carried components, or with `allComponents`
+  /// every component (combined by the full rule). With `rows` (output rows
+  /// of the tokens from `first` on), every chunk is read out with the state
+  /// carried into it and its rows are inserted; the loop's last result is
+  /// then the rows.
+  FailureOr<scf::ForOp> emitChunkLoop(OpBuilder &b, Location loc, Value batch,
+                                      Value head, Value lo, Value hi,
+                                      llvm::ArrayRef<Value> carry, Value rows,
+                                      Value first, bool allComponents,
+                                      llvm::ArrayRef<unsigned> inputs,
+                                      Value sequence = Value(),
+                                      Value sequenceStart = Value());
+  /// Every component's f32 tensor type (a summary's, a state's).
+  llvm::SmallVector<Type> componentTypes(OpBuilder &b) const;
+  /// An empty [B, segments, H, component c] tensor (one value per run).
+  Value emptyPerRun(OpBuilder &b, Location loc, unsigned c,
+                    int64_t segments) const;
+  /// Slice [lead..., component c] of a [lead..., shape] tensor.
+  Value componentSlice(OpBuilder &b, Location loc, Value tensor, unsigned c,
+                       llvm::ArrayRef<OpFoldResult> lead);
+  /// Inserts `value` (component c) at [lead...] of `dest` in a forall's
+  /// terminator.
+  void insertComponent(OpBuilder &b, Location loc, Value value, Value dest,
+                       unsigned c, llvm::ArrayRef<OpFoldResult> lead);
+
+  ChainInfo info;
+  const MonoidSpec &spec;
+  int64_t chunk;
+  const ChunkPlan &plan;
+
+  // Set by prepare().
+  llvm::SmallVector<unsigned> carried;
+  llvm::SmallVector<llvm::SmallVector<int64_t>> componentShapes;
+  llvm::SmallVector<Value> operandOfInput;
+  std::unique_ptr<OpBuilder> ownHoist;
+  std::unique_ptr<DecayTiles> decay;
+  int64_t numChunks = 0;
+  int64_t sequences = 0;
+  Value cuSeqlens, slotStart, slotLength, chunkOffsets, slotSequence;
+};
+
+} // namespace mlir::hla::chunk
+
+#endif // HLA_LIB_DIALECT_HLA_TRANSFORMS_CHUNKREWRITER_H

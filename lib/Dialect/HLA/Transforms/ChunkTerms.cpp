@@ -1,0 +1,453 @@
+//===- ChunkTerms.cpp - Index terms as masked products on tiles -*- C++ -*-===//
+//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// One index term of the chunk plan (ChunkPlan.h) is a tensor network over
+// the chunk's positions; TermEmitter sums its internal indices out by c x c
+// matrix products, with the decay-weighted triangular masks of DecayTiles.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ChunkRewriter.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
+using namespace mlir;
+using namespace mlir::hla;
+using namespace mlir::hla::chunk;
+using utils::IteratorType;
+
+//===----------------------------------------------------------------------===//
+// Decay tiles
+//===----------------------------------------------------------------------===//
+
+/// M[p][v] = γ^{w (p − v)} for v ≤ p (v < p when strict), else 0.
+Value DecayTiles::mask(double w, bool strict) {
+  auto key = std::make_pair(w, strict);
+  auto it = masks.find(key);
+  if (it != masks.end())
+    return it->second;
+  OpBuilder &b = tb.getBuilder();
+  MLIRContext *ctx = b.getContext();
+  AffineMap id = b.getMultiDimIdentityMap(2);
+  double rate = w * logGamma;
+  Value result = tb.generic(
+      {}, tb.empty({chunk, chunk}), {id},
+      {IteratorType::parallel, IteratorType::parallel},
+      [&](OpBuilder &nb, Location l, ValueRange) -> Value {
+        Value p = linalg::IndexOp::create(nb, l, 0);
+        Value v = linalg::IndexOp::create(nb, l, 1);
+        Value diff = arith::SubIOp::create(nb, l, p, v);
+        Value zero = arith::ConstantIndexOp::create(nb, l, 0);
+        Value inside = arith::CmpIOp::create(
+            nb, l, strict ? arith::CmpIPredicate::sgt
+                          : arith::CmpIPredicate::sge,
+            diff, zero);
+        Value weight = decayOf(nb, l, diff, rate);
+        Value zeroF = arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(0));
+        return arith::SelectOp::create(nb, l, inside, weight, zeroF);
+      });
+  (void)ctx;
+  masks[key] = result;
+  return result;
+}
+
+Value DecayTiles::fromStart(double w) {
+  auto it = starts.find(w);
+  if (it != starts.end())
+    return it->second;
+  OpBuilder &b = tb.getBuilder();
+  AffineMap id = b.getMultiDimIdentityMap(1);
+  double rate = w * logGamma;
+  Value result = tb.generic(
+      {}, tb.empty({chunk}), {id}, {IteratorType::parallel},
+      [&](OpBuilder &nb, Location l, ValueRange) -> Value {
+        Value v = linalg::IndexOp::create(nb, l, 0);
+        Value one = arith::ConstantIndexOp::create(nb, l, 1);
+        return decayOf(nb, l, arith::AddIOp::create(nb, l, v, one), rate);
+      });
+  starts[w] = result;
+  return result;
+}
+
+Value DecayTiles::decayOf(OpBuilder &b, Location l, Value n,
+                           double rate) {
+  Value asInt = arith::IndexCastOp::create(b, l, b.getI64Type(), n);
+  Value asFloat = arith::SIToFPOp::create(b, l, b.getF32Type(), asInt);
+  Value scaled = arith::MulFOp::create(
+      b, l, asFloat, arith::ConstantOp::create(b, l, b.getF32FloatAttr(rate)));
+  return math::ExpOp::create(b, l, scaled);
+}
+
+//===----------------------------------------------------------------------===//
+// Term emission
+//===----------------------------------------------------------------------===//
+
+//===----------------------------------------------------------------------===//
+// Term emission
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// The tensor network of one term while its indices are summed out.
+class TermNetwork {
+public:
+  TermNetwork(TileBuilder &tb) : tb(tb) {}
+
+  void addPair(int a, int b, Value tile) {
+    if (a > b) {
+      std::swap(a, b);
+      tile = tb.transpose(tile);
+    }
+    auto key = std::make_pair(a, b);
+    auto it = pairs.find(key);
+    pairs[key] = it == pairs.end() ? tile : tb.mul(it->second, tile);
+  }
+  /// The pairwise factor between a and b as a tile indexed [a][b].
+  Value getPair(int a, int b) {
+    if (a < b)
+      return pairs.at({a, b});
+    return tb.transpose(pairs.at({b, a}));
+  }
+  bool hasPair(int a, int b) {
+    return pairs.count({std::min(a, b), std::max(a, b)});
+  }
+  void addUnary(int v, Value vec) {
+    auto it = unary.find(v);
+    unary[v] = it == unary.end() ? vec : tb.mul(it->second, vec);
+  }
+  Value getUnary(int v) {
+    auto it = unary.find(v);
+    return it == unary.end() ? Value() : it->second;
+  }
+  void addScalar(Value s) { scalars.push_back(s); }
+
+  llvm::SmallVector<int> neighbors(int x) {
+    llvm::SmallVector<int> result;
+    for (auto &[key, tile] : pairs) {
+      if (key.first == x)
+        result.push_back(key.second);
+      else if (key.second == x)
+        result.push_back(key.first);
+    }
+    return result;
+  }
+
+  /// Sums out `x`. Fails if x touches more than two other indices (the
+  /// result would be a three-index tensor).
+  LogicalResult eliminate(int x, int64_t chunk) {
+    llvm::SmallVector<int> n = neighbors(x);
+    Value u = getUnary(x);
+    if (n.size() > 2)
+      return failure();
+    if (n.empty()) {
+      scalars.push_back(u ? tb.sum(u) : Value());
+      if (!u)
+        count *= chunk;
+    } else if (n.size() == 1) {
+      Value p = getPair(n[0], x);
+      Value vec = u ? tb.matvec(p, u) : tb.matvec(p, ones(chunk));
+      addUnary(n[0], vec);
+    } else {
+      Value a = getPair(n[0], x);
+      if (u)
+        a = tb.scaleCols(a, u);
+      Value product = tb.matmul(a, getPair(x, n[1]));
+      erase(x);
+      addPair(n[0], n[1], product);
+      return success();
+    }
+    erase(x);
+    return success();
+  }
+
+  Value ones(int64_t chunk) {
+    if (!onesTile) {
+      OpBuilder &b = tb.getBuilder();
+      onesTile = linalg::FillOp::create(b, tb.getLoc(), tb.scalar(1.0),
+                                        tb.empty({chunk}))
+                     .getResult(0);
+    }
+    return onesTile;
+  }
+
+  /// Multiplies `v` by every scalar and the count.
+  Value applyScalars(Value v, double coeff) {
+    for (Value s : scalars)
+      if (s)
+        v = tb.scaleBy(v, s);
+    return tb.scale(v, coeff * count);
+  }
+
+private:
+  void erase(int x) {
+    for (auto it = pairs.begin(); it != pairs.end();) {
+      if (it->first.first == x || it->first.second == x)
+        it = pairs.erase(it);
+      else
+        ++it;
+    }
+    unary.erase(x);
+  }
+
+  TileBuilder &tb;
+  std::map<std::pair<int, int>, Value> pairs;
+  std::map<int, Value> unary;
+  llvm::SmallVector<Value> scalars;
+  double count = 1.0;
+  Value onesTile;
+};
+
+} // namespace
+
+Value TermEmitter::endWeights(double w, bool strict) {
+  // e[v] = γ^{w (E − v)} for v ≤ E (v < E when strict), E = length − 1.
+  OpBuilder &b = tb.getBuilder();
+  AffineMap id = b.getMultiDimIdentityMap(1);
+  double rate = w * decay.getLogGamma();
+  Value length = tiles.length;
+  return tb.generic(
+      {}, tb.empty({tiles.chunk}), {id}, {IteratorType::parallel},
+      [&](OpBuilder &nb, Location l, ValueRange) -> Value {
+        Value v = linalg::IndexOp::create(nb, l, 0);
+        Value one = arith::ConstantIndexOp::create(nb, l, 1);
+        Value last = arith::SubIOp::create(nb, l, length, one);
+        Value diff = arith::SubIOp::create(nb, l, last, v);
+        Value zero = arith::ConstantIndexOp::create(nb, l, 0);
+        Value inside = arith::CmpIOp::create(
+            nb, l, strict ? arith::CmpIPredicate::sgt : arith::CmpIPredicate::sge,
+            diff, zero);
+        Value weight = DecayTiles::decayOf(nb, l, diff, rate);
+        Value zeroF = arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(0));
+        return arith::SelectOp::create(nb, l, inside, weight, zeroF);
+      });
+}
+
+Value TermEmitter::startScalar(double w) {
+  // γ^{w (E + 1)} = γ^{w · length}, as a 0-d tensor.
+  OpBuilder &b = tb.getBuilder();
+  Location l = tb.getLoc();
+  Value weight = DecayTiles::decayOf(b, l, tiles.length,
+                                     w * decay.getLogGamma());
+  return tensor::FromElementsOp::create(
+      b, l, RankedTensorType::get({}, b.getF32Type()), ValueRange{weight});
+}
+
+FailureOr<Value> TermEmitter::emit(const IndexTerm &term, bool isSummary) {
+  std::vector<ChainFactor> scalarFactors;
+  std::string error;
+  FailureOr<std::vector<ChainPiece>> pieces =
+      splitChain(spec, term, scalarFactors, error);
+  if (failed(pieces))
+    return chunkError(anchor) << error;
+  FailureOr<DecayPlan> decayPlan = planDecay(term, error);
+  if (failed(decayPlan))
+    return chunkError(anchor) << error;
+
+  int64_t c = tiles.chunk;
+  TermNetwork net(tb);
+  // The output's ends: the left column (summaries) and the right row.
+  const ChainPiece *left = nullptr, *right = nullptr;
+  Value leftTile, rightTile; // [c, n] when the end is at a token, else [n]
+
+  for (const ChainPiece &piece : *pieces) {
+    const std::vector<ChainFactor> &fs = piece.factors;
+    switch (piece.kind) {
+    case ChainPiece::Kind::Scalar: {
+      const ChainFactor &first = fs.front(), &last = fs.back();
+      size_t middleEnd = fs.size() - 1;
+      if (piece.firstVar >= 0) {
+        // Rows of X · M… indexed by the first token.
+        Value x = tokenTile(first);
+        for (size_t i = 1; i < middleEnd; ++i)
+          x = tb.matmul(x, carriedTile(fs[i]), false, fs[i].transposed);
+        if (piece.lastVar >= 0) {
+          Value y = tokenTile(last);
+          if (piece.firstVar == piece.lastVar)
+            net.addUnary(piece.firstVar, tb.dotRows(x, y));
+          else
+            net.addPair(piece.firstVar, piece.lastVar,
+                        tb.matmul(x, y, false, true));
+        } else {
+          net.addUnary(piece.firstVar, tb.matvec(x, carriedTile(last)));
+        }
+      } else {
+        // A constant row r₀ᵀ M…: keep it as the vector (M…)ᵀ r₀.
+        Value r = carriedTile(first);
+        for (size_t i = 1; i < middleEnd; ++i)
+          r = tb.matvec(carriedTile(fs[i]), r, !fs[i].transposed);
+        if (piece.lastVar >= 0)
+          net.addUnary(piece.lastVar, tb.matvec(tokenTile(last), r));
+        else
+          net.addScalar(tb.dot(r, carriedTile(last)));
+      }
+      break;
+    }
+    case ChainPiece::Kind::Left: {
+      left = &piece;
+      if (piece.lastVar >= 0) {
+        // L[l] = M… x_l, kept as rows X · (M…)ᵀ.
+        Value l = tokenTile(fs.back());
+        for (size_t i = fs.size() - 1; i-- > 0;)
+          l = tb.matmul(l, carriedTile(fs[i]), false, !fs[i].transposed);
+        leftTile = l;
+      } else {
+        Value v = carriedTile(fs.back());
+        for (size_t i = fs.size() - 1; i-- > 0;)
+          v = tb.matvec(carriedTile(fs[i]), v, fs[i].transposed);
+        leftTile = v;
+      }
+      break;
+    }
+    case ChainPiece::Kind::Right: {
+      right = &piece;
+      if (piece.firstVar >= 0) {
+        Value r = tokenTile(fs.front());
+        for (size_t i = 1; i < fs.size(); ++i)
+          r = tb.matmul(r, carriedTile(fs[i]), false, fs[i].transposed);
+        rightTile = r;
+      } else {
+        if (!(fs.front().transposed &&
+              spec.components[fs.front().slot].getRank() == 1)) {
+          return chunkError(anchor)
+                 << "a chain of carried matrices without a token";
+        }
+        Value r = carriedTile(fs.front());
+        for (size_t i = 1; i < fs.size(); ++i)
+          r = tb.matvec(carriedTile(fs[i]), r, !fs[i].transposed);
+        rightTile = r;
+      }
+      break;
+    }
+    }
+  }
+
+  // Scalars: token scalars weigh their index, carried scalars are constants.
+  for (const ChainFactor &f : scalarFactors) {
+    if (f.kind == ChainFactor::Kind::Token)
+      net.addUnary(f.var, tokenTile(f));
+    else
+      net.addScalar(carriedTile(f));
+  }
+
+  // The index tree with its decay: masks between indices, weights from the
+  // chunk's start, and (summaries) weights to the chunk's end.
+  for (size_t v = 1; v < term.vars.size(); ++v) {
+    int p = term.vars[v].parent;
+    bool strict = term.vars[v].strict;
+    double w = decayPlan->edge[v];
+    if (isSummary && p == 0)
+      net.addUnary(v, endWeights(w, strict));
+    else
+      net.addPair(p, v, decay.mask(w, strict));
+  }
+  for (size_t v = 0; v < term.vars.size(); ++v) {
+    double u = decayPlan->fromStart[v];
+    if (u == 0.0)
+      continue;
+    if (isSummary && v == 0)
+      net.addScalar(startScalar(u));
+    else
+      net.addUnary(v, decay.fromStart(u));
+  }
+  double coeff = term.coeff *
+                 std::exp(decayPlan->constant * decay.getLogGamma());
+
+  // Sum out every index but the output's.
+  llvm::SmallVector<int> keep;
+  int leftVar = left ? left->lastVar : -1;
+  int rightVar = right ? right->firstVar : -1;
+  if (!isSummary)
+    keep.push_back(0);
+  if (leftVar >= 0)
+    keep.push_back(leftVar);
+  if (rightVar >= 0)
+    keep.push_back(rightVar);
+  llvm::SmallVector<int> internal;
+  for (size_t v = isSummary ? 1 : 0; v < term.vars.size(); ++v)
+    if (!llvm::is_contained(keep, int(v)))
+      internal.push_back(v);
+  while (!internal.empty()) {
+    // The index with the fewest neighbours first.
+    auto best = llvm::min_element(internal, [&](int a, int b) {
+      return net.neighbors(a).size() < net.neighbors(b).size();
+    });
+    if (failed(net.eliminate(*best, c))) {
+      return chunkError(anchor)
+             << "an index of the term touches three others; its chunked "
+                "form would need a three-index intermediate";
+    }
+    internal.erase(best);
+  }
+
+  auto unaryOrOnes = [&](int v) {
+    Value u = net.getUnary(v);
+    return u ? u : net.ones(c);
+  };
+
+  Value result;
+  if (!isSummary) {
+    Value ut = net.getUnary(0);
+    if (!right) {
+      result = unaryOrOnes(0);
+    } else if (rightVar == 0) {
+      result = ut ? tb.scaleRows(rightTile, ut) : rightTile;
+    } else if (rightVar < 0) {
+      result = tb.outer(unaryOrOnes(0), rightTile);
+    } else if (net.hasPair(0, rightVar)) {
+      Value w = net.getPair(0, rightVar);
+      if (Value ur = net.getUnary(rightVar))
+        w = tb.scaleCols(w, ur);
+      result = tb.matmul(w, rightTile);
+      if (ut)
+        result = tb.scaleRows(result, ut);
+    } else {
+      Value sumRight = tb.matvec(rightTile, unaryOrOnes(rightVar), true);
+      result = tb.outer(unaryOrOnes(0), sumRight);
+    }
+    return net.applyScalars(result, coeff);
+  }
+
+  // Summaries: Lᵀ · (weights between l and r) · R.
+  if (!left && !right) {
+    // No chain at all: the value is the product of the scalars.
+    result = linalg::FillOp::create(tb.getBuilder(), tb.getLoc(),
+                                    tb.scalar(1.0), tb.empty({}))
+                 .getResult(0);
+    return net.applyScalars(result, coeff);
+  }
+  if (!left) {
+    return chunkError(anchor)
+           << "a summary chain that does not start with a column";
+  }
+  Value leftSum, rightSum;
+  if (leftVar >= 0 && rightVar >= 0 && leftVar == rightVar) {
+    Value l = tb.scaleRows(leftTile, unaryOrOnes(leftVar));
+    result = tb.matmul(l, rightTile, true, false);
+  } else if (leftVar >= 0 && rightVar >= 0 && net.hasPair(leftVar, rightVar)) {
+    Value w = net.getPair(leftVar, rightVar);
+    if (Value ul = net.getUnary(leftVar))
+      w = tb.scaleRows(w, ul);
+    if (Value ur = net.getUnary(rightVar))
+      w = tb.scaleCols(w, ur);
+    result = tb.matmul(leftTile, tb.matmul(w, rightTile), true, false);
+  } else {
+    leftSum = leftVar >= 0 ? tb.matvec(leftTile, unaryOrOnes(leftVar), true)
+                           : leftTile;
+    if (!right) {
+      result = leftSum;
+    } else {
+      rightSum = rightVar >= 0
+                     ? tb.matvec(rightTile, unaryOrOnes(rightVar), true)
+                     : rightTile;
+      result = tb.outer(leftSum, rightSum);
+    }
+  }
+  return net.applyScalars(result, coeff);
+}
