@@ -8,6 +8,7 @@
 # offer it: its runtime library links all of LLVM.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+llvm="${LLVM_PREFIX:-/usr/lib/llvm-22}"
 opt="$root/build/bin/hla-opt"
 work="$(mktemp -d)"
 t="tensor<1x4096x8x64xf32>"
@@ -35,10 +36,10 @@ front="--hla-expand --hla-chunk --hla-lower-scans --convert-hla-to-linalg \
   --convert-index-to-llvm --convert-cf-to-llvm --convert-func-to-llvm \
   --convert-ub-to-llvm --reconcile-unrealized-casts --hla-emit-entry-abi=entry=main \
   -o "$work/async.mlir"
-/usr/lib/llvm-22/bin/mlir-translate --mlir-to-llvmir "$work/async.mlir" -o "$work/async.ll"
+"$llvm/bin/mlir-translate" --mlir-to-llvmir "$work/async.mlir" -o "$work/async.ll"
 clang-22 -O3 -march=native -ffp-contract=fast -Wno-override-module "$work/async.ll" \
-  "$root/build/lib/libhla_cpu_runtime.a" -L/usr/lib/llvm-22/lib -lmlir_async_runtime \
-  -Wl,-rpath,/usr/lib/llvm-22/lib -lm -o "$work/async"
+  "$root/build/lib/libhla_cpu_runtime.a" -L"$llvm/lib" -lmlir_async_runtime \
+  -Wl,-rpath,"$llvm/lib" -lm -o "$work/async"
 echo "openmp: $("$work/openmp" --random 1 --bench 20)"
 echo "async:  $("$work/async" --random 1 --bench 20)"
 echo "async runtime's dependencies: $(ldd "$work/async" | grep -o 'lib[A-Za-z_]*\.so[.0-9]*' | tr '\n' ' ')"

@@ -18,7 +18,7 @@ export CCACHE_BASEDIR="$root"
 seconds="${1:-60}"
 which="${2:-all}"
 build="$root/build-fuzz"
-llvm="${LLVM_DIR_PREFIX:-/usr/lib/llvm-22}"
+llvm="${LLVM_PREFIX:-/usr/lib/llvm-22}"
 
 if ! dpkg-query -W -f='${Status}' libclang-rt-22-dev 2>/dev/null | grep -q "install ok installed"; then
   echo "fuzz.sh: clang's sanitizer runtimes are missing: run scripts/setup.sh first" >&2

@@ -17,7 +17,7 @@ echo "== compiling $example"
 echo "== running it on random inputs (outputs in $out/run)"
 "$out/transformer_block" --random 0 -o "$out/run"
 "$out/transformer_block" --random 0 --bench 10
-/usr/bin/python3 - "$out/run/out0.npy" <<'PY'
+"${PYTHON:-/usr/bin/python3}" - "$out/run/out0.npy" <<'PY'
 import sys
 import numpy as np
 y = np.load(sys.argv[1])

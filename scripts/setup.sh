@@ -10,6 +10,9 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # Paths under the checkout are hashed relative to it: a second clone (CI's)
 # reuses the compiler cache of the first.
 export CCACHE_BASEDIR="$root"
+# Where LLVM/MLIR 22 and the tests' Python live (Debian's by default).
+llvm="${LLVM_PREFIX:-/usr/lib/llvm-22}"
+python="${PYTHON:-/usr/bin/python3}"
 
 packages=(
   cmake ninja-build ccache git
@@ -43,9 +46,9 @@ if [ ! -f "$build/build.ninja" ]; then
   cmake -S "$root" -B "$build" -G Ninja \
     -DCMAKE_BUILD_TYPE=Release \
     -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
-    -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
-    -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit \
-    -DHLA_PYTHON_EXECUTABLE=/usr/bin/python3 \
+    -DMLIR_DIR="$llvm/lib/cmake/mlir" \
+    -DLLVM_EXTERNAL_LIT="$llvm/bin/lit" \
+    -DHLA_PYTHON_EXECUTABLE="$python" \
     -DHLA_REQUIRE_CUDA="${HLA_REQUIRE_CUDA:-${CI:+ON}}" \
     "${launcher[@]}"
 fi

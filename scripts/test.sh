@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 #
 # Every test: set up and build, then the lit suite (FileCheck, diagnostics,
-# examples) and the Python tests (float64 references) with Debian's python3.
+# examples) and the Python tests (float64 references) with Debian's python3
+# (or $PYTHON).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 "$root/scripts/setup.sh"
@@ -11,4 +12,4 @@ echo "== lit"
 cmake --build "$root/build" --target check-hla
 echo "== pytest"
 cd "$root"
-/usr/bin/python3 -m pytest -q python/tests
+"${PYTHON:-/usr/bin/python3}" -m pytest -q python/tests

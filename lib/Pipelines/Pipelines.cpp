@@ -6,6 +6,8 @@
 
 #include "hla/Pipelines/Pipelines.h"
 
+#include <cstdlib>
+
 #include "hla/Conversion/Passes.h"
 #include "hla/Dialect/HLA/GPU/Passes.h"
 #include "hla/Dialect/HLA/Transforms/Passes.h"
@@ -229,7 +231,7 @@ void mlir::hla::buildCUDADevicePipeline(OpPassManager &pm,
   target.optLevel = 3;
   pm.addPass(createGpuNVVMAttachTarget(target));
   GpuModuleToBinaryPassOptions binary;
-  binary.toolkitPath = options.toolkit;
+  binary.toolkitPath = resolveCUDAToolkit(options.toolkit);
   binary.compilationTarget = "isa";
   pm.addPass(createGpuModuleToBinaryPass(binary));
 }
@@ -252,6 +254,18 @@ void mlir::hla::buildCUDAHostPipeline(OpPassManager &pm,
   pm.addPass(createHLAEmitEntryABIPass(
       HLAEmitEntryABIPassOptions{options.entry}));
   pm.addPass(createCanonicalizerPass());
+}
+
+std::string mlir::hla::resolveCUDAToolkit(llvm::StringRef toolkit) {
+  if (!toolkit.empty())
+    return toolkit.str();
+  if (const char *home = std::getenv("CUDA_HOME"); home && *home)
+    return home;
+#ifdef HLA_CONFIGURED_CUDA_TOOLKIT
+  return HLA_CONFIGURED_CUDA_TOOLKIT;
+#else
+  return "";
+#endif
 }
 
 void mlir::hla::registerHLAPipelines() {

@@ -26,6 +26,7 @@
 #include "llvm/Support/FileUtilities.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/TargetParser/SubtargetFeature.h"
+#include "llvm/ADT/SmallString.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/TargetSelect.h"
@@ -35,16 +36,48 @@
 #include "llvm/TargetParser/Host.h"
 
 #include <cstdlib>
+#include <dlfcn.h>
 
 using namespace mlir;
 using namespace mlir::hla;
 
-/// The directory holding libhla_cpu_runtime*.a: $HLA_RUNTIME_DIR, or the
-/// build tree's lib/.
+/// The directory holding libhla_cpu_runtime*.a: $HLA_RUNTIME_DIR, else
+/// found from the binary this code is linked into — libHLACAPI.so sits
+/// beside the runtimes (lib/), hla-opt one directory over (bin/ next to
+/// lib/), in the build tree and in an install alike. "" when none is there.
 static std::string runtimeDirectory() {
   if (const char *env = std::getenv("HLA_RUNTIME_DIR"))
     return env;
-  return HLA_RUNTIME_LIBRARY_DIR;
+  void *address = reinterpret_cast<void *>(&runtimeDirectory);
+  Dl_info info;
+  if (!dladdr(address, &info) || !info.dli_fname)
+    return "";
+  // For code in the main program the loader reports argv[0], which may be
+  // a bare name found on PATH: ask the system for the executable instead.
+  llvm::SmallString<256> self(info.dli_fname);
+  if (!llvm::sys::path::is_absolute(self))
+    self = llvm::sys::fs::getMainExecutable(nullptr, address);
+  llvm::StringRef dir = llvm::sys::path::parent_path(self);
+  for (llvm::SmallString<256> candidate :
+       {llvm::SmallString<256>(dir),
+        llvm::SmallString<256>(llvm::sys::path::parent_path(dir))}) {
+    if (candidate != dir)
+      llvm::sys::path::append(candidate, "lib");
+    llvm::SmallString<256> marker(candidate);
+    llvm::sys::path::append(marker, "libhla_cpu_runtime.a");
+    if (llvm::sys::fs::exists(marker))
+      return std::string(candidate);
+  }
+  return "";
+}
+
+/// The C compiler driver that links artefacts: the first of clang-22,
+/// clang and cc on PATH ("" when there is none).
+static std::string linkerDriver() {
+  for (llvm::StringRef name : {"clang-22", "clang", "cc"})
+    if (llvm::ErrorOr<std::string> path = llvm::sys::findProgramByName(name))
+      return *path;
+  return "";
 }
 
 /// A target machine for the host CPU with all its features (AVX-512 where
@@ -98,19 +131,30 @@ static LogicalResult writeObject(llvm::Module &module,
 static LogicalResult link(llvm::StringRef object, llvm::StringRef output,
                           bool shared, llvm::StringRef target,
                           std::string &error) {
+  std::string runtimes = runtimeDirectory();
+  if (runtimes.empty()) {
+    error = "the hla runtime libraries (libhla_cpu_runtime.a) were not found "
+            "beside the hla library or in ../lib; set HLA_RUNTIME_DIR";
+    return failure();
+  }
   llvm::SmallVector<std::string> libraries = {
-      runtimeDirectory() + (shared ? "/libhla_cpu_runtime_nomain.a"
-                                   : "/libhla_cpu_runtime.a")};
+      runtimes + (shared ? "/libhla_cpu_runtime_nomain.a"
+                         : "/libhla_cpu_runtime.a")};
   if (target == "cuda")
-    libraries.insert(libraries.begin(),
-                     runtimeDirectory() + "/libhla_cuda_runtime.a");
+    libraries.insert(libraries.begin(), runtimes + "/libhla_cuda_runtime.a");
   for (const std::string &library : libraries)
     if (!llvm::sys::fs::exists(library)) {
       error = "the hla runtime library '" + library +
               "' is missing (build it, or set HLA_RUNTIME_DIR)";
       return failure();
     }
-  llvm::SmallVector<std::string> args = {HLA_LINKER_DRIVER};
+  std::string driver = linkerDriver();
+  if (driver.empty()) {
+    error = "no C compiler driver (clang-22, clang or cc) on PATH to link "
+            "the artefact";
+    return failure();
+  }
+  llvm::SmallVector<std::string> args = {driver};
   if (shared)
     args.push_back("-shared");
   args.push_back(object.str());
@@ -362,8 +406,7 @@ LogicalResult mlir::hla::compileToArtefact(ModuleOp module,
   pipeline.mma = options.cudaMma;
   pipeline.causalIsolation = options.causalIsolation;
   pipeline.threads = options.cudaThreads;
-  if (!options.cudaToolkit.empty())
-    pipeline.toolkit = options.cudaToolkit;
+  pipeline.toolkit = resolveCUDAToolkit(options.cudaToolkit);
   if (options.emit == "exe")
     pipeline.entry = options.entry;
   // Kernels index with 32-bit integers unless a tensor is too large for it.

@@ -10,10 +10,6 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassOptions.h"
 
-#ifndef HLA_DEFAULT_CUDA_TOOLKIT
-#define HLA_DEFAULT_CUDA_TOOLKIT "/usr/local/cuda"
-#endif
-
 namespace mlir::hla {
 
 /// Options of hla-cpu-pipeline.
@@ -109,8 +105,9 @@ struct CUDAPipelineOptions : public PassPipelineOptions<CUDAPipelineOptions> {
       llvm::cl::init("+ptx80")};
   PassOptions::Option<std::string> toolkit{
       *this, "toolkit",
-      llvm::cl::desc("CUDA toolkit root (libdevice, ptxas)"),
-      llvm::cl::init(HLA_DEFAULT_CUDA_TOOLKIT)};
+      llvm::cl::desc("CUDA toolkit root (libdevice, ptxas); empty: "
+                     "$CUDA_HOME, else the toolkit hla was configured with"),
+      llvm::cl::init("")};
   PassOptions::Option<int64_t> maxSharedMemory{
       *this, "max-shared-memory",
       llvm::cl::desc("Dynamic shared memory per thread block (bytes)"),
@@ -159,6 +156,11 @@ void buildCUDADevicePipeline(OpPassManager &pm,
 /// the LLVM dialect, and the artefact C ABI.
 void buildCUDAHostPipeline(OpPassManager &pm,
                            const CUDAPipelineOptions &options);
+
+/// The CUDA toolkit root for the `toolkit` option's value: the value itself
+/// when set, else $CUDA_HOME, else the toolkit CMake found when hla was
+/// configured ("" if none).
+std::string resolveCUDAToolkit(llvm::StringRef toolkit);
 
 /// Registers hla-cpu-pipeline and hla-cuda-pipeline.
 void registerHLAPipelines();

@@ -1,38 +1,24 @@
-//===- EntryABI.cpp - Signatures and the C ABI of entry functions -*- C++ -*-===//
+//===- EmitEntryABI.cpp - The C ABI of compiled entries ---------*- C++ -*-===//
 //
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 //===----------------------------------------------------------------------===//
 //
-// Three small passes at the edges of the code-generation pipelines:
-//
-//   hla-verify-lowered     no hla op survives the hla-level lowering;
-//   hla-record-signatures  remembers public functions' tensor signatures
-//                          before bufferization turns them into memrefs;
-//   hla-emit-entry-abi     after lowering to LLVM, wraps each recorded
-//                          function as `int32_t hla_<f>(void *const *in,
-//                          void *const *out)` plus a signature string, the
-//                          ABI the runtime and shared libraries use;
-//   hla-lower-asserts      run-time checks as calls of the runtime's
-//                          hla_abort, which fails the running entry call.
+// hla-emit-entry-abi: after lowering to LLVM, wraps each recorded function
+// as `int32_t hla_<f>(void *const *in, void *const *out)` plus a signature
+// string, the ABI the runtime and shared libraries use.
 //
 //===----------------------------------------------------------------------===//
 
-#include "hla/Dialect/HLA/IR/HLAAttrs.h"
-#include "hla/Dialect/HLA/IR/HLADialect.h"
-#include "hla/Dialect/HLA/IR/HLAOps.h"
 #include "hla/Dialect/HLA/Transforms/Passes.h"
 
-#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
-#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/BuiltinOps.h"
 
+#define DEBUG_TYPE "hla-emit-entry-abi"
+
 namespace mlir::hla {
-#define GEN_PASS_DEF_HLAVERIFYLOWEREDPASS
-#define GEN_PASS_DEF_HLARECORDSIGNATURESPASS
 #define GEN_PASS_DEF_HLAEMITENTRYABIPASS
-#define GEN_PASS_DEF_HLALOWERASSERTSPASS
 #include "hla/Dialect/HLA/Transforms/Passes.h.inc"
 } // namespace mlir::hla
 
@@ -40,101 +26,6 @@ using namespace mlir;
 using namespace mlir::hla;
 
 namespace {
-
-struct HLAVerifyLoweredPass
-    : public hla::impl::HLAVerifyLoweredPassBase<HLAVerifyLoweredPass> {
-  using HLAVerifyLoweredPassBase::HLAVerifyLoweredPassBase;
-
-  void runOnOperation() override {
-    bool failed = false;
-    getOperation()->walk([&](Operation *op) {
-      if (op == getOperation() || !isa<HLADialect>(op->getDialect()))
-        return;
-      llvm::StringRef reason = "no lowering takes it in this form";
-      op->emitError() << "'" << op->getName()
-                      << "' was not lowered by the hla code-generation "
-                         "pipeline: "
-                      << reason;
-      failed = true;
-    });
-    if (failed)
-      signalPassFailure();
-  }
-};
-
-/// "f32", "bf16", ... for a tensor element type, or "" if unsupported.
-static std::string dtypeOf(Type type) {
-  if (type.isF32())
-    return "f32";
-  if (type.isF16())
-    return "f16";
-  if (type.isBF16())
-    return "bf16";
-  if (type.isF64())
-    return "f64";
-  if (type.isInteger(32))
-    return "i32";
-  if (type.isInteger(64))
-    return "i64";
-  return "";
-}
-
-static std::string describe(Type type) {
-  auto tensor = dyn_cast<RankedTensorType>(type);
-  if (!tensor || !tensor.hasStaticShape())
-    return "";
-  std::string dtype = dtypeOf(tensor.getElementType());
-  if (dtype.empty())
-    return "";
-  std::string text = dtype + ":";
-  for (auto [i, size] : llvm::enumerate(tensor.getShape()))
-    text += (i ? "x" : "") + std::to_string(size);
-  return text;
-}
-
-struct HLARecordSignaturesPass
-    : public hla::impl::HLARecordSignaturesPassBase<HLARecordSignaturesPass> {
-  using HLARecordSignaturesPassBase::HLARecordSignaturesPassBase;
-
-  void runOnOperation() override {
-    ModuleOp module = getOperation();
-    llvm::SmallVector<NamedAttribute> signatures;
-    Builder b(module.getContext());
-    for (auto func : module.getOps<func::FuncOp>()) {
-      if (func.isPrivate() || func.isExternal())
-        continue;
-      // The caller owns the inputs: bufferization must not write results
-      // into them.
-      for (auto [i, type] : llvm::enumerate(func.getArgumentTypes()))
-        if (isa<TensorType>(type))
-          func.setArgAttr(i, "bufferization.writable", b.getBoolAttr(false));
-      std::string text = func.getSymName().str() + "|";
-      bool ok = true;
-      auto appendList = [&](TypeRange types) {
-        for (auto [i, type] : llvm::enumerate(types)) {
-          std::string one = describe(type);
-          ok &= !one.empty();
-          text += (i ? "," : "") + one;
-        }
-      };
-      appendList(func.getArgumentTypes());
-      text += "|";
-      appendList(func.getResultTypes());
-      if (!ok) {
-        if (strict) {
-          func.emitError()
-              << "an entry function needs statically shaped tensor arguments "
-                 "and results of f32, f16, bf16, f64, i32 or i64";
-          return signalPassFailure();
-        }
-        continue;
-      }
-      signatures.push_back(b.getNamedAttr(func.getSymName(),
-                                          b.getStringAttr(text)));
-    }
-    module->setAttr("hla.signatures", b.getDictionaryAttr(signatures));
-  }
-};
 
 struct HLAEmitEntryABIPass
     : public hla::impl::HLAEmitEntryABIPassBase<HLAEmitEntryABIPass> {
@@ -304,53 +195,5 @@ struct HLAEmitEntryABIPass
     module->removeAttr("hla.signatures");
   }
 };
-struct HLALowerAssertsPass
-    : public hla::impl::HLALowerAssertsPassBase<HLALowerAssertsPass> {
-  using HLALowerAssertsPassBase::HLALowerAssertsPassBase;
 
-  void runOnOperation() override {
-    ModuleOp module = getOperation();
-    llvm::SmallVector<cf::AssertOp> asserts;
-    module.walk([&](cf::AssertOp op) { asserts.push_back(op); });
-    if (asserts.empty())
-      return;
-    MLIRContext *ctx = module.getContext();
-    auto ptr = LLVM::LLVMPointerType::get(ctx);
-    OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
-    auto abortFn = module.lookupSymbol<LLVM::LLVMFuncOp>("hla_abort");
-    if (!abortFn)
-      abortFn = LLVM::LLVMFuncOp::create(
-          b, module.getLoc(), "hla_abort",
-          LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), {ptr}));
-    unsigned counter = 0;
-    llvm::StringMap<LLVM::GlobalOp> messages;
-    for (cf::AssertOp op : asserts) {
-      std::string text = op.getMsg().str();
-      LLVM::GlobalOp &global = messages[text];
-      if (!global) {
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPointToStart(module.getBody());
-        std::string value = text;
-        value.push_back('\0');
-        global = LLVM::GlobalOp::create(
-            b, op.getLoc(), LLVM::LLVMArrayType::get(b.getI8Type(), value.size()),
-            /*isConstant=*/true, LLVM::Linkage::Internal,
-            "__hla_assert_" + std::to_string(counter++),
-            b.getStringAttr(value));
-      }
-      // Split: ... assert ... -> ... cond_br(ok, continue, fail).
-      Block *before = op->getBlock();
-      Block *after = before->splitBlock(op->getNextNode());
-      Block *fail = new Block();
-      before->getParent()->getBlocks().insertAfter(before->getIterator(), fail);
-      OpBuilder fb = OpBuilder::atBlockEnd(fail);
-      Value address = LLVM::AddressOfOp::create(fb, op.getLoc(), global);
-      LLVM::CallOp::create(fb, op.getLoc(), abortFn, ValueRange{address});
-      LLVM::UnreachableOp::create(fb, op.getLoc());
-      OpBuilder bb(op);
-      cf::CondBranchOp::create(bb, op.getLoc(), op.getArg(), after, fail);
-      op.erase();
-    }
-  }
-};
 } // namespace
