@@ -18,6 +18,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassOptions.h"
 #include "mlir/Target/LLVMIR/Export.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
@@ -290,6 +291,25 @@ static LogicalResult assembleKernels(ModuleOp module,
   return success();
 }
 
+/// A timer for one phase of the compile, nested in the caller's scope (a
+/// no-op without one).
+static TimingScope phase(const ArtefactOptions &options, llvm::StringRef name) {
+  return options.timing ? options.timing->nest(name) : TimingScope();
+}
+
+/// Runs `pm` on `module` as phase `name`: timed per pass when asked, with
+/// the command line's pass-manager options when the caller has them.
+static LogicalResult runPhase(PassManager &pm, ModuleOp module,
+                              const ArtefactOptions &options,
+                              llvm::StringRef name) {
+  TimingScope scope = phase(options, name);
+  if (options.timing)
+    pm.enableTiming(scope);
+  if (options.passManagerCLOptions && failed(applyPassManagerCLOptions(pm)))
+    return failure();
+  return pm.run(module);
+}
+
 /// LLVM IR of a lowered module -> -O3 for the host -> the artefact.
 static LogicalResult emitHostArtefact(ModuleOp module,
                                       const ArtefactOptions &options,
@@ -299,8 +319,10 @@ static LogicalResult emitHostArtefact(ModuleOp module,
                                       const ArtefactOptions &options,
                                       std::string &error) {
   llvm::LLVMContext llvmContext;
+  TimingScope translation = phase(options, "translation to LLVM IR");
   std::unique_ptr<llvm::Module> llvmModule =
       translateModuleToLLVMIR(module, llvmContext, "hla");
+  translation.stop();
   if (!llvmModule) {
     error = "translation to LLVM IR failed";
     return failure();
@@ -311,10 +333,12 @@ static LogicalResult emitHostArtefact(ModuleOp module,
   llvmModule->setTargetTriple(machine->getTargetTriple());
   llvmModule->setDataLayout(machine->createDataLayout());
   auto optimize = makeOptimizingTransformer(3, 0, machine.get());
+  TimingScope optimization = phase(options, "LLVM -O3");
   if (llvm::Error err = optimize(llvmModule.get())) {
     error = "LLVM optimisation failed: " + llvm::toString(std::move(err));
     return failure();
   }
+  optimization.stop();
 
   if (options.emit == "llvm") {
     std::error_code ec;
@@ -326,6 +350,7 @@ static LogicalResult emitHostArtefact(ModuleOp module,
     llvmModule->print(out, nullptr);
     return success();
   }
+  TimingScope codegen = phase(options, "LLVM code generation");
   if (options.emit == "obj")
     return writeObject(*llvmModule, *machine, options.outputPath, error);
 
@@ -338,6 +363,8 @@ static LogicalResult emitHostArtefact(ModuleOp module,
   llvm::FileRemover removeObject(object);
   if (failed(writeObject(*llvmModule, *machine, object, error)))
     return failure();
+  codegen.stop();
+  TimingScope linking = phase(options, "link");
   return link(object, options.outputPath, options.emit == "shared",
               options.target, error);
 }
@@ -376,7 +403,7 @@ LogicalResult mlir::hla::compileToArtefact(ModuleOp module,
       pipeline.entry = options.entry;
     PassManager pm(module.getContext());
     buildCPUPipeline(pm, pipeline);
-    if (failed(pm.run(module)))
+    if (failed(runPhase(pm, module, options, "hla-cpu-pipeline")))
       return failure();
     if (failed(emitHostArtefact(module, options, error)))
       return fail(error);
@@ -437,6 +464,7 @@ LogicalResult mlir::hla::compileToArtefact(ModuleOp module,
     // segmented with mma.sync, 43.9 ms persistent with wgmma).
     bool compiled = false;
     if (pipeline.schedule == "auto") {
+      TimingScope search = phase(options, "CUDA schedule search");
       llvm::SmallVector<std::string, 2> instructions = {pipeline.mma};
       if (pipeline.mma == "auto" && pipeline.chip == "sm_90a")
         instructions.push_back("mma.sync");
@@ -469,7 +497,7 @@ LogicalResult mlir::hla::compileToArtefact(ModuleOp module,
     if (!compiled) {
       PassManager device(module.getContext());
       buildCUDADevicePipeline(device, pipeline);
-      if (failed(device.run(module)))
+      if (failed(runPhase(device, module, options, "CUDA device pipeline")))
         return failure();
     }
     return success();
@@ -509,7 +537,8 @@ LogicalResult mlir::hla::compileToArtefact(ModuleOp module,
         ptx.push_back(
             cast<gpu::ObjectAttr>(attr).getObject().getValue().str());
     });
-  } else if (failed(assembleKernels(module, pipeline, options.ptxasLog, ptx,
+  } else if (TimingScope assembly = phase(options, "ptxas");
+             failed(assembleKernels(module, pipeline, options.ptxasLog, ptx,
                                     cubins, error))) {
     if (pipeline.tma != "auto" ||
         error.find("registers spill") == std::string::npos)
@@ -530,17 +559,30 @@ LogicalResult mlir::hla::compileToArtefact(ModuleOp module,
   }
   if (options.emit == "ptx" || options.emit == "cubin") {
     llvm::SmallVectorImpl<std::string> &texts = options.emit == "ptx" ? ptx : cubins;
-    if (texts.size() != 1)
-      return fail("the graph has " + llvm::Twine(texts.size()) +
-                  " kernel modules; --emit=" + options.emit +
-                  " writes exactly one (use --emit=shared or exe)");
-    if (failed(writeFile(options.outputPath, texts.front(), error)))
-      return fail(error);
+    llvm::SmallVector<std::string> names;
+    module.walk(
+        [&](gpu::BinaryOp binary) { names.push_back(binary.getName().str()); });
+    if (texts.empty() || texts.size() != names.size())
+      return fail("the graph has no kernel to write as --emit=" +
+                  options.emit);
+    // One kernel module: the file named by -o. Several: one file each, the
+    // module's name before -o's extension (k.ptx -> k.main_kernel.ptx).
+    for (auto [text, name] : llvm::zip(texts, names)) {
+      std::string path = options.outputPath;
+      if (texts.size() > 1) {
+        llvm::SmallString<256> file(options.outputPath);
+        std::string extension = llvm::sys::path::extension(file).str();
+        llvm::sys::path::replace_extension(file, "." + name + extension);
+        path = std::string(file);
+      }
+      if (failed(writeFile(path, text, error)))
+        return fail(error);
+    }
     return success();
   }
   PassManager host(module.getContext());
   buildCUDAHostPipeline(host, pipeline);
-  if (failed(host.run(module)))
+  if (failed(runPhase(host, module, options, "CUDA host pipeline")))
     return failure();
   if (failed(emitHostArtefact(module, options, error)))
     return fail(error);

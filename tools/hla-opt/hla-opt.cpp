@@ -17,6 +17,8 @@
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/Timing.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "llvm/Support/CommandLine.h"
@@ -33,7 +35,8 @@ llvm::cl::OptionCategory artefactCategory("hla artefact options");
 llvm::cl::opt<std::string>
     emit("emit",
          llvm::cl::desc("Compile to an artefact: llvm, obj, shared, exe "
-                        "(and for cuda ptx, cubin)"),
+                        "(and for cuda ptx, cubin: one file per kernel "
+                        "module, k.ptx -> k.<module>.ptx when several)"),
          llvm::cl::init(""), llvm::cl::cat(artefactCategory));
 llvm::cl::opt<std::string> target("hla-target",
                                   llvm::cl::desc("Artefact target: cpu or cuda"),
@@ -108,6 +111,9 @@ static int compileArtefact(llvm::StringRef inputPath,
                            mlir::DialectRegistry &registry) {
   mlir::MLIRContext context(registry);
   context.loadAllAvailableDialects();
+  // A failing compile reports what failed and where, not the whole module
+  // (--mlir-print-ir-after-failure prints it when asked).
+  context.printOpOnDiagnostic(false);
   std::string error;
   auto file = mlir::openInputFile(inputPath, &error);
   if (!file) {
@@ -146,6 +152,13 @@ static int compileArtefact(llvm::StringRef inputPath,
   // ptxas's register and spill report, kept beside the artefact.
   if (target == "cuda")
     options.ptxasLog = outputPath.str() + ".ptxas.log";
+  options.passManagerCLOptions = true;
+  // --mlir-timing: every phase of the compile, passes one by one.
+  mlir::DefaultTimingManager timing;
+  mlir::applyDefaultTimingManagerCLOptions(timing);
+  mlir::TimingScope root = timing.getRootScope();
+  if (timing.isEnabled())
+    options.timing = &root;
   return mlir::failed(mlir::hla::compileToArtefact(*module, options)) ? 1 : 0;
 }
 

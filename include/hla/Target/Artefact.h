@@ -10,6 +10,7 @@
 #include "hla/Pipelines/Pipelines.h"
 
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/Support/Timing.h"
 
 #include <string>
 
@@ -53,6 +54,13 @@ struct ArtefactOptions {
   std::string cudaToolkit;
   /// Where ptxas's -v log of the kernels goes ("" = nowhere).
   std::string ptxasLog;
+  /// When set, every phase (the pipelines' passes, ptxas, LLVM's -O3 and
+  /// code generation, the link) is timed under this scope.
+  TimingScope *timing = nullptr;
+  /// Apply the pass-manager command-line options (--mlir-print-ir-*,
+  /// --mlir-pass-statistics, ...) to the pipelines: for hla-opt, which
+  /// registers them.
+  bool passManagerCLOptions = false;
 };
 
 /// Runs the target's pipeline on `module` and writes the artefact. Reports
