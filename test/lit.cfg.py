@@ -14,11 +14,20 @@ config.suffixes = [".mlir", ".py", ".c", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.hla_obj_root, "test")
 config.excludes = ["CMakeLists.txt", "README.md", "lit.cfg.py", "lit.site.cfg.py",
-                   "lib", "Inputs", "hla-capi-test.c"]
+                   "lib", "Inputs", "hla-capi-test.c", "consumer"]
 
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%PYTHON", config.python_executable))
 config.substitutions.append(("%hla_src_root", config.hla_src_root))
+config.substitutions.append(("%hla_obj_root", config.hla_obj_root))
+config.substitutions.append(
+    ("%hla_plugin", os.path.join(config.hla_obj_root, "lib", "HLAPlugin.so")))
+# For the install tests: building a project against the installed hla.
+config.substitutions.append(("%cmake", config.cmake_command))
+config.substitutions.append(("%make_program", config.cmake_make_program))
+config.substitutions.append(("%cxx", config.cxx_compiler))
+config.substitutions.append(("%cc", config.c_compiler))
+config.substitutions.append(("%mlir_dir", config.mlir_dir))
 config.substitutions.append(
     ("%mlir_c_runner_utils",
      os.path.join(config.mlir_lib_dir, "libmlir_c_runner_utils.so")))
@@ -41,6 +50,7 @@ tools = [
     ToolSubst("count", unresolved="fatal"),
     ToolSubst("hla-capi-test", unresolved="fatal"),
     "mlir-runner",
+    "mlir-opt",
     "llvm-nm",
     "llvm-readelf",
 ]

@@ -24,10 +24,14 @@
 #ifndef HLA_C_COMPILER_H
 #define HLA_C_COMPILER_H
 
-#include "mlir-c/Support.h"
-
 #include <stdbool.h>
 #include <stdint.h>
+
+/* Exported from libHLACAPI.so. Defined here so that this header needs no
+ * other include directory than hla's. */
+#ifndef HLA_CAPI_EXPORTED
+#define HLA_CAPI_EXPORTED __attribute__((visibility("default")))
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -39,21 +43,21 @@ extern "C" {
  * warnings, notes, with their locations) is returned as text through
  * `*diagnostics` when it is not NULL; free it with hlaFreeString. Thread
  * safe: each call uses its own MLIRContext. */
-MLIR_CAPI_EXPORTED bool hlaCompile(const char *irText, const char *target,
+HLA_CAPI_EXPORTED bool hlaCompile(const char *irText, const char *target,
                                    const char *emit, const char *options,
                                    const char *outputPath, char **diagnostics);
 
 /* Releases a string returned by this API. NULL is allowed. */
-MLIR_CAPI_EXPORTED void hlaFreeString(char *string);
+HLA_CAPI_EXPORTED void hlaFreeString(char *string);
 
 /* The compiler's version: the project version and the LLVM it was built
  * against, e.g. "hla 0.1.0 (LLVM 22.1.8)". Artefact caches key on it. */
-MLIR_CAPI_EXPORTED const char *hlaCompilerVersion(void);
+HLA_CAPI_EXPORTED const char *hlaCompilerVersion(void);
 
 /* LinSimp's random feature matrix Ω [m, d] for `seed` (what the op
  * hla.random_features becomes), row-major into `out` (m * d doubles).
  * Returns false (writing nothing) unless m >= 1, d >= 1 and m * d <= 2^24. */
-MLIR_CAPI_EXPORTED bool hlaRandomFeatures(int64_t m, int64_t d, uint64_t seed,
+HLA_CAPI_EXPORTED bool hlaRandomFeatures(int64_t m, int64_t d, uint64_t seed,
                                           double *out);
 
 #ifdef __cplusplus

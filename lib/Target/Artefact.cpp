@@ -131,8 +131,9 @@ static LogicalResult writeObject(llvm::Module &module,
 /// runtime for `target`.
 static LogicalResult link(llvm::StringRef object, llvm::StringRef output,
                           bool shared, llvm::StringRef target,
-                          std::string &error) {
-  std::string runtimes = runtimeDirectory();
+                          llvm::StringRef runtimeDir, std::string &error) {
+  std::string runtimes =
+      runtimeDir.empty() ? runtimeDirectory() : runtimeDir.str();
   if (runtimes.empty()) {
     error = "the hla runtime libraries (libhla_cpu_runtime.a) were not found "
             "beside the hla library or in ../lib; set HLA_RUNTIME_DIR";
@@ -366,7 +367,7 @@ static LogicalResult emitHostArtefact(ModuleOp module,
   codegen.stop();
   TimingScope linking = phase(options, "link");
   return link(object, options.outputPath, options.emit == "shared",
-              options.target, error);
+              options.target, options.runtimeDirectory, error);
 }
 
 LogicalResult mlir::hla::compileToArtefact(ModuleOp module,

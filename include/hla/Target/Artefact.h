@@ -52,6 +52,11 @@ struct ArtefactOptions {
   /// CUDA: threads per thread block of the chunk loops' kernels.
   int64_t cudaThreads = 256;
   std::string cudaToolkit;
+  /// Where the artefact runtimes (libhla_*_runtime*.a) are; "" =
+  /// $HLA_RUNTIME_DIR, else beside the binary holding this code or in its
+  /// ../lib (right for hla-opt and libHLACAPI.so; an embedder linking hla
+  /// statically passes the install's, HLA_RUNTIME_LIBRARY_DIR in CMake).
+  std::string runtimeDirectory;
   /// Where ptxas's -v log of the kernels goes ("" = nowhere).
   std::string ptxasLog;
   /// When set, every phase (the pipelines' passes, ptxas, LLVM's -O3 and
