@@ -1,4 +1,5 @@
-//===- InitAll.cpp - Register everything hla provides -------------*- C++ -*-===//
+//===- InitAll.cpp - Register everything hla provides -------------*- C++
+//-*-===//
 //
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //

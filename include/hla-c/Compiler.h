@@ -1,4 +1,5 @@
-/*===- Compiler.h - Coarse C entry points of the hla compiler ------*- C -*-===*\
+/*===- Compiler.h - Coarse C entry points of the hla compiler ------*- C
+-*-===*\
 |*                                                                            *|
 |* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception                    *|
 |*                                                                            *|
@@ -44,8 +45,8 @@ extern "C" {
  * `*diagnostics` when it is not NULL; free it with hlaFreeString. Thread
  * safe: each call uses its own MLIRContext. */
 HLA_CAPI_EXPORTED bool hlaCompile(const char *irText, const char *target,
-                                   const char *emit, const char *options,
-                                   const char *outputPath, char **diagnostics);
+                                  const char *emit, const char *options,
+                                  const char *outputPath, char **diagnostics);
 
 /* Releases a string returned by this API. NULL is allowed. */
 HLA_CAPI_EXPORTED void hlaFreeString(char *string);
@@ -58,7 +59,7 @@ HLA_CAPI_EXPORTED const char *hlaCompilerVersion(void);
  * hla.random_features becomes), row-major into `out` (m * d doubles).
  * Returns false (writing nothing) unless m >= 1, d >= 1 and m * d <= 2^24. */
 HLA_CAPI_EXPORTED bool hlaRandomFeatures(int64_t m, int64_t d, uint64_t seed,
-                                          double *out);
+                                         double *out);
 
 #ifdef __cplusplus
 }

@@ -1,4 +1,5 @@
-//===- Passes.cpp - C API registration of hla's passes ------------*- C++ -*-===//
+//===- Passes.cpp - C API registration of hla's passes ------------*- C++
+//-*-===//
 //
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
@@ -20,9 +21,9 @@ using namespace mlir::hla;
 extern "C" {
 #endif
 
-#include "hla/Dialect/HLA/Transforms/Passes.capi.cpp.inc"
-#include "hla/Dialect/HLA/GPU/Passes.capi.cpp.inc"
 #include "hla/Conversion/Passes.capi.cpp.inc"
+#include "hla/Dialect/HLA/GPU/Passes.capi.cpp.inc"
+#include "hla/Dialect/HLA/Transforms/Passes.capi.cpp.inc"
 
 #ifdef __cplusplus
 }

@@ -1,4 +1,5 @@
-//===- Pipelines.cpp - hla's code-generation pipelines -----------*- C++ -*-===//
+//===- Pipelines.cpp - hla's code-generation pipelines -----------*- C++
+//-*-===//
 //
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
@@ -80,8 +81,8 @@ void mlir::hla::buildCPUPipeline(OpPassManager &pm,
   pm.addPass(createCSEPass());
 
   // The artefact ABI needs the tensor signatures, which bufferization drops.
-  pm.addPass(createHLARecordSignaturesPass(HLARecordSignaturesPassOptions{
-      /*strict=*/!options.entry.empty()}));
+  pm.addPass(createHLARecordSignaturesPass(
+      HLARecordSignaturesPassOptions{/*strict=*/!options.entry.empty()}));
 
   // Tensors -> buffers. Loops may carry fresh buffers (the scan's carry).
   addBufferization(pm, /*allowLoopAllocs=*/true);
@@ -92,7 +93,8 @@ void mlir::hla::buildCPUPipeline(OpPassManager &pm,
   pm.addPass(createCanonicalizerPass());
   if (options.vectorize) {
     // Multi-dimensional vector ops -> 1-D vector operations.
-    pm.addNestedPass<func::FuncOp>(vector::createLowerVectorMultiReductionPass());
+    pm.addNestedPass<func::FuncOp>(
+        vector::createLowerVectorMultiReductionPass());
     // Fully unrolled: transfers of 2-D tiles become 1-D vector accesses
     // without stack buffers (an alloca would pin scf-to-openmp's
     // alloca_scope, which must be gone before the CFG conversion).
@@ -137,8 +139,8 @@ void mlir::hla::buildCPUPipeline(OpPassManager &pm,
     pm.addPass(createConvertOpenMPToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
   // The C ABI of every public function (and hla_entry for executables).
-  pm.addPass(createHLAEmitEntryABIPass(
-      HLAEmitEntryABIPassOptions{options.entry}));
+  pm.addPass(
+      createHLAEmitEntryABIPass(HLAEmitEntryABIPassOptions{options.entry}));
   pm.addPass(createCanonicalizerPass());
 }
 
@@ -156,11 +158,11 @@ void mlir::hla::buildCUDADevicePipeline(OpPassManager &pm,
   chunking.causalIsolation = options.causalIsolation;
   chunking.segments = options.segments;
   // An unknown schedule reaches hla-chunk as a form it rejects.
-  chunking.form = options.schedule == "persistent" ? std::string("fused")
-                  : options.schedule == "segmented" ||
-                          options.schedule == "auto"
-                      ? std::string("segmented")
-                      : "schedule '" + options.schedule + "'";
+  chunking.form =
+      options.schedule == "persistent" ? std::string("fused")
+      : options.schedule == "segmented" || options.schedule == "auto"
+          ? std::string("segmented")
+          : "schedule '" + options.schedule + "'";
   pm.addPass(createHLAChunkPass(chunking));
   pm.addPass(createHLALowerLinSimpExactPass(
       HLALowerLinSimpExactPassOptions{options.chunkSize}));
@@ -180,8 +182,8 @@ void mlir::hla::buildCUDADevicePipeline(OpPassManager &pm,
   // become one zero tile kept alive for the whole loop and copied into
   // every accumulator.
   pm.addPass(createCanonicalizerPass());
-  pm.addPass(createHLARecordSignaturesPass(HLARecordSignaturesPassOptions{
-      /*strict=*/!options.entry.empty()}));
+  pm.addPass(createHLARecordSignaturesPass(
+      HLARecordSignaturesPassOptions{/*strict=*/!options.entry.empty()}));
 
   // Tensors -> buffers; the chunk loops' buffers stay inside them.
   addBufferization(pm, /*allowLoopAllocs=*/false);
@@ -251,8 +253,8 @@ void mlir::hla::buildCUDAHostPipeline(OpPassManager &pm,
   pm.addPass(createConvertFuncToLLVMPass());
   pm.addPass(createUBToLLVMConversionPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
-  pm.addPass(createHLAEmitEntryABIPass(
-      HLAEmitEntryABIPassOptions{options.entry}));
+  pm.addPass(
+      createHLAEmitEntryABIPass(HLAEmitEntryABIPassOptions{options.entry}));
   pm.addPass(createCanonicalizerPass());
 }
 

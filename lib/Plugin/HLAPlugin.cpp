@@ -1,4 +1,5 @@
-//===- HLAPlugin.cpp - hla as a plugin of upstream mlir-opt -------*- C++ -*-===//
+//===- HLAPlugin.cpp - hla as a plugin of upstream mlir-opt -------*- C++
+//-*-===//
 //
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //

@@ -1,4 +1,5 @@
-//===- Artefact.cpp - Compile a model graph to an artefact --------*- C++ -*-===//
+//===- Artefact.cpp - Compile a model graph to an artefact --------*- C++
+//-*-===//
 //
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
@@ -20,14 +21,13 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassOptions.h"
 #include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/ADT/SmallString.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FileUtilities.h"
 #include "llvm/Support/MemoryBuffer.h"
-#include "llvm/TargetParser/SubtargetFeature.h"
-#include "llvm/ADT/SmallString.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/TargetSelect.h"
@@ -35,6 +35,7 @@
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/Target/TargetOptions.h"
 #include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/SubtargetFeature.h"
 
 #include <cstdlib>
 #include <dlfcn.h>
@@ -84,7 +85,8 @@ static std::string linkerDriver() {
 /// A target machine for the host CPU with all its features (AVX-512 where
 /// present), position-independent so that one object serves executables and
 /// shared libraries.
-static std::unique_ptr<llvm::TargetMachine> hostTargetMachine(std::string &error) {
+static std::unique_ptr<llvm::TargetMachine>
+hostTargetMachine(std::string &error) {
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
   llvm::InitializeNativeTargetAsmParser();
@@ -140,8 +142,8 @@ static LogicalResult link(llvm::StringRef object, llvm::StringRef output,
     return failure();
   }
   llvm::SmallVector<std::string> libraries = {
-      runtimes + (shared ? "/libhla_cpu_runtime_nomain.a"
-                         : "/libhla_cpu_runtime.a")};
+      runtimes +
+      (shared ? "/libhla_cpu_runtime_nomain.a" : "/libhla_cpu_runtime.a")};
   if (target == "cuda")
     libraries.insert(libraries.begin(), runtimes + "/libhla_cuda_runtime.a");
   for (const std::string &library : libraries)
@@ -235,10 +237,9 @@ static LogicalResult assembleKernels(ModuleOp module,
       if (failed(writeFile(ptxPath, text, error)))
         return failure();
       std::string arch = "-arch=" + cuda.chip.getValue();
-      llvm::SmallVector<llvm::StringRef> args = {ptxas,   arch, "-v", "-O3",
+      llvm::SmallVector<llvm::StringRef> args = {ptxas,   arch, "-v",     "-O3",
                                                  ptxPath, "-o", cubinPath};
-      std::optional<llvm::StringRef> redirects[] = {std::nullopt,
-                                                    logFile.str(),
+      std::optional<llvm::StringRef> redirects[] = {std::nullopt, logFile.str(),
                                                     logFile.str()};
       std::string message;
       int status = llvm::sys::ExecuteAndWait(ptxas, args, std::nullopt,
@@ -383,8 +384,9 @@ LogicalResult mlir::hla::compileToArtefact(ModuleOp module,
   if (cuda)
     llvm::append_range(kinds, llvm::ArrayRef<llvm::StringRef>{"ptx", "cubin"});
   if (!llvm::is_contained(kinds, options.emit))
-    return fail("--emit=" + options.emit + " is not supported for --hla-target=" +
-                options.target + " (" + llvm::join(kinds, ", ") + ")");
+    return fail("--emit=" + options.emit +
+                " is not supported for --hla-target=" + options.target + " (" +
+                llvm::join(kinds, ", ") + ")");
   if (options.outputPath.empty() || options.outputPath == "-")
     return fail("--emit=" + options.emit + " needs an output file (-o)");
 
@@ -535,8 +537,7 @@ LogicalResult mlir::hla::compileToArtefact(ModuleOp module,
     // The PTX as generated, before ptxas judges it (for inspection).
     module.walk([&](gpu::BinaryOp binary) {
       for (Attribute attr : binary.getObjects())
-        ptx.push_back(
-            cast<gpu::ObjectAttr>(attr).getObject().getValue().str());
+        ptx.push_back(cast<gpu::ObjectAttr>(attr).getObject().getValue().str());
     });
   } else if (TimingScope assembly = phase(options, "ptxas");
              failed(assembleKernels(module, pipeline, options.ptxasLog, ptx,
@@ -559,13 +560,13 @@ LogicalResult mlir::hla::compileToArtefact(ModuleOp module,
       return fail(error);
   }
   if (options.emit == "ptx" || options.emit == "cubin") {
-    llvm::SmallVectorImpl<std::string> &texts = options.emit == "ptx" ? ptx : cubins;
+    llvm::SmallVectorImpl<std::string> &texts =
+        options.emit == "ptx" ? ptx : cubins;
     llvm::SmallVector<std::string> names;
     module.walk(
         [&](gpu::BinaryOp binary) { names.push_back(binary.getName().str()); });
     if (texts.empty() || texts.size() != names.size())
-      return fail("the graph has no kernel to write as --emit=" +
-                  options.emit);
+      return fail("the graph has no kernel to write as --emit=" + options.emit);
     // One kernel module: the file named by -o. Several: one file each, the
     // module's name before -o's extension (k.ptx -> k.main_kernel.ptx).
     for (auto [text, name] : llvm::zip(texts, names)) {

@@ -1,4 +1,5 @@
-//===- FuzzIR.cpp - libFuzzer target: hla IR through its lowerings -*- C++ -*-===//
+//===- FuzzIR.cpp - libFuzzer target: hla IR through its lowerings -*- C++
+//-*-===//
 //
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
@@ -6,11 +7,11 @@
 //
 // Each input is MLIR text. It is parsed with every dialect hla-opt knows,
 // verified, and — when it verifies — run through hla-expand, hla-chunk,
-// hla-lower-linsimp-exact and the CPU pipeline up to the LLVM dialect. Diagnostics are the expected
-// answer to bad input and are dropped; a crash, a sanitizer report, a hang
-// (libFuzzer's -timeout) or an unbounded allocation (-rss_limit_mb) is a
-// finding. The seed corpus is the lit suite's .mlir files (see
-// scripts/fuzz.sh).
+// hla-lower-linsimp-exact and the CPU pipeline up to the LLVM dialect.
+// Diagnostics are the expected answer to bad input and are dropped; a crash, a
+// sanitizer report, a hang (libFuzzer's -timeout) or an unbounded allocation
+// (-rss_limit_mb) is a finding. The seed corpus is the lit suite's .mlir files
+// (see scripts/fuzz.sh).
 //
 //===----------------------------------------------------------------------===//
 
@@ -60,9 +61,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return -1;
   MLIRContext context(registry(), MLIRContext::Threading::DISABLED);
   context.allowUnregisteredDialects(false);
-  ScopedDiagnosticHandler quiet(&context, [](Diagnostic &) {
-    return success();
-  });
+  ScopedDiagnosticHandler quiet(&context,
+                                [](Diagnostic &) { return success(); });
   std::string text(reinterpret_cast<const char *>(data), size);
   OwningOpRef<ModuleOp> module =
       parseSourceString<ModuleOp>(text, ParserConfig(&context));
@@ -70,7 +70,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return 0;
   // The algebra and chunked forms first (cheap, where most of hla's own
   // code runs), then the rest of the CPU pipeline on what they produce.
-  if (!runPipeline(*module, "builtin.module(hla-expand,hla-chunk{chunk-size=8},hla-lower-linsimp-exact{chunk-size=8})"))
+  if (!runPipeline(*module, "builtin.module(hla-expand,hla-chunk{chunk-size=8},"
+                            "hla-lower-linsimp-exact{chunk-size=8})"))
     return 0;
   (void)runPipeline(*module, "builtin.module(hla-cpu-pipeline{chunk-size=8})");
   return 0;

@@ -1,4 +1,5 @@
-//===- hla-opt.cpp - hla optimizer and compiler driver ------------*- C++ -*-===//
+//===- hla-opt.cpp - hla optimizer and compiler driver ------------*- C++
+//-*-===//
 //
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
@@ -18,8 +19,8 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
-#include "mlir/Support/Timing.h"
 #include "mlir/Support/FileUtilities.h"
+#include "mlir/Support/Timing.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/SourceMgr.h"
@@ -38,10 +39,9 @@ llvm::cl::opt<std::string>
                         "(and for cuda ptx, cubin: one file per kernel "
                         "module, k.ptx -> k.<module>.ptx when several)"),
          llvm::cl::init(""), llvm::cl::cat(artefactCategory));
-llvm::cl::opt<std::string> target("hla-target",
-                                  llvm::cl::desc("Artefact target: cpu or cuda"),
-                                  llvm::cl::init("cpu"),
-                                  llvm::cl::cat(artefactCategory));
+llvm::cl::opt<std::string>
+    target("hla-target", llvm::cl::desc("Artefact target: cpu or cuda"),
+           llvm::cl::init("cpu"), llvm::cl::cat(artefactCategory));
 llvm::cl::opt<std::string>
     entry("entry", llvm::cl::desc("The function an executable runs"),
           llvm::cl::init("main"), llvm::cl::cat(artefactCategory));
@@ -79,15 +79,18 @@ llvm::cl::opt<int64_t>
     threads("scan-threads",
             llvm::cl::desc("Threads the auto scan schedule plans for"),
             llvm::cl::init(2), llvm::cl::cat(artefactCategory));
-llvm::cl::opt<bool>
-    vectorize("vectorize", llvm::cl::desc("Tile and vectorise chunk math"),
-              llvm::cl::init(true), llvm::cl::cat(artefactCategory));
-llvm::cl::opt<std::string>
-    cudaChip("cuda-chip", llvm::cl::desc("CUDA: GPU architecture"),
-             llvm::cl::init("sm_90a"), llvm::cl::cat(artefactCategory));
-llvm::cl::opt<std::string>
-    cudaFeatures("cuda-features", llvm::cl::desc("CUDA: PTX features"),
-                 llvm::cl::init("+ptx80"), llvm::cl::cat(artefactCategory));
+llvm::cl::opt<bool> vectorize("vectorize",
+                              llvm::cl::desc("Tile and vectorise chunk math"),
+                              llvm::cl::init(true),
+                              llvm::cl::cat(artefactCategory));
+llvm::cl::opt<std::string> cudaChip("cuda-chip",
+                                    llvm::cl::desc("CUDA: GPU architecture"),
+                                    llvm::cl::init("sm_90a"),
+                                    llvm::cl::cat(artefactCategory));
+llvm::cl::opt<std::string> cudaFeatures("cuda-features",
+                                        llvm::cl::desc("CUDA: PTX features"),
+                                        llvm::cl::init("+ptx80"),
+                                        llvm::cl::cat(artefactCategory));
 llvm::cl::opt<std::string> cudaMma(
     "cuda-mma",
     llvm::cl::desc("CUDA: tensor-core instruction of chunk contractions "
@@ -134,9 +137,8 @@ static int compileArtefact(llvm::StringRef inputPath,
   options.entry = entry;
   // An explicit value is the user's (0 included, which is refused); else
   // the target's default.
-  options.chunkSize = chunkSize.getNumOccurrences()
-                          ? chunkSize
-                          : (target == "cuda" ? 32 : 64);
+  options.chunkSize =
+      chunkSize.getNumOccurrences() ? chunkSize : (target == "cuda" ? 32 : 64);
   options.schedule = schedule;
   options.chunkForm = chunkForm;
   options.segments = segments;

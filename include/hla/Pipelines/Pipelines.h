@@ -1,4 +1,5 @@
-//===- Pipelines.h - hla's code-generation pipelines --------------*- C++ -*-===//
+//===- Pipelines.h - hla's code-generation pipelines --------------*- C++
+//-*-===//
 //
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
@@ -14,9 +15,9 @@ namespace mlir::hla {
 
 /// Options of hla-cpu-pipeline.
 struct CPUPipelineOptions : public PassPipelineOptions<CPUPipelineOptions> {
-  PassOptions::Option<int64_t> chunkSize{
-      *this, "chunk-size", llvm::cl::desc("Tokens per chunk"),
-      llvm::cl::init(64)};
+  PassOptions::Option<int64_t> chunkSize{*this, "chunk-size",
+                                         llvm::cl::desc("Tokens per chunk"),
+                                         llvm::cl::init(64)};
   PassOptions::Option<std::string> chunkForm{
       *this, "chunk-form",
       llvm::cl::desc("Chunked form: phased (parallel over chunks), fused "
@@ -43,16 +44,13 @@ struct CPUPipelineOptions : public PassPipelineOptions<CPUPipelineOptions> {
                      "chunk holding one is read out again; see hla-chunk)"),
       llvm::cl::init(true)};
   PassOptions::Option<int64_t> threads{
-      *this, "threads",
-      llvm::cl::desc("Threads the auto schedule plans for"),
+      *this, "threads", llvm::cl::desc("Threads the auto schedule plans for"),
       llvm::cl::init(2)};
   PassOptions::Option<bool> parallel{
-      *this, "parallel",
-      llvm::cl::desc("Run parallel loops on OpenMP threads"),
+      *this, "parallel", llvm::cl::desc("Run parallel loops on OpenMP threads"),
       llvm::cl::init(true)};
   PassOptions::Option<bool> vectorize{
-      *this, "vectorize",
-      llvm::cl::desc("Tile and vectorise the chunk math"),
+      *this, "vectorize", llvm::cl::desc("Tile and vectorise the chunk math"),
       llvm::cl::init(true)};
   PassOptions::Option<std::string> entry{
       *this, "entry",
@@ -67,9 +65,9 @@ void buildCPUPipeline(OpPassManager &pm, const CPUPipelineOptions &options);
 
 /// Options of hla-cuda-pipeline.
 struct CUDAPipelineOptions : public PassPipelineOptions<CUDAPipelineOptions> {
-  PassOptions::Option<int64_t> chunkSize{
-      *this, "chunk-size", llvm::cl::desc("Tokens per chunk"),
-      llvm::cl::init(32)};
+  PassOptions::Option<int64_t> chunkSize{*this, "chunk-size",
+                                         llvm::cl::desc("Tokens per chunk"),
+                                         llvm::cl::init(32)};
   PassOptions::Option<int64_t> threads{
       *this, "threads", llvm::cl::desc("Threads per thread block"),
       llvm::cl::init(256)};

@@ -1,4 +1,5 @@
-//===- Artefact.h - Compile a model graph to an artefact ----------*- C++ -*-===//
+//===- Artefact.h - Compile a model graph to an artefact ----------*- C++
+//-*-===//
 //
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
@@ -70,7 +71,8 @@ struct ArtefactOptions {
 
 /// Runs the target's pipeline on `module` and writes the artefact. Reports
 /// problems as diagnostics on the module (or its ops) and returns failure.
-LogicalResult compileToArtefact(ModuleOp module, const ArtefactOptions &options);
+LogicalResult compileToArtefact(ModuleOp module,
+                                const ArtefactOptions &options);
 
 } // namespace mlir::hla
 

@@ -1,4 +1,5 @@
-//===- consumer.cpp - An embedder of the installed hla -----------*- C++ -*-===//
+//===- consumer.cpp - An embedder of the installed hla -----------*- C++
+//-*-===//
 //
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
@@ -12,8 +13,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "hla/InitAll.h"
 #include "hla/Dialect/HLA/Transforms/Passes.h"
+#include "hla/InitAll.h"
 #include "hla/Target/Artefact.h"
 
 #include "mlir/IR/DialectRegistry.h"

@@ -20,13 +20,13 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Utils/Utils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
-#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 
 using namespace mlir;
 using namespace mlir::hla;
@@ -109,8 +109,8 @@ LogicalResult ChunkLoopMapper::checkForall() {
         if (isa<FunctionOpInterface>(arg.getOwner()->getParentOp()))
           continue;
       Operation *def = root.getDefiningOp();
-      if (def && (def->hasTrait<OpTrait::ConstantLike>() ||
-                  isa<gpu::AllocOp>(def)))
+      if (def &&
+          (def->hasTrait<OpTrait::ConstantLike>() || isa<gpu::AllocOp>(def)))
         continue;
       op->emitOpError("hla-gpu-map-chunk-loops: the chunk loop reads a value "
                       "computed outside it")
@@ -193,9 +193,8 @@ LogicalResult ChunkLoopMapper::generalize(gpu::LaunchOp launch) {
   for (Operation *op : named) {
     if (auto copy = dyn_cast<memref::CopyOp>(op)) {
       rewriter.setInsertionPoint(copy);
-      auto linalgCopy = linalg::CopyOp::create(rewriter, copy.getLoc(),
-                                               copy.getSource(),
-                                               copy.getTarget());
+      auto linalgCopy = linalg::CopyOp::create(
+          rewriter, copy.getLoc(), copy.getSource(), copy.getTarget());
       rewriter.eraseOp(copy);
       op = linalgCopy;
     }

@@ -89,8 +89,8 @@ struct HLAGPUDistributeGraphOpsPass
       mapping.map(init, arg);
     Operation *clone = rewriter.clone(*op, mapping);
     rewriter.setInsertionPointToStart(forall.getTerminator().getBody());
-    for (auto [result, arg] : llvm::zip(clone->getResults(),
-                                        body->getArguments().drop_front())) {
+    for (auto [result, arg] :
+         llvm::zip(clone->getResults(), body->getArguments().drop_front())) {
       auto type = cast<RankedTensorType>(result.getType());
       llvm::SmallVector<OpFoldResult> zeros(type.getRank(),
                                             rewriter.getIndexAttr(0));
@@ -164,15 +164,13 @@ struct HLAGPUDistributeGraphOpsPass
       Value iv = body->getArgument(i);
       Value scaled = arith::AddIOp::create(
           rewriter, forall.getLoc(),
-          arith::MulIOp::create(
-              rewriter, forall.getLoc(), iv,
-              arith::ConstantIndexOp::create(rewriter, forall.getLoc(),
-                                             steps[i])),
+          arith::MulIOp::create(rewriter, forall.getLoc(), iv,
+                                arith::ConstantIndexOp::create(
+                                    rewriter, forall.getLoc(), steps[i])),
           arith::ConstantIndexOp::create(rewriter, forall.getLoc(), lbs[i]));
-      rewriter.replaceAllUsesExcept(iv, scaled,
-                                    scaled.getDefiningOp<arith::AddIOp>()
-                                        .getLhs()
-                                        .getDefiningOp());
+      rewriter.replaceAllUsesExcept(
+          iv, scaled,
+          scaled.getDefiningOp<arith::AddIOp>().getLhs().getDefiningOp());
       ubs[i] = (ubs[i] - lbs[i] + steps[i] - 1) / steps[i];
       lbs[i] = 0;
       steps[i] = 1;

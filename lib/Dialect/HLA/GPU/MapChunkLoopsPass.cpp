@@ -69,8 +69,7 @@ struct HLAGPUMapChunkLoopsPass
       for (Value operand : op->getOperands())
         if (auto type = dyn_cast<MemRefType>(operand.getType()))
           if (!forall.getRegion().isAncestor(operand.getParentRegion()) &&
-              (type.getElementType().isBF16() ||
-               type.getElementType().isF16()))
+              (type.getElementType().isBF16() || type.getElementType().isF16()))
             halfInputs = true;
     });
     return halfInputs;
@@ -86,9 +85,9 @@ struct HLAGPUMapChunkLoopsPass
          llvm::make_early_inc_range(body.getOps<memref::AllocOp>())) {
       OpBuilder b(alloc);
       Location loc = alloc.getLoc();
-      Value device = allocOnStream(b, loc, alloc.getType(),
-                                   alloc.getDynamicSizes(),
-                                   alloc.getSymbolOperands());
+      Value device =
+          allocOnStream(b, loc, alloc.getType(), alloc.getDynamicSizes(),
+                        alloc.getSymbolOperands());
       for (Operation *user : llvm::make_early_inc_range(alloc->getUsers())) {
         auto dealloc = dyn_cast<memref::DeallocOp>(user);
         if (!dealloc)
@@ -204,31 +203,32 @@ struct HLAGPUMapChunkLoopsPass
     copyGlobalsToDevice();
     // Everything but the chunk loops runs on the host, where the buffers
     // (device memory) must not be touched.
-    WalkResult host = getOperation().walk<WalkOrder::PreOrder>(
-        [&](Operation *op) {
-      if (isa<scf::ForallOp>(op))
-        return WalkResult::skip();
-      // Allocations, copies and waits of the gpu dialect are device work.
-      if (isa<gpu::GPUDialect>(op->getDialect()))
-        return WalkResult::advance();
-      auto effects = dyn_cast<MemoryEffectOpInterface>(op);
-      bool touchesBuffers =
-          isa<linalg::LinalgOp, memref::CopyOp>(op) ||
-          (effects && (effects.hasEffect<MemoryEffects::Read>() ||
-                       effects.hasEffect<MemoryEffects::Write>()) &&
-           llvm::any_of(op->getOperands(), [](Value v) {
-             // Host stack buffers (staged scalars) are the host's own.
-             return isa<MemRefType>(v.getType()) &&
-                    !v.getDefiningOp<memref::AllocaOp>();
-           }));
-      if (!touchesBuffers)
-        return WalkResult::advance();
-      op->emitOpError("hla-gpu-map-chunk-loops: this op would run on the "
-                      "host over device memory (on the GPU run: loops, "
-                      "linalg ops via hla-gpu-distribute-graph-ops, copies "
-                      "and reads of single values)");
-      return WalkResult::interrupt();
-    });
+    WalkResult host =
+        getOperation().walk<WalkOrder::PreOrder>([&](Operation *op) {
+          if (isa<scf::ForallOp>(op))
+            return WalkResult::skip();
+          // Allocations, copies and waits of the gpu dialect are device work.
+          if (isa<gpu::GPUDialect>(op->getDialect()))
+            return WalkResult::advance();
+          auto effects = dyn_cast<MemoryEffectOpInterface>(op);
+          bool touchesBuffers = isa<linalg::LinalgOp, memref::CopyOp>(op) ||
+                                (effects &&
+                                 (effects.hasEffect<MemoryEffects::Read>() ||
+                                  effects.hasEffect<MemoryEffects::Write>()) &&
+                                 llvm::any_of(op->getOperands(), [](Value v) {
+                                   // Host stack buffers (staged scalars) are
+                                   // the host's own.
+                                   return isa<MemRefType>(v.getType()) &&
+                                          !v.getDefiningOp<memref::AllocaOp>();
+                                 }));
+          if (!touchesBuffers)
+            return WalkResult::advance();
+          op->emitOpError("hla-gpu-map-chunk-loops: this op would run on the "
+                          "host over device memory (on the GPU run: loops, "
+                          "linalg ops via hla-gpu-distribute-graph-ops, copies "
+                          "and reads of single values)");
+          return WalkResult::interrupt();
+        });
     if (host.wasInterrupted())
       return signalPassFailure();
     moveBuffersToDevice();
@@ -242,7 +242,6 @@ struct HLAGPUMapChunkLoopsPass
                                  tmaPrefetch)
                      .run()))
         return signalPassFailure();
-
   }
 };
 

@@ -104,8 +104,8 @@ bool ChunkLoopMapper::distributeFullSum(linalg::GenericOp op) {
           }
           nb.clone(inner, map);
         }
-        Value sum = arith::AddFOp::create(nb, l, acc[0],
-                                          map.lookupOrDefault(term));
+        Value sum =
+            arith::AddFOp::create(nb, l, acc[0], map.lookupOrDefault(term));
         scf::YieldOp::create(nb, l, sum);
       });
   // The warp's sum in every lane (butterfly shuffles).
@@ -114,17 +114,17 @@ bool ChunkLoopMapper::distributeFullSum(linalg::GenericOp op) {
     return arith::ConstantIntOp::create(b, loc, v, 32);
   };
   for (int64_t offset = 16; offset >= 1; offset /= 2) {
-    Value other = NVVM::ShflOp::create(b, loc, f32, i32(-1), sum, i32(offset),
-                                       i32(31), NVVM::ShflKind::bfly,
-                                       UnitAttr())
-                      .getResult();
+    Value other =
+        NVVM::ShflOp::create(b, loc, f32, i32(-1), sum, i32(offset), i32(31),
+                             NVVM::ShflKind::bfly, UnitAttr())
+            .getResult();
     sum = arith::AddFOp::create(b, loc, sum, other);
   }
-  Value lane = arith::RemUIOp::create(b, loc, threadId,
-                                      arith::ConstantIndexOp::create(b, loc, 32));
-  Value first = arith::CmpIOp::create(
-      b, loc, arith::CmpIPredicate::eq, lane,
-      arith::ConstantIndexOp::create(b, loc, 0));
+  Value lane = arith::RemUIOp::create(
+      b, loc, threadId, arith::ConstantIndexOp::create(b, loc, 32));
+  Value first =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane,
+                            arith::ConstantIndexOp::create(b, loc, 0));
   auto perWarp = scf::IfOp::create(b, loc, first, /*withElseRegion=*/false);
   {
     OpBuilder::InsertionGuard guard(b);
@@ -152,8 +152,7 @@ LogicalResult ChunkLoopMapper::distributeGeneric(linalg::GenericOp op) {
       cast<linalg::LinalgOp>(op.getOperation()).createLoopRanges(b, loc);
   llvm::SmallVector<unsigned> parallel, reduction;
   for (auto [d, kind] : llvm::enumerate(op.getIteratorTypesArray()))
-    (kind == utils::IteratorType::parallel ? parallel : reduction)
-        .push_back(d);
+    (kind == utils::IteratorType::parallel ? parallel : reduction).push_back(d);
   auto size = [&](unsigned d) {
     return getValueOrCreateConstantIndexOp(b, loc, ranges[d].size);
   };
@@ -170,10 +169,10 @@ LogicalResult ChunkLoopMapper::distributeGeneric(linalg::GenericOp op) {
   std::optional<int64_t> bound = constantUpperBound(count);
   if (bound) {
     int64_t trips = (*bound + threads - 1) / threads;
-    auto strided = scf::ForOp::create(
-        b, loc, arith::ConstantIndexOp::create(b, loc, 0),
-        arith::ConstantIndexOp::create(b, loc, trips),
-        arith::ConstantIndexOp::create(b, loc, 1));
+    auto strided =
+        scf::ForOp::create(b, loc, arith::ConstantIndexOp::create(b, loc, 0),
+                           arith::ConstantIndexOp::create(b, loc, trips),
+                           arith::ConstantIndexOp::create(b, loc, 1));
     b.setInsertionPointToStart(strided.getBody());
     linear = arith::AddIOp::create(
         b, loc,
@@ -211,8 +210,8 @@ LogicalResult ChunkLoopMapper::distributeGeneric(linalg::GenericOp op) {
     // not occur in the maps of outputs; they get a placeholder.
     llvm::SmallVector<Value> operands;
     for (Value iv : ivs)
-      operands.push_back(iv ? iv
-                            : Value(arith::ConstantIndexOp::create(nb, loc, 0)));
+      operands.push_back(
+          iv ? iv : Value(arith::ConstantIndexOp::create(nb, loc, 0)));
     llvm::SmallVector<Value> indices;
     for (AffineExpr e : map.getResults())
       indices.push_back(affine::makeComposedAffineApply(

@@ -61,9 +61,9 @@ void freeOnStream(OpBuilder &b, Location loc, Value buffer) {
   auto tokenType = gpu::AsyncTokenType::get(b.getContext());
   Value ready =
       gpu::WaitOp::create(b, loc, tokenType, ValueRange()).getAsyncToken();
-  Value freed = gpu::DeallocOp::create(b, loc, tokenType, ValueRange{ready},
-                                       buffer)
-                    .getAsyncToken();
+  Value freed =
+      gpu::DeallocOp::create(b, loc, tokenType, ValueRange{ready}, buffer)
+          .getAsyncToken();
   gpu::WaitOp::create(b, loc, Type(), ValueRange{freed});
 }
 
@@ -72,24 +72,22 @@ void copyOnStream(OpBuilder &b, Location loc, Value to, Value from) {
   auto tokenType = gpu::AsyncTokenType::get(b.getContext());
   Value ready =
       gpu::WaitOp::create(b, loc, tokenType, ValueRange()).getAsyncToken();
-  Value copied = gpu::MemcpyOp::create(b, loc, tokenType, ValueRange{ready},
-                                       to, from)
-                     .getAsyncToken();
+  Value copied =
+      gpu::MemcpyOp::create(b, loc, tokenType, ValueRange{ready}, to, from)
+          .getAsyncToken();
   gpu::WaitOp::create(b, loc, Type(), ValueRange{copied});
 }
 
 /// `type` moved to workgroup memory.
 MemRefType inWorkgroup(MemRefType type) {
   return MemRefType::get(type.getShape(), type.getElementType(),
-                         type.getLayout(),
-                         workgroupSpace(type.getContext()));
+                         type.getLayout(), workgroupSpace(type.getContext()));
 }
 
 int64_t byteSize(MemRefType type) {
   int64_t bits = type.getElementTypeBitWidth();
   return (type.getNumElements() * bits + 7) / 8;
 }
-
 
 /// Emits a barrier before `op` unless one is already there.
 void barrierBefore(Operation *op) {
@@ -191,6 +189,5 @@ Operation *adjacentEffectfulOp(Operation *op, bool before) {
   }
   return nullptr;
 }
-
 
 } // namespace mlir::hla::gpumap

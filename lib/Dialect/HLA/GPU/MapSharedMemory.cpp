@@ -37,9 +37,8 @@ struct ProgramOrder {
 
   explicit ProgramOrder(Operation *root) {
     int64_t counter = 0;
-    root->walk<WalkOrder::PreOrder>([&](Operation *op) {
-      begin[op] = counter++;
-    });
+    root->walk<WalkOrder::PreOrder>(
+        [&](Operation *op) { begin[op] = counter++; });
     root->walk<WalkOrder::PostOrder>([&](Operation *op) {
       int64_t last = begin[op];
       for (Region &r : op->getRegions())
@@ -77,9 +76,8 @@ static LogicalResult retypeViews(Value value) {
       // The source may now have padded rows: the view's strides follow.
       auto sourceType = cast<MemRefType>(subview.getSource().getType());
       auto inferred = memref::SubViewOp::inferRankReducedResultType(
-          subview.getType().getShape(), sourceType,
-          subview.getMixedOffsets(), subview.getMixedSizes(),
-          subview.getMixedStrides());
+          subview.getType().getShape(), sourceType, subview.getMixedOffsets(),
+          subview.getMixedSizes(), subview.getMixedStrides());
       subview.getResult().setType(cast<MemRefType>(inferred));
       if (failed(retypeViews(subview.getResult())))
         return failure();
@@ -159,8 +157,7 @@ LogicalResult ChunkLoopMapper::placeInSharedMemory(gpu::LaunchOp launch) {
         (type.getDimSize(1) * elementBytes) % 128 == 0 &&
         llvm::all_of(users, [](Operation *user) {
           return isa<memref::DeallocOp, memref::LoadOp, memref::StoreOp,
-                     memref::CopyOp, linalg::LinalgOp, memref::SubViewOp>(
-              user);
+                     memref::CopyOp, linalg::LinalgOp, memref::SubViewOp>(user);
         })) {
       interval.paddedRow = type.getDimSize(1) + 16 / elementBytes;
       interval.bytes = type.getDimSize(0) * interval.paddedRow * elementBytes;
@@ -218,8 +215,8 @@ LogicalResult ChunkLoopMapper::placeInSharedMemory(gpu::LaunchOp launch) {
     Interval *largest = nullptr;
     for (Interval &i : intervals)
       if (!i.global && !i.staging &&
-          (!largest || byteSize(i.alloc.getType()) >
-                                        byteSize(largest->alloc.getType())))
+          (!largest ||
+           byteSize(i.alloc.getType()) > byteSize(largest->alloc.getType())))
         largest = &i;
     if (!largest)
       break;
@@ -244,8 +241,7 @@ LogicalResult ChunkLoopMapper::placeInSharedMemory(gpu::LaunchOp launch) {
   // launches' stream around the launch.
   Value scratchBuffer, scratchBase;
   if (scratch) {
-    std::optional<int64_t> blocks =
-        getConstantIntValue(launch.getGridSizeX());
+    std::optional<int64_t> blocks = getConstantIntValue(launch.getGridSizeX());
     if (!blocks)
       return launch.emitOpError(
           "hla-gpu-map-chunk-loops: a device-memory scratch buffer needs a "
@@ -253,15 +249,15 @@ LogicalResult ChunkLoopMapper::placeInSharedMemory(gpu::LaunchOp launch) {
     OpBuilder host(launch);
     // Recorded for the schedule choice (hla.device_scratch: state streamed
     // through device memory).
-    launch->getParentOfType<func::FuncOp>()->setAttr(
-        "hla.device_scratch", host.getUnitAttr());
+    launch->getParentOfType<func::FuncOp>()->setAttr("hla.device_scratch",
+                                                     host.getUnitAttr());
     scratchBuffer = allocOnStream(
         host, loc, MemRefType::get({*blocks * scratch}, host.getI8Type()));
     host.setInsertionPointAfter(launch);
     freeOnStream(host, loc, scratchBuffer);
-    scratchBase = arith::MulIOp::create(
-        b, loc, launch.getBlockIds().x,
-        arith::ConstantIndexOp::create(b, loc, scratch));
+    scratchBase =
+        arith::MulIOp::create(b, loc, launch.getBlockIds().x,
+                              arith::ConstantIndexOp::create(b, loc, scratch));
   }
   for (Interval &i : intervals) {
     b.setInsertionPoint(i.alloc);
@@ -289,8 +285,8 @@ LogicalResult ChunkLoopMapper::placeInSharedMemory(gpu::LaunchOp launch) {
       Value whole = memref::ViewOp::create(b, allocLoc, padded, window, offset,
                                            ValueRange{});
       buffer = memref::SubViewOp::create(
-          b, allocLoc, whole, llvm::ArrayRef<int64_t>{0, 0},
-          type.getShape(), llvm::ArrayRef<int64_t>{1, 1});
+          b, allocLoc, whole, llvm::ArrayRef<int64_t>{0, 0}, type.getShape(),
+          llvm::ArrayRef<int64_t>{1, 1});
     } else {
       buffer = memref::ViewOp::create(b, allocLoc, inWorkgroup(type), window,
                                       offset, ValueRange{});

@@ -62,11 +62,10 @@ static std::optional<ContractionDims> matchContraction(linalg::GenericOp op) {
   if ((add.getLhs() != out && add.getRhs() != out))
     return std::nullopt;
   auto mul = product.getDefiningOp<arith::MulFOp>();
-  if (!mul ||
-      !((mul.getLhs() == body.getArgument(0) &&
-         mul.getRhs() == body.getArgument(1)) ||
-        (mul.getLhs() == body.getArgument(1) &&
-         mul.getRhs() == body.getArgument(0))))
+  if (!mul || !((mul.getLhs() == body.getArgument(0) &&
+                 mul.getRhs() == body.getArgument(1)) ||
+                (mul.getLhs() == body.getArgument(1) &&
+                 mul.getRhs() == body.getArgument(0))))
     return std::nullopt;
 
   ContractionDims dims;
@@ -79,9 +78,7 @@ static std::optional<ContractionDims> matchContraction(linalg::GenericOp op) {
       parallel.push_back(d);
   AffineMap mapA = op.getMatchingIndexingMap(op.getDpsInputOperand(0));
   AffineMap mapB = op.getMatchingIndexingMap(op.getDpsInputOperand(1));
-  auto uses = [](AffineMap map, unsigned d) {
-    return map.isFunctionOfDim(d);
-  };
+  auto uses = [](AffineMap map, unsigned d) { return map.isFunctionOfDim(d); };
   if (!uses(mapA, reduction) || !uses(mapB, reduction))
     return std::nullopt;
   // m: the parallel dimension of A; n: that of B.
@@ -173,8 +170,7 @@ static void emitEpilogueElement(OpBuilder &b, Location loc,
   auto yield = cast<linalg::YieldOp>(body.getTerminator());
   for (auto [init, result] :
        llvm::zip(epilogue.getDpsInitsMutable(), yield.getValues()))
-    memref::StoreOp::create(b, loc, mapping.lookupOrDefault(result),
-                            init.get(),
+    memref::StoreOp::create(b, loc, mapping.lookupOrDefault(result), init.get(),
                             at(epilogue.getMatchingIndexingMap(&init)));
 }
 
@@ -199,9 +195,8 @@ static bool isZeroFillOf(Operation *op, Value buffer) {
 /// different buffer: it can run in the contraction's epilogue.
 static linalg::GenericOp epilogueOf(linalg::GenericOp contraction) {
   Value C = contraction.getDpsInitOperand(0)->get();
-  auto next =
-      dyn_cast_or_null<linalg::GenericOp>(adjacentEffectfulOp(contraction,
-                                                              false));
+  auto next = dyn_cast_or_null<linalg::GenericOp>(
+      adjacentEffectfulOp(contraction, false));
   if (!next || next.getNumLoops() != next.getNumParallelLoops() ||
       next.getNumDpsInits() != 1 || next.getDpsInitOperand(0)->get() == C)
     return nullptr;
@@ -291,8 +286,7 @@ static void storeAccumulator(OpBuilder &b, Location loc, Value value, Value C,
     memref::StoreOp::create(b, loc, value, C, indices);
 }
 
-bool ChunkLoopMapper::lowerContractionToMma(linalg::GenericOp op,
-                                            bool zeroInit,
+bool ChunkLoopMapper::lowerContractionToMma(linalg::GenericOp op, bool zeroInit,
                                             linalg::GenericOp epilogue) {
   std::optional<ContractionDims> dims = matchContraction(op);
   if (!dims)
@@ -372,8 +366,7 @@ bool ChunkLoopMapper::lowerContractionToMma(linalg::GenericOp op,
     llvm::SmallVector<Value> cols;
     Value zero = arith::ConstantOp::create(tb, loc, tb.getF32FloatAttr(0));
     for (int64_t t = 0; t < perWarp; ++t) {
-      Value col = arith::AddIOp::create(tb, loc, add(tb, col0, t * 8),
-                                        pairCol);
+      Value col = arith::AddIOp::create(tb, loc, add(tb, col0, t * 8), pairCol);
       cols.push_back(col);
       for (Value row : {rowLo, rowHi})
         for (int64_t e = 0; e < 2; ++e) {
@@ -402,8 +395,8 @@ bool ChunkLoopMapper::lowerContractionToMma(linalg::GenericOp op,
               ctx, llvm::SmallVector<Type>(4, f32));
           llvm::SmallVector<Value> next;
           for (int64_t t = 0; t < perWarp; ++t) {
-            Value col = add(kb, arith::AddIOp::create(kb, loc, col0, group),
-                            t * 8);
+            Value col =
+                add(kb, arith::AddIOp::create(kb, loc, col0, group), t * 8);
             auto bFrag = [&](Value k) {
               return pack(kb, load(kb, B, mapB, Value(), col, k),
                           load(kb, B, mapB, Value(), col, add(kb, k, 1)));
@@ -455,8 +448,7 @@ void ChunkLoopMapper::lowerContractionToWgmma(linalg::GenericOp op,
   OpBuilder b(op);
   Location loc = op.getLoc();
   MLIRContext *ctx = b.getContext();
-  Type f32 = b.getF32Type(), i64 = b.getI64Type(),
-       bf16 = b.getBF16Type();
+  Type f32 = b.getF32Type(), i64 = b.getI64Type(), bf16 = b.getBF16Type();
   barrierBefore(op);
   auto index = [&](OpBuilder &nb, int64_t v) -> Value {
     return arith::ConstantIndexOp::create(nb, loc, v);
@@ -492,9 +484,9 @@ void ChunkLoopMapper::lowerContractionToWgmma(linalg::GenericOp op,
     llvm::SmallVector<Value> elements;
     for (int64_t j = 0; j < 8; ++j) {
       Value k = add(lb, k0, j);
-      Value v = memref::LoadOp::create(
-          lb, loc, source,
-          isA ? indicesOf(map, row, Value(), k) : indicesOf(map, Value(), row, k));
+      Value v = memref::LoadOp::create(lb, loc, source,
+                                       isA ? indicesOf(map, row, Value(), k)
+                                           : indicesOf(map, Value(), row, k));
       if (v.getType() != bf16) {
         if (v.getType() != f32)
           v = arith::ExtFOp::create(lb, loc, f32, v);
@@ -543,8 +535,8 @@ void ChunkLoopMapper::lowerContractionToWgmma(linalg::GenericOp op,
   auto descriptor = [&](OpBuilder &nb, Value rowBytes, int64_t constant,
                         int64_t rows) -> Value {
     int64_t leading = rows / 8 * 128, stride = 128;
-    uint64_t fields = (uint64_t(leading >> 4) << 16) |
-                      (uint64_t(stride >> 4) << 32);
+    uint64_t fields =
+        (uint64_t(leading >> 4) << 16) | (uint64_t(stride >> 4) << 32);
     std::string text = "{ .reg .b64 t; add.s64 t, $1, " +
                        std::to_string(constant) +
                        "; shr.b64 t, t, 4; and.b64 t, t, 16383; or.b64 $0, "
@@ -628,9 +620,9 @@ void ChunkLoopMapper::lowerContractionToWgmma(linalg::GenericOp op,
     acc = NVVM::WgmmaMmaAsyncOp::create(
         tb, loc, accType, acc, descA, descB,
         NVVM::MMAShapeAttr::get(ctx, 64, tileN, 16), NVVM::WGMMATypes::bf16,
-        NVVM::WGMMATypes::bf16, NVVM::WGMMATypes::f32,
-        NVVM::WGMMAScaleOut::one, NVVM::WGMMAScaleIn::one,
-        NVVM::WGMMAScaleIn::one, NVVM::MMALayout::row, NVVM::MMALayout::col,
+        NVVM::WGMMATypes::bf16, NVVM::WGMMATypes::f32, NVVM::WGMMAScaleOut::one,
+        NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one, NVVM::MMALayout::row,
+        NVVM::MMALayout::col,
         /*satfinite=*/nullptr);
   NVVM::WgmmaGroupSyncAlignedOp::create(tb, loc);
   NVVM::WgmmaWaitGroupSyncOp::create(tb, loc, 0);
@@ -656,7 +648,8 @@ void ChunkLoopMapper::planTensorCores(gpu::LaunchOp launch) {
       continue;
     Value C = g.getDpsInitOperand(0)->get();
     Operation *before = adjacentEffectfulOp(g, /*before=*/true);
-    bool zeroInit = before && !taken.contains(before) && isZeroFillOf(before, C);
+    bool zeroInit =
+        before && !taken.contains(before) && isZeroFillOf(before, C);
     linalg::GenericOp epilogue = epilogueOf(g);
     if (epilogue && (taken.contains(epilogue) || matchContraction(epilogue)))
       epilogue = nullptr;

@@ -69,8 +69,10 @@ void ChunkLoopMapper::planTmaLoads() {
       continue;
     Type element = argType.getElementType();
     int64_t elementBytes = element.getIntOrFloatBitWidth() / 8;
-    int32_t code = element.isF32() ? 0 : element.isF16() ? 1
-                   : element.isBF16() ? 2 : -1;
+    int32_t code = element.isF32()    ? 0
+                   : element.isF16()  ? 1
+                   : element.isBF16() ? 2
+                                      : -1;
     auto tile = target.getSource().getDefiningOp<memref::AllocOp>();
     if (code < 0 || !tile || tile.getType().getRank() != 2 ||
         tile.getType().getElementType() != element)
@@ -102,9 +104,10 @@ void ChunkLoopMapper::planTmaLoads() {
     // The tile's zero fill comes first (TMA writes the rows past T).
     Operation *fill = adjacentEffectfulOp(copy, /*before=*/true);
     auto linalgFill = dyn_cast_or_null<linalg::FillOp>(fill);
-    auto zero = linalgFill ? linalgFill.getInputs()[0]
-                                 .getDefiningOp<arith::ConstantOp>()
-                           : nullptr;
+    auto zero =
+        linalgFill
+            ? linalgFill.getInputs()[0].getDefiningOp<arith::ConstantOp>()
+            : nullptr;
     auto zeroValue = zero ? dyn_cast<FloatAttr>(zero.getValue()) : nullptr;
     if (!linalgFill || linalgFill.getOutputs()[0] != tile.getResult() ||
         !zeroValue || !zeroValue.getValue().isZero())
@@ -122,8 +125,8 @@ void ChunkLoopMapper::planTmaLoads() {
       auto fnType = host.getFunctionType(params, {i64});
       if (!module.lookupSymbol<func::FuncOp>("hla_cuda_tensor_map")) {
         OpBuilder top = OpBuilder::atBlockBegin(module.getBody());
-        auto decl = func::FuncOp::create(top, loc, "hla_cuda_tensor_map",
-                                         fnType);
+        auto decl =
+            func::FuncOp::create(top, loc, "hla_cuda_tensor_map", fnType);
         decl.setPrivate();
       }
       llvm::SmallVector<Value> operands = {
@@ -139,18 +142,18 @@ void ChunkLoopMapper::planTmaLoads() {
                                  TypeRange{i64}, operands)
                 .getResult(0);
     }
-    tmaLoads.push_back({copy, fill, tile.getResult(), map,
-                        C * D * elementBytes});
+    tmaLoads.push_back(
+        {copy, fill, tile.getResult(), map, C * D * elementBytes});
   }
 }
 
 /// An LLVM pointer in `space` to byte `offset` (+ `index` x `scale`) of
 /// the buffer `memref` (from its aligned pointer).
-static Value pointerTo(OpBuilder &b, Location loc, Value memref,
-                       unsigned space, int64_t offset = 0,
-                       Value index = Value(), int64_t scale = 0) {
-  Value address = memref::ExtractAlignedPointerAsIndexOp::create(b, loc,
-                                                                 memref);
+static Value pointerTo(OpBuilder &b, Location loc, Value memref, unsigned space,
+                       int64_t offset = 0, Value index = Value(),
+                       int64_t scale = 0) {
+  Value address =
+      memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
   if (offset)
     address = arith::AddIOp::create(
         b, loc, address, arith::ConstantIndexOp::create(b, loc, offset));
@@ -227,8 +230,8 @@ void ChunkLoopMapper::lowerTmaLoads(gpu::LaunchOp launch) {
   auto init = scf::IfOp::create(b, loc, first, /*withElseRegion=*/false);
   for (size_t i = 0; i < tmaLoads.size(); ++i) {
     OpBuilder before(init);
-    auto alloc = memref::AllocOp::create(
-        before, loc, MemRefType::get({2}, b.getI64Type()));
+    auto alloc = memref::AllocOp::create(before, loc,
+                                         MemRefType::get({2}, b.getI64Type()));
     sharedOnly.insert(alloc);
     barriers.push_back(alloc);
     OpBuilder ib(init.thenBlock()->getTerminator());
@@ -270,12 +273,10 @@ void ChunkLoopMapper::lowerTmaLoads(gpu::LaunchOp launch) {
     Value buffers, iteration;
     bool prefetch = false;
     if (loop && tmaPrefetch)
-      prefetch = llvm::all_of(position, [&](Value v) {
-        return evaluableAtIteration(v, loop);
-      });
+      prefetch = llvm::all_of(
+          position, [&](Value v) { return evaluableAtIteration(v, loop); });
     auto tileAlloc = load.tile.getDefiningOp<memref::AllocOp>();
-    if (prefetch && tileAlloc &&
-        tileAlloc->getBlock() == loop.getBody()) {
+    if (prefetch && tileAlloc && tileAlloc->getBlock() == loop.getBody()) {
       OpBuilder hb(loop);
       auto both = memref::AllocOp::create(
           hb, at,
@@ -300,15 +301,14 @@ void ChunkLoopMapper::lowerTmaLoads(gpu::LaunchOp launch) {
               llvm::ArrayRef<OpFoldResult>{
                   lb.getIndexAttr(1), lb.getIndexAttr(tileType.getDimSize(0)),
                   lb.getIndexAttr(tileType.getDimSize(1))},
-              llvm::ArrayRef<OpFoldResult>{lb.getIndexAttr(1),
-                                           lb.getIndexAttr(1),
-                                           lb.getIndexAttr(1)})),
+              llvm::ArrayRef<OpFoldResult>{
+                  lb.getIndexAttr(1), lb.getIndexAttr(1), lb.getIndexAttr(1)})),
           both,
           llvm::ArrayRef<OpFoldResult>{odd, lb.getIndexAttr(0),
                                        lb.getIndexAttr(0)},
-          llvm::ArrayRef<OpFoldResult>{
-              lb.getIndexAttr(1), lb.getIndexAttr(tileType.getDimSize(0)),
-              lb.getIndexAttr(tileType.getDimSize(1))},
+          llvm::ArrayRef<OpFoldResult>{lb.getIndexAttr(1),
+                                       lb.getIndexAttr(tileType.getDimSize(0)),
+                                       lb.getIndexAttr(tileType.getDimSize(1))},
           llvm::ArrayRef<OpFoldResult>{lb.getIndexAttr(1), lb.getIndexAttr(1),
                                        lb.getIndexAttr(1)});
       for (Operation *user : llvm::to_vector(tileAlloc->getUsers()))
@@ -340,8 +340,7 @@ void ChunkLoopMapper::lowerTmaLoads(gpu::LaunchOp launch) {
       Value mbar = pointerTo(ib, at, barrier, 3, 0, slot, 8);
       NVVM::MBarrierArriveExpectTxOp::create(
           ib, at, Type(), mbar, c32(ib, tileBytes),
-          NVVM::MemScopeKindAttr::get(ib.getContext(),
-                                      NVVM::MemScopeKind::CTA),
+          NVVM::MemScopeKindAttr::get(ib.getContext(), NVVM::MemScopeKind::CTA),
           ib.getBoolAttr(false), /*predicate=*/Value());
       Value descriptor = LLVM::IntToPtrOp::create(
           ib, at, LLVM::LLVMPointerType::get(ib.getContext()), load.map);
@@ -374,9 +373,9 @@ void ChunkLoopMapper::lowerTmaLoads(gpu::LaunchOp launch) {
     // Prologue: the first iteration's tile, before the loop.
     if (prefetch) {
       OpBuilder pb(loop);
-      Value nonEmpty = arith::CmpIOp::create(
-          pb, at, arith::CmpIPredicate::slt, loop.getLowerBound(),
-          loop.getUpperBound());
+      Value nonEmpty =
+          arith::CmpIOp::create(pb, at, arith::CmpIPredicate::slt,
+                                loop.getLowerBound(), loop.getUpperBound());
       Value go = arith::AndIOp::create(
           pb, at, arith::AndIOp::create(pb, at, first, haveMap), nonEmpty);
       auto prologue = scf::IfOp::create(pb, at, go, /*withElseRegion=*/false);
@@ -384,7 +383,8 @@ void ChunkLoopMapper::lowerTmaLoads(gpu::LaunchOp launch) {
       IRMapping mapping;
       llvm::SmallVector<Value> where;
       for (Value v : position)
-        where.push_back(atIteration(ib, v, loop, loop.getLowerBound(), mapping));
+        where.push_back(
+            atIteration(ib, v, loop, loop.getLowerBound(), mapping));
       issueLoad(ib, where, cIndex(ib, 0));
     }
 
@@ -417,8 +417,7 @@ void ChunkLoopMapper::lowerTmaLoads(gpu::LaunchOp launch) {
       llvm::SmallVector<Value> where;
       for (Value v : position)
         where.push_back(atIteration(ib, v, loop, nextIv, mapping));
-      issueLoad(ib, where,
-                arith::SubIOp::create(ib, at, cIndex(ib, 1), slot));
+      issueLoad(ib, where, arith::SubIOp::create(ib, at, cIndex(ib, 1), slot));
     } else {
       if (loop) {
         // Unbuffered in a loop: one load per iteration, phase = iteration.

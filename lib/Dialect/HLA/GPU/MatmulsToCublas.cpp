@@ -53,9 +53,9 @@ struct HLAGPUMatmulsToCublasPass
     Value base = memref::ExtractAlignedPointerAsIndexOp::create(
         b, loc, meta.getBaseBuffer());
     int64_t bytes = type.getElementTypeBitWidth() / 8;
-    Value offset = arith::MulIOp::create(
-        b, loc, meta.getOffset(),
-        arith::ConstantIndexOp::create(b, loc, bytes));
+    Value offset =
+        arith::MulIOp::create(b, loc, meta.getOffset(),
+                              arith::ConstantIndexOp::create(b, loc, bytes));
     auto toI64 = [&](Value v) -> Value {
       return arith::IndexCastOp::create(b, loc, i64, v);
     };
@@ -105,7 +105,8 @@ struct HLAGPUMatmulsToCublasPass
       }
       Value A = op.getDpsInputOperand(0)->get();
       Value C = op.getDpsInitOperand(0)->get();
-      int32_t code = *elementCode(cast<MemRefType>(C.getType()).getElementType());
+      int32_t code =
+          *elementCode(cast<MemRefType>(C.getType()).getElementType());
       OpBuilder b(op);
       Location loc = op.getLoc();
       auto cType = cast<MemRefType>(C.getType());

@@ -34,8 +34,8 @@ Value ChunkRewriter::keyFeatures(OpBuilder &b, Location loc, Value x,
   Value projected = tb.matmul(x, omega, false, /*transB=*/true);
   Value halfNorm = tb.scale(tb.dotRows(x, x), 0.5 * scale);
   AffineMap id2 = b.getMultiDimIdentityMap(2);
-  AffineMap rows = AffineMap::get(2, 0, {b.getAffineDimExpr(0)},
-                                  b.getContext());
+  AffineMap rows =
+      AffineMap::get(2, 0, {b.getAffineDimExpr(0)}, b.getContext());
   double norm = 1.0 / std::sqrt(double(features));
   return tb.generic(
       {projected, halfNorm}, tb.empty({chunk, features}), {id2, rows, id2},
@@ -46,8 +46,8 @@ Value ChunkRewriter::keyFeatures(OpBuilder &b, Location loc, Value x,
         };
         Value e = arith::SubFOp::create(
             nb, l, arith::MulFOp::create(nb, l, args[0], c(root)), args[1]);
-        Value phi =
-            arith::MulFOp::create(nb, l, math::ExpOp::create(nb, l, e), c(norm));
+        Value phi = arith::MulFOp::create(nb, l, math::ExpOp::create(nb, l, e),
+                                          c(norm));
         Value row = linalg::IndexOp::create(nb, l, 0);
         Value real = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ult,
                                            row, length);
@@ -69,8 +69,7 @@ Value ChunkRewriter::loadWindow(OpBuilder &b, Location loc, Value operand,
   // `start` are in the sequence), at rows [before − nb, ...); the
   // before − nb rows ahead of them are anchors [nb, before) of `init`.
   Value nb = arith::MinSIOp::create(
-      b, loc, arith::SubIOp::create(b, loc, start, sequenceStart),
-      cst(before));
+      b, loc, arith::SubIOp::create(b, loc, start, sequenceStart), cst(before));
   Value realLo = arith::SubIOp::create(b, loc, start, nb);
   Value count = arith::SubIOp::create(b, loc, end, realLo);
   Value offset = arith::SubIOp::create(b, loc, cst(before), nb);
@@ -112,8 +111,7 @@ Value ChunkRewriter::loadWindow(OpBuilder &b, Location loc, Value operand,
       kvHead = arith::DivUIOp::create(b, loc, head, cst(groups));
     Value slice = tensor::ExtractSliceOp::create(
         b, loc, RankedTensorType::get({ShapedType::kDynamic, width}, element),
-        operand,
-        llvm::ArrayRef<OpFoldResult>{batch, realLo, kvHead, idx(b, 0)},
+        operand, llvm::ArrayRef<OpFoldResult>{batch, realLo, kvHead, idx(b, 0)},
         llvm::ArrayRef<OpFoldResult>{idx(b, 1), count, idx(b, 1),
                                      idx(b, width)},
         llvm::ArrayRef<OpFoldResult>{idx(b, 1), idx(b, 1), idx(b, 1),
@@ -132,8 +130,8 @@ Value ChunkRewriter::loadWindow(OpBuilder &b, Location loc, Value operand,
           Value row = linalg::IndexOp::create(nb, l, 0);
           Value after = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::sge,
                                               row, offset);
-          Value before = arith::CmpIOp::create(
-              nb, l, arith::CmpIPredicate::slt, row, last);
+          Value before = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::slt,
+                                               row, last);
           Value real = arith::AndIOp::create(nb, l, after, before);
           return arith::SelectOp::create(
               nb, l, real,
@@ -159,14 +157,14 @@ Value ChunkRewriter::loadWindow(OpBuilder &b, Location loc, Value operand,
     llvm::SmallVector<OpFoldResult> initSizes = {initCount};
     if (isVector)
       initSizes.push_back(idx(b, width));
-    tile = tensor::InsertSliceOp::create(b, loc, slice, tile, at, initSizes,
-                                         ones);
+    tile =
+        tensor::InsertSliceOp::create(b, loc, slice, tile, at, initSizes, ones);
   }
   return tile;
 }
 
 llvm::SmallVector<Value> ChunkRewriter::emitFinalAnchors(OpBuilder &b,
-                                                        Location loc) {
+                                                         Location loc) {
   AnchorReadoutOp op = info.anchor;
   int64_t before = op.getWindow() - 1;
   llvm::SmallVector<Value> inits;
@@ -194,8 +192,8 @@ llvm::SmallVector<Value> ChunkRewriter::emitFinalAnchors(OpBuilder &b,
     };
     batch = begin;
     begin = at(si);
-    end = at(arith::AddIOp::create(
-        b, loc, si, arith::ConstantIndexOp::create(b, loc, 1)));
+    end = at(arith::AddIOp::create(b, loc, si,
+                                   arith::ConstantIndexOp::create(b, loc, 1)));
   }
   Value operands[] = {op.getAnchorKey(), op.getAnchorValue(), Value()};
   llvm::SmallVector<Value> tiles;
@@ -213,9 +211,8 @@ llvm::SmallVector<Value> ChunkRewriter::emitFinalAnchors(OpBuilder &b,
       sizes.push_back(idx(b, s));
     }
     llvm::SmallVector<OpFoldResult> strides(offsets.size(), idx(b, 1));
-    tensor::ParallelInsertSliceOp::create(b, loc, tiles[i],
-                                          body->getArgument(2 + i), offsets,
-                                          sizes, strides);
+    tensor::ParallelInsertSliceOp::create(
+        b, loc, tiles[i], body->getArgument(2 + i), offsets, sizes, strides);
   }
   return llvm::SmallVector<Value>(loop.getResults());
 }
@@ -248,10 +245,10 @@ FailureOr<Value> ChunkRewriter::emitAnchorRows(OpBuilder &b, Location loc,
                             ? tiles.sequenceStart
                             : arith::ConstantIndexOp::create(b, loc, 0);
   for (unsigned i = 0; i < 3; ++i)
-    anchorRows[i] = loadWindow(b, loc, operands[i],
-                               initial.empty() ? Value() : initial[i],
-                               tiles.batch, tiles.head, tiles.start, end, rows,
-                               sequence, sequenceStart);
+    anchorRows[i] =
+        loadWindow(b, loc, operands[i], initial.empty() ? Value() : initial[i],
+                   tiles.batch, tiles.head, tiles.start, end, rows, sequence,
+                   sequenceStart);
   // Ω is read where it is (global memory on a GPU), in its own type.
   Value omega = op.getOmega();
 
@@ -270,15 +267,15 @@ FailureOr<Value> ChunkRewriter::emitAnchorRows(OpBuilder &b, Location loc,
   Value accNum = tb.zeros({chunk, width});
   Value accDen = tb.zeros({chunk});
   Value lowestF = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(lowest));
-  Value mu = linalg::FillOp::create(b, loc, lowestF, tb.empty({chunk}))
-                 .getResult(0);
+  Value mu =
+      linalg::FillOp::create(b, loc, lowestF, tb.empty({chunk})).getResult(0);
   Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
   Value c1 = arith::ConstantIndexOp::create(b, loc, 1);
   Value cW = arith::ConstantIndexOp::create(b, loc, window);
   AffineMap id1 = b.getMultiDimIdentityMap(1);
   AffineMap id2 = b.getMultiDimIdentityMap(2);
-  AffineMap rows2 = AffineMap::get(2, 0, {b.getAffineDimExpr(0)},
-                                   b.getContext());
+  AffineMap rows2 =
+      AffineMap::get(2, 0, {b.getAffineDimExpr(0)}, b.getContext());
   using IT = IteratorType;
   bool failedEmission = false;
   auto loop = scf::ForOp::create(
@@ -327,11 +324,10 @@ FailureOr<Value> ChunkRewriter::emitAnchorRows(OpBuilder &b, Location loc,
         if (stableFeatures) {
           Value rowMax = t.generic(
               {projected},
-              linalg::FillOp::create(
-                  nb, l,
-                  Value(arith::ConstantOp::create(nb, l,
-                                                  nb.getF32FloatAttr(lowest))),
-                  t.empty({chunk}))
+              linalg::FillOp::create(nb, l,
+                                     Value(arith::ConstantOp::create(
+                                         nb, l, nb.getF32FloatAttr(lowest))),
+                                     t.empty({chunk}))
                   .getResult(0),
               {id2, rows2}, {IT::parallel, IT::reduction},
               [&](OpBuilder &eb, Location el, ValueRange args) -> Value {
@@ -351,8 +347,7 @@ FailureOr<Value> ChunkRewriter::emitAnchorRows(OpBuilder &b, Location loc,
                 return arith::MaximumFOp::create(eb, el, args[0], candidate);
               });
           rescale = t.generic(
-              {acc[2], next}, t.empty({chunk}), {id1, id1, id1},
-              {IT::parallel},
+              {acc[2], next}, t.empty({chunk}), {id1, id1, id1}, {IT::parallel},
               [&](OpBuilder &eb, Location el, ValueRange args) -> Value {
                 return math::ExpOp::create(
                     eb, el, arith::SubFOp::create(eb, el, args[0], args[1]));
@@ -378,8 +373,8 @@ FailureOr<Value> ChunkRewriter::emitAnchorRows(OpBuilder &b, Location loc,
             });
         ChunkTiles anchorTiles = tiles;
         anchorTiles.tokens[fInput] = featuresTile;
-        FailureOr<Value> num = emitOutput(t, *numPlan, anchorTiles, false,
-                                          {chunk, width});
+        FailureOr<Value> num =
+            emitOutput(t, *numPlan, anchorTiles, false, {chunk, width});
         FailureOr<Value> den = failure();
         if (succeeded(num))
           den = emitOutput(t, *denPlan, anchorTiles, false, {chunk});

@@ -125,8 +125,8 @@ ChunkRewriter::emitDeltaRule(OpBuilder &b, Location loc,
                                                   cst(eb, el, 0.0));
                 return arith::SubFOp::create(eb, el, e, args[0]);
               });
-          Value written = tensor::InsertSliceOp::create(nb, l, next, iter[0], at,
-                                                        size, one);
+          Value written = tensor::InsertSliceOp::create(nb, l, next, iter[0],
+                                                        at, size, one);
           scf::YieldOp::create(nb, l, written);
         });
     Value tri = solve.getResult(0);
@@ -137,7 +137,7 @@ ChunkRewriter::emitDeltaRule(OpBuilder &b, Location loc,
           return math::ExpOp::create(nb, l, args[0]);
         });
     parts.w = tb.matmul(tri, tb.mul(expGamma, k)); // W = T (e^Γ ⊙ K)
-    parts.u = tb.matmul(tri, v);                    // U = T V
+    parts.u = tb.matmul(tri, v);                   // U = T V
     parts.expGamma = expGamma;
     parts.gamma = gamma;
   }
@@ -152,29 +152,29 @@ ChunkRewriter::emitDeltaRule(OpBuilder &b, Location loc,
         llvm::ArrayRef<OpFoldResult>{idx(b, 1), idx(b, dk)},
         llvm::ArrayRef<OpFoldResult>{idx(b, 1), idx(b, 1)});
     AffineMap cols = AffineMap::get(2, 0, {b.getAffineDimExpr(1)}, ctx);
-    Value kTilde = tb.generic(
-        {last, gamma, k}, tb.empty({c, dk}), {cols, id2, id2, id2},
-        {IT::parallel, IT::parallel},
-        [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
-          Value decay = math::ExpOp::create(
-              nb, l, arith::SubFOp::create(nb, l, args[0], args[1]));
-          return arith::MulFOp::create(nb, l, decay, args[2]);
-        });
+    Value kTilde =
+        tb.generic({last, gamma, k}, tb.empty({c, dk}), {cols, id2, id2, id2},
+                   {IT::parallel, IT::parallel},
+                   [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+                     Value decay = math::ExpOp::create(
+                         nb, l, arith::SubFOp::create(nb, l, args[0], args[1]));
+                     return arith::MulFOp::create(nb, l, decay, args[2]);
+                   });
     Value kw = tb.matmul(kTilde, w, /*transA=*/true);
     AffineMap rows = AffineMap::get(2, 0, {b.getAffineDimExpr(0)}, ctx);
-    Value a = tb.generic(
-        {last, kw}, tb.empty({dk, dk}), {rows, id2, id2},
-        {IT::parallel, IT::parallel},
-        [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
-          Value i = linalg::IndexOp::create(nb, l, 0);
-          Value j = linalg::IndexOp::create(nb, l, 1);
-          Value diag =
-              arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq, i, j);
-          Value decay = arith::SelectOp::create(
-              nb, l, diag, math::ExpOp::create(nb, l, args[0]),
-              cst(nb, l, 0.0));
-          return arith::SubFOp::create(nb, l, decay, args[1]);
-        });
+    Value a =
+        tb.generic({last, kw}, tb.empty({dk, dk}), {rows, id2, id2},
+                   {IT::parallel, IT::parallel},
+                   [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+                     Value i = linalg::IndexOp::create(nb, l, 0);
+                     Value j = linalg::IndexOp::create(nb, l, 1);
+                     Value diag = arith::CmpIOp::create(
+                         nb, l, arith::CmpIPredicate::eq, i, j);
+                     Value decay = arith::SelectOp::create(
+                         nb, l, diag, math::ExpOp::create(nb, l, args[0]),
+                         cst(nb, l, 0.0));
+                     return arith::SubFOp::create(nb, l, decay, args[1]);
+                   });
     Value bMap = tb.matmul(kTilde, u, /*transA=*/true);
     llvm::SmallVector<Value> values(spec.components.size());
     values[*spec.findComponent("M")] = a;
@@ -184,12 +184,12 @@ ChunkRewriter::emitDeltaRule(OpBuilder &b, Location loc,
   // O = s (e^Γ ⊙ Q) S + A_qk (U − W S), A_qk = s P(Q, K) (s ≤ r).
   Value qs = tb.scale(tb.mul(expGamma, q), scale);
   Value attn = tb.scale(pairs(q, k, /*strict=*/false), scale);
-  Value delta = tb.generic(
-      {u, tb.matmul(w, carried)}, tb.empty(TileBuilder::shapeOf(u)),
-      {id2, id2, id2}, {IT::parallel, IT::parallel},
-      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
-        return arith::SubFOp::create(nb, l, args[0], args[1]);
-      });
+  Value delta =
+      tb.generic({u, tb.matmul(w, carried)}, tb.empty(TileBuilder::shapeOf(u)),
+                 {id2, id2, id2}, {IT::parallel, IT::parallel},
+                 [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+                   return arith::SubFOp::create(nb, l, args[0], args[1]);
+                 });
   Value rowsOut = tb.add(tb.matmul(qs, carried), tb.matmul(attn, delta));
   return llvm::SmallVector<Value>{rowsOut};
 }

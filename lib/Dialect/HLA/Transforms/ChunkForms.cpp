@@ -61,8 +61,7 @@ LogicalResult ChunkRewriter::rewritePhased() {
     tiles.chunk = chunk;
     tiles.length = length;
     loadTokens(b, loc, tiles, bi, start, hi, summaryInputs);
-    FailureOr<llvm::SmallVector<Value>> values =
-        emitSummaries(b, loc, tiles);
+    FailureOr<llvm::SmallVector<Value>> values = emitSummaries(b, loc, tiles);
     if (failed(values))
       return failure();
     b.setInsertionPointToStart(phase1.getTerminator().getBody());
@@ -157,9 +156,9 @@ LogicalResult ChunkRewriter::rewritePhased() {
                                      idx(b, 1)});
   }
 
-  finish(b, loc, phase3.getResult(0),
-         llvm::SmallVector<Value>(
-             carry.getResults().drop_front(carried.size())));
+  finish(
+      b, loc, phase3.getResult(0),
+      llvm::SmallVector<Value>(carry.getResults().drop_front(carried.size())));
   return success();
 }
 
@@ -188,9 +187,8 @@ LogicalResult ChunkRewriter::rewriteFused() {
     if (!llvm::is_contained(inputs, input))
       inputs.push_back(input);
 
-  auto loop = scf::ForallOp::create(b, loc,
-                                    {idx(b, sequences), idx(b, info.heads)},
-                                    inits, std::nullopt);
+  auto loop = scf::ForallOp::create(
+      b, loc, {idx(b, sequences), idx(b, info.heads)}, inits, std::nullopt);
   OpBuilder::InsertionGuard guard(b);
   Block *body = loop.getBody();
   b.setInsertionPointToStart(body);
@@ -220,15 +218,14 @@ LogicalResult ChunkRewriter::rewriteFused() {
     seqLength = arith::ConstantIndexOp::create(b, loc, info.length);
     endSlot = arith::ConstantIndexOp::create(b, loc, numChunks);
   }
-  auto rowsType = RankedTensorType::get({ShapedType::kDynamic, width},
-                                        outElement);
+  auto rowsType =
+      RankedTensorType::get({ShapedType::kDynamic, width}, outElement);
   Value rowsOut = tensor::ExtractSliceOp::create(
       b, loc, rowsType, body->getArgument(2),
       llvm::ArrayRef<OpFoldResult>{batch, first, hi, idx(b, 0)},
       llvm::ArrayRef<OpFoldResult>{idx(b, 1), seqLength, idx(b, 1),
                                    idx(b, width)},
-      llvm::ArrayRef<OpFoldResult>{idx(b, 1), idx(b, 1), idx(b, 1),
-                                   idx(b, 1)});
+      llvm::ArrayRef<OpFoldResult>{idx(b, 1), idx(b, 1), idx(b, 1), idx(b, 1)});
   FailureOr<scf::ForOp> chunks = emitChunkLoop(
       b, loc, batch, hi, firstSlot, endSlot, initialCarry(b, loc, si, hi),
       rowsOut, first, /*allComponents=*/false, inputs, si, first);
@@ -242,12 +239,11 @@ LogicalResult ChunkRewriter::rewriteFused() {
       llvm::ArrayRef<OpFoldResult>{batch, first, hi, idx(b, 0)},
       llvm::ArrayRef<OpFoldResult>{idx(b, 1), seqLength, idx(b, 1),
                                    idx(b, width)},
-      llvm::ArrayRef<OpFoldResult>{idx(b, 1), idx(b, 1), idx(b, 1),
-                                   idx(b, 1)});
+      llvm::ArrayRef<OpFoldResult>{idx(b, 1), idx(b, 1), idx(b, 1), idx(b, 1)});
   if (wantFinal)
     for (auto [i, c] : llvm::enumerate(carried))
-      insertComponent(b, loc, chunks->getResult(i), body->getArgument(3 + i),
-                      c, {si, hi});
+      insertComponent(b, loc, chunks->getResult(i), body->getArgument(3 + i), c,
+                      {si, hi});
 
   finish(b, loc, loop.getResult(0),
          llvm::SmallVector<Value>(loop.getResults().drop_front()));
@@ -311,13 +307,13 @@ LogicalResult ChunkRewriter::rewriteSegmented(int64_t segments) {
       return failure();
     b.setInsertionPointToStart(summarize.getTerminator().getBody());
     for (unsigned c = 0; c < spec.components.size(); ++c)
-      insertComponent(b, loc, chunks->getResult(c), body->getArgument(3 + c),
-                      c, {bi, si, hi});
+      insertComponent(b, loc, chunks->getResult(c), body->getArgument(3 + c), c,
+                      {bi, si, hi});
   }
 
   // 2. Every segment's outputs, from the state its predecessors leave.
-  llvm::SmallVector<Value> inits = {tensor::EmptyOp::create(
-      b, loc, outType.getShape(), outElement)};
+  llvm::SmallVector<Value> inits = {
+      tensor::EmptyOp::create(b, loc, outType.getShape(), outElement)};
   if (wantFinal)
     for (unsigned c : carried)
       inits.push_back(emptyPerRun(b, loc, c, segments));
@@ -327,8 +323,8 @@ LogicalResult ChunkRewriter::rewriteSegmented(int64_t segments) {
       inputs.push_back(input);
   llvm::SmallVector<Type> summaryTypes = componentTypes(b);
   auto readoutLoop = scf::ForallOp::create(
-      b, loc, {idx(b, info.batch), idx(b, segments), idx(b, info.heads)},
-      inits, std::nullopt);
+      b, loc, {idx(b, info.batch), idx(b, segments), idx(b, info.heads)}, inits,
+      std::nullopt);
   {
     OpBuilder::InsertionGuard guard(b);
     Block *body = readoutLoop.getBody();
@@ -349,8 +345,8 @@ LogicalResult ChunkRewriter::rewriteSegmented(int64_t segments) {
           llvm::SmallVector<Value> next = ::mlir::hla::combineCarried(
               nb, l, scan.getMonoid(), carry, summary, summaryTypes);
           for (size_t i = 0; i < k; ++i)
-            next[i] = linalg::CopyOp::create(nb, l, next[i], carry[i])
-                          .getResult(0);
+            next[i] =
+                linalg::CopyOp::create(nb, l, next[i], carry[i]).getResult(0);
           scf::YieldOp::create(nb, l, next);
         });
     auto [lo, end] = segmentBounds(b, si);
@@ -360,8 +356,8 @@ LogicalResult ChunkRewriter::rewriteSegmented(int64_t segments) {
         b, loc, arith::MulIOp::create(b, loc, end, c),
         arith::ConstantIndexOp::create(b, loc, info.length));
     Value length = arith::SubIOp::create(b, loc, last, first);
-    auto rowsType = RankedTensorType::get({ShapedType::kDynamic, width},
-                                          outElement);
+    auto rowsType =
+        RankedTensorType::get({ShapedType::kDynamic, width}, outElement);
     llvm::SmallVector<OpFoldResult> offsets = {bi, first, hi, idx(b, 0)};
     llvm::SmallVector<OpFoldResult> sizes = {idx(b, 1), length, idx(b, 1),
                                              idx(b, width)};
@@ -370,8 +366,7 @@ LogicalResult ChunkRewriter::rewriteSegmented(int64_t segments) {
         b, loc, rowsType, body->getArgument(3), offsets, sizes, strides);
     FailureOr<scf::ForOp> chunks = emitChunkLoop(
         b, loc, bi, hi, lo, end, llvm::SmallVector<Value>(before.getResults()),
-        rowsOut,
-        first, /*allComponents=*/false, inputs);
+        rowsOut, first, /*allComponents=*/false, inputs);
     if (failed(chunks))
       return failure();
     b.setInsertionPointToStart(readoutLoop.getTerminator().getBody());
@@ -395,9 +390,9 @@ LogicalResult ChunkRewriter::rewriteSegmented(int64_t segments) {
       llvm::append_range(shape, componentShapes[c]);
       finalInits.push_back(tensor::EmptyOp::create(b, loc, shape, f32));
     }
-    auto copyOut = scf::ForallOp::create(
-        b, loc, {idx(b, info.batch), idx(b, info.heads)}, finalInits,
-        std::nullopt);
+    auto copyOut =
+        scf::ForallOp::create(b, loc, {idx(b, info.batch), idx(b, info.heads)},
+                              finalInits, std::nullopt);
     {
       OpBuilder::InsertionGuard guard(b);
       Block *body = copyOut.getBody();
@@ -405,8 +400,8 @@ LogicalResult ChunkRewriter::rewriteSegmented(int64_t segments) {
       Value bi = body->getArgument(0), hi = body->getArgument(1);
       llvm::SmallVector<Value> states;
       for (auto [i, c] : llvm::enumerate(carried))
-        states.push_back(componentSlice(b, loc, readoutLoop.getResult(1 + i),
-                                        c, {bi, idx(b, segments - 1), hi}));
+        states.push_back(componentSlice(b, loc, readoutLoop.getResult(1 + i), c,
+                                        {bi, idx(b, segments - 1), hi}));
       b.setInsertionPointToStart(copyOut.getTerminator().getBody());
       for (auto [i, c] : llvm::enumerate(carried))
         insertComponent(b, loc, states[i], body->getArgument(2 + i), c,

@@ -77,8 +77,8 @@ struct HLAChunkPass : public hla::impl::HLAChunkPassBase<HLAChunkPass> {
   void runOnOperation() override {
     if (form != "phased" && form != "fused" && form != "segmented") {
       getOperation()->emitError()
-          << "hla-chunk: form must be phased, fused or segmented, got '"
-          << form << "'";
+          << "hla-chunk: form must be phased, fused or segmented, got '" << form
+          << "'";
       return signalPassFailure();
     }
     if (segments < 0 || parallelism < 1) {
@@ -112,9 +112,8 @@ struct HLAChunkPass : public hla::impl::HLAChunkPassBase<HLAChunkPass> {
     ValueRange states = info.anchor
                             ? ValueRange(info.anchor.getState())
                             : ValueRange(cast<ReadoutOp>(readout).getState());
-    MonoidAttr monoid = info.anchor
-                            ? info.anchor.getMonoid()
-                            : cast<ReadoutOp>(readout).getMonoid();
+    MonoidAttr monoid = info.anchor ? info.anchor.getMonoid()
+                                    : cast<ReadoutOp>(readout).getMonoid();
     Operation *state = states.empty() ? nullptr : states[0].getDefiningOp();
     info.scan = dyn_cast_or_null<ScanOp>(state);
     if (!info.scan || info.scan.getExclusive() || info.scan.getAxis() != 1)
@@ -125,8 +124,7 @@ struct HLAChunkPass : public hla::impl::HLAChunkPassBase<HLAChunkPass> {
                        : info.scan.getSegments()[0].getDefiningOp<SegmentOp>();
     if (!info.segment)
       return fail("the scan's segments must come from one hla.segment");
-    if (info.scan.getMonoid() != monoid ||
-        info.segment.getMonoid() != monoid)
+    if (info.scan.getMonoid() != monoid || info.segment.getMonoid() != monoid)
       return fail("segment, scan and readout must share one monoid");
     for (Value v : info.segment.getResults())
       if (!v.hasOneUse())

@@ -42,8 +42,8 @@ using Terms = std::vector<IndexTerm>;
 /// Appends `sub` (a template whose variable 0 is its attachment point) to
 /// `term`, attaching it at `attach`. A transposed factor contributes its
 /// chain reversed with every factor transposed.
-static IndexTerm splice(const IndexTerm &term, const IndexTerm &sub,
-                        int attach, bool transposed) {
+static IndexTerm splice(const IndexTerm &term, const IndexTerm &sub, int attach,
+                        bool transposed) {
   IndexTerm result = term;
   result.coeff *= sub.coeff;
   result.decayConst += sub.decayConst;
@@ -177,9 +177,8 @@ static Terms simplifyTerms(Terms terms) {
     // Collect like terms.
     Terms collected;
     for (IndexTerm &t : terms) {
-      auto it = llvm::find_if(collected, [&](const IndexTerm &c) {
-        return sameShape(c, t);
-      });
+      auto it = llvm::find_if(
+          collected, [&](const IndexTerm &c) { return sameShape(c, t); });
       if (it != collected.end())
         it->coeff += t.coeff;
       else
@@ -196,8 +195,9 @@ static Terms simplifyTerms(Terms terms) {
           continue;
         IndexTerm diagonal = canonicalize(mergeIntoParent(terms[i], x));
         for (size_t j = 0; j < terms.size(); ++j) {
-          if (j == i || std::abs(terms[j].coeff - terms[i].coeff) > 1e-12 *
-                            std::abs(terms[i].coeff) ||
+          if (j == i ||
+              std::abs(terms[j].coeff - terms[i].coeff) >
+                  1e-12 * std::abs(terms[i].coeff) ||
               !sameShape(terms[j], diagonal))
             continue;
           terms[i].vars[x].strict = false;
@@ -260,7 +260,8 @@ LogicalResult PlanBuilder::classify() {
       double value = spec.token[c].empty() ? 0.0 : 1.0;
       for (const MonoidTerm &term : spec.token[c]) {
         if (&term != &spec.token[c].front()) {
-          error = "decay component '" + slot.name + "' has a token rule with "
+          error = "decay component '" + slot.name +
+                  "' has a token rule with "
                   "several terms";
           return failure();
         }
@@ -289,7 +290,8 @@ LogicalResult PlanBuilder::classify() {
       continue;
     }
     if (slot.eyeIdentity) {
-      error = "component '" + slot.name + "' has identity 'eye' but is not a "
+      error = "component '" + slot.name +
+              "' has identity 'eye' but is not a "
               "scalar decay; matrix-valued transitions (as in KDA) need their "
               "own chunked form";
       return failure();
@@ -359,8 +361,7 @@ FailureOr<Terms> PlanBuilder::tokenTerms(unsigned y) {
         t.coeff *= spec.params[f.index].value;
         break;
       case MonoidFactor::Kind::Input:
-        t.chain.push_back(
-            {ChainFactor::Kind::Token, f.index, 0, f.transposed});
+        t.chain.push_back({ChainFactor::Kind::Token, f.index, 0, f.transposed});
         break;
       default:
         error = "token rule of '" + spec.components[y].name +
@@ -417,8 +418,8 @@ FailureOr<Terms> PlanBuilder::expandComponent(unsigned x, unsigned offset) {
         }
         continue;
       }
-      FailureOr<Terms> sum = f.side == MonoidSide::B ? tokenTerms(y)
-                                                     : expandComponent(y, 1);
+      FailureOr<Terms> sum =
+          f.side == MonoidSide::B ? tokenTerms(y) : expandComponent(y, 1);
       if (failed(sum))
         return failure();
       partial = distribute(partial, *sum, s, f.transposed);

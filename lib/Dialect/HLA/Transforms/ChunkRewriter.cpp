@@ -14,11 +14,11 @@
 #include "ChunkRewriter.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
-#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 
 #include <limits>
 
@@ -38,11 +38,10 @@ void ChunkRewriter::prepareShapes() {
   MonoidDimBinder binder;
   for (auto [c, result] : llvm::enumerate(segment.getResults())) {
     std::string ignored;
-    (void)binder.bind(spec.components[c],
-                      cast<RankedTensorType>(result.getType())
-                          .getShape()
-                          .drop_front(3),
-                      ignored);
+    (void)binder.bind(
+        spec.components[c],
+        cast<RankedTensorType>(result.getType()).getShape().drop_front(3),
+        ignored);
   }
   for (unsigned c = 0; c < spec.components.size(); ++c)
     componentShapes.push_back(
@@ -69,8 +68,7 @@ void ChunkRewriter::prepareShapes() {
   }
 }
 
-void ChunkRewriter::prepareTiles(OpBuilder &b, OpBuilder &hoist,
-                                 Location loc) {
+void ChunkRewriter::prepareTiles(OpBuilder &b, OpBuilder &hoist, Location loc) {
   // Constant tiles are built once, ahead of the chunk loops that use them.
   // Where the caller has no separate hoisting point (the fused and
   // segmented forms build them inside the (sequence, head) loop), they go
@@ -114,8 +112,8 @@ ChunkRewriter::buildChunkTable(OpBuilder &b, Location loc, Value cuSeqlens,
   Value first = offsetAt(b, loc, arith::ConstantIndexOp::create(b, loc, 0));
   Value last =
       offsetAt(b, loc, arith::ConstantIndexOp::create(b, loc, sequences));
-  Value startsAtZero = arith::CmpIOp::create(
-      b, loc, arith::CmpIPredicate::eq, first, constant(b, loc, 0));
+  Value startsAtZero = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                             first, constant(b, loc, 0));
   cf::AssertOp::create(b, loc, startsAtZero, "hla: cu_seqlens[0] must be 0");
   Value endsAtT = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, last,
                                         constant(b, loc, info.length));
@@ -139,12 +137,12 @@ ChunkRewriter::buildChunkTable(OpBuilder &b, Location loc, Value cuSeqlens,
         cf::AssertOp::create(nb, l, ordered,
                              "hla: cu_seqlens must not decrease");
         Value offset = iter[3];
-        Value offsets = tensor::InsertOp::create(nb, l, offset, iter[2],
-                                                 ValueRange{s});
+        Value offsets =
+            tensor::InsertOp::create(nb, l, offset, iter[2], ValueRange{s});
         // ceil((end - begin) / c) chunks for this sequence.
         Value length = arith::SubIOp::create(nb, l, end, begin);
-        Value count = arith::CeilDivSIOp::create(
-            nb, l, length, constant(nb, l, chunk));
+        Value count =
+            arith::CeilDivSIOp::create(nb, l, length, constant(nb, l, chunk));
         Value countIndex =
             arith::IndexCastOp::create(nb, l, nb.getIndexType(), count);
         Value s64 = arith::IndexCastOp::create(nb, l, i64, s);
@@ -175,9 +173,8 @@ ChunkRewriter::buildChunkTable(OpBuilder &b, Location loc, Value cuSeqlens,
                              ValueRange{inner.getResult(0), inner.getResult(1),
                                         offsets, next, inner.getResult(2)});
       });
-  Value offsets = tensor::InsertOp::create(b, loc, outer.getResult(3),
-                                           outer.getResult(2),
-                                           ValueRange{numSequences});
+  Value offsets = tensor::InsertOp::create(
+      b, loc, outer.getResult(3), outer.getResult(2), ValueRange{numSequences});
   return {outer.getResult(0), outer.getResult(1), offsets, outer.getResult(4)};
 }
 
@@ -209,11 +206,10 @@ Value ChunkRewriter::loadTile(OpBuilder &b, Location loc, unsigned input,
       b, loc, RankedTensorType::get(sliceShape, element), operand, offsets,
       sizes, strides);
   Value zero = arith::ConstantOp::create(b, loc, b.getFloatAttr(element, 0.0));
-  Value padded =
-      linalg::FillOp::create(
-          b, loc, zero,
-          Value(tensor::EmptyOp::create(b, loc, tileShape, element)))
-          .getResult(0);
+  Value padded = linalg::FillOp::create(
+                     b, loc, zero,
+                     Value(tensor::EmptyOp::create(b, loc, tileShape, element)))
+                     .getResult(0);
   llvm::SmallVector<OpFoldResult> zeros(tileShape.size(), idx(b, 0));
   llvm::SmallVector<OpFoldResult> insertSizes = {length};
   if (!isScalar)
@@ -225,8 +221,8 @@ Value ChunkRewriter::loadTile(OpBuilder &b, Location loc, unsigned input,
   return tb.castTo(padded, b.getF32Type());
 }
 
-std::pair<Value, Value> ChunkRewriter::chunkBounds(OpBuilder &b,
-                                                   Location loc, Value n) {
+std::pair<Value, Value> ChunkRewriter::chunkBounds(OpBuilder &b, Location loc,
+                                                   Value n) {
   if (cuSeqlens) {
     auto read = [&](Value table) -> Value {
       Value v = tensor::ExtractOp::create(b, loc, table, ValueRange{n});
@@ -309,8 +305,8 @@ ChunkRewriter::emitSummaries(OpBuilder &b, Location loc,
   TileBuilder tb(b, loc);
   llvm::SmallVector<Value> values(spec.components.size());
   for (const PlannedOutput &out : plan.summaries) {
-    FailureOr<Value> v = emitOutput(tb, out, tiles, true,
-                                    componentShapes[out.index]);
+    FailureOr<Value> v =
+        emitOutput(tb, out, tiles, true, componentShapes[out.index]);
     if (failed(v))
       return failure();
     values[out.index] = *v;
@@ -355,8 +351,7 @@ FailureOr<Value> ChunkRewriter::emitReadoutRows(OpBuilder &b, Location loc,
   Value result = num;
   if (den) {
     // num / (den + eps), row by row.
-    double eps =
-        cast<ReadoutOp>(info.readout).getEpsAttr().getValueAsDouble();
+    double eps = cast<ReadoutOp>(info.readout).getEpsAttr().getValueAsDouble();
     AffineMap id = b.getMultiDimIdentityMap(1);
     Value inverse = tb.generic(
         {den}, tb.empty({chunk}), {id, id}, {IteratorType::parallel},
@@ -379,11 +374,11 @@ Value ChunkRewriter::firstNonFiniteRow(OpBuilder &b, Location loc,
   // The row indices are small integers: exact in f32, which keeps the
   // reduction an ordinary float min.
   Value none = tb.scalar(double(chunk));
-  Value first = linalg::FillOp::create(
-                    b, loc, none,
-                    Value(tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{},
-                                                  f32)))
-                    .getResult(0);
+  Value first =
+      linalg::FillOp::create(
+          b, loc, none,
+          Value(tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{}, f32)))
+          .getResult(0);
   for (Value tile : tiles) {
     int64_t rank = cast<RankedTensorType>(tile.getType()).getRank();
     MLIRContext *ctx = b.getContext();
@@ -395,10 +390,11 @@ Value ChunkRewriter::firstNonFiniteRow(OpBuilder &b, Location loc,
         [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
           Value magnitude = math::AbsFOp::create(nb, l, args[0]);
           Value inf = arith::ConstantOp::create(
-              nb, l, nb.getF32FloatAttr(std::numeric_limits<float>::infinity()));
+              nb, l,
+              nb.getF32FloatAttr(std::numeric_limits<float>::infinity()));
           // False for NaN (unordered) and for ±inf.
-          Value finite = arith::CmpFOp::create(
-              nb, l, arith::CmpFPredicate::OLT, magnitude, inf);
+          Value finite = arith::CmpFOp::create(nb, l, arith::CmpFPredicate::OLT,
+                                               magnitude, inf);
           Value row = arith::SIToFPOp::create(
               nb, l, f32,
               arith::IndexCastOp::create(nb, l, nb.getI64Type(),
@@ -435,11 +431,11 @@ FailureOr<Value> ChunkRewriter::emitCausalRows(OpBuilder &b, Location loc,
   // (the padding rows are zeros). One multiply-add per value on the common
   // path; the first poisoned row is only looked for in the branch.
   TileBuilder tb(b, loc);
-  Value total = linalg::FillOp::create(
-                    b, loc, tb.scalar(0.0),
-                    Value(tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{},
-                                                  b.getF32Type())))
-                    .getResult(0);
+  Value total =
+      linalg::FillOp::create(b, loc, tb.scalar(0.0),
+                             Value(tensor::EmptyOp::create(
+                                 b, loc, ArrayRef<int64_t>{}, b.getF32Type())))
+          .getResult(0);
   // One sum over all tiles of a shape (q, k, v alike): one pass, and on a
   // GPU one block-wide reduction with its barriers, per shape.
   llvm::MapVector<Type, llvm::SmallVector<Value>> byShape;
@@ -449,8 +445,8 @@ FailureOr<Value> ChunkRewriter::emitCausalRows(OpBuilder &b, Location loc,
     int64_t rank = cast<RankedTensorType>(type).getRank();
     MLIRContext *ctx = b.getContext();
     llvm::SmallVector<IteratorType> its(rank, IteratorType::reduction);
-    llvm::SmallVector<AffineMap> maps(group.size(),
-                                      AffineMap::getMultiDimIdentityMap(rank, ctx));
+    llvm::SmallVector<AffineMap> maps(
+        group.size(), AffineMap::getMultiDimIdentityMap(rank, ctx));
     maps.push_back(AffineMap::get(rank, 0, {}, ctx));
     total = tb.generic(
         group, total, maps, its,
@@ -459,9 +455,10 @@ FailureOr<Value> ChunkRewriter::emitCausalRows(OpBuilder &b, Location loc,
           Value terms;
           for (Value x : args.drop_back()) {
             Value nanIfNotFinite = arith::MulFOp::create(nb, l, x, zero);
-            terms = terms ? Value(arith::AddFOp::create(nb, l, terms,
-                                                        nanIfNotFinite))
-                          : nanIfNotFinite;
+            terms =
+                terms
+                    ? Value(arith::AddFOp::create(nb, l, terms, nanIfNotFinite))
+                    : nanIfNotFinite;
           }
           return arith::AddFOp::create(nb, l, args.back(), terms);
         });
@@ -481,15 +478,14 @@ FailureOr<Value> ChunkRewriter::emitCausalRows(OpBuilder &b, Location loc,
   auto keepRowsBelow = [&](Value tile, Value bound) -> Value {
     auto type = cast<RankedTensorType>(tile.getType());
     AffineMap id = b.getMultiDimIdentityMap(type.getRank());
-    llvm::SmallVector<IteratorType> its(type.getRank(),
-                                        IteratorType::parallel);
+    llvm::SmallVector<IteratorType> its(type.getRank(), IteratorType::parallel);
     return tb.generic(
-        {tile}, tensor::EmptyOp::create(b, loc, type.getShape(),
-                                        type.getElementType()),
+        {tile},
+        tensor::EmptyOp::create(b, loc, type.getShape(), type.getElementType()),
         {id, id}, its, [&](OpBuilder &nb, Location l, ValueRange args) {
           Value row = linalg::IndexOp::create(nb, l, 0);
-          Value below = arith::CmpIOp::create(
-              nb, l, arith::CmpIPredicate::slt, row, bound);
+          Value below = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::slt,
+                                              row, bound);
           Value zero = arith::ConstantOp::create(
               nb, l, nb.getFloatAttr(type.getElementType(), 0.0));
           return arith::SelectOp::create(nb, l, below, args[0], zero);
@@ -514,16 +510,15 @@ FailureOr<Value> ChunkRewriter::emitCausalRows(OpBuilder &b, Location loc,
       {*cleanRows}, *rows, {id, id}, its,
       [&](OpBuilder &nb, Location l, ValueRange args) {
         Value row = linalg::IndexOp::create(nb, l, 0);
-        Value below = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::slt,
-                                            row, first);
+        Value below =
+            arith::CmpIOp::create(nb, l, arith::CmpIPredicate::slt, row, first);
         return arith::SelectOp::create(nb, l, below, args[0], args[1]);
       });
   scf::YieldOp::create(b, loc, merged);
   return branch.getResult(0);
 }
 
-llvm::SmallVector<Value> ChunkRewriter::initialCarry(OpBuilder &b,
-                                                     Location loc,
+llvm::SmallVector<Value> ChunkRewriter::initialCarry(OpBuilder &b, Location loc,
                                                      Value sequence,
                                                      Value head) {
   llvm::SmallVector<Value> carry;
@@ -572,8 +567,8 @@ Value ChunkRewriter::componentSlice(OpBuilder &b, Location loc, Value tensor,
   }
   llvm::SmallVector<OpFoldResult> strides(offsets.size(), idx(b, 1));
   return tensor::ExtractSliceOp::create(
-      b, loc, RankedTensorType::get(componentShapes[c], b.getF32Type()),
-      tensor, offsets, sizes, strides);
+      b, loc, RankedTensorType::get(componentShapes[c], b.getF32Type()), tensor,
+      offsets, sizes, strides);
 }
 
 void ChunkRewriter::insertComponent(OpBuilder &b, Location loc, Value value,
@@ -592,8 +587,7 @@ void ChunkRewriter::insertComponent(OpBuilder &b, Location loc, Value value,
 FailureOr<scf::ForOp> ChunkRewriter::emitChunkLoop(
     OpBuilder &b, Location loc, Value batch, Value head, Value lo, Value hi,
     llvm::ArrayRef<Value> carry, Value rows, Value first, bool allComponents,
-    llvm::ArrayRef<unsigned> inputs, Value sequence,
-    Value sequenceStart) {
+    llvm::ArrayRef<unsigned> inputs, Value sequence, Value sequenceStart) {
   RankedTensorType outType = info.outputType();
   int64_t width = outType.getDimSize(3);
   auto rowsType = RankedTensorType::get({ShapedType::kDynamic, width},
@@ -662,8 +656,8 @@ FailureOr<scf::ForOp> ChunkRewriter::emitChunkLoop(
         // fresh allocation per chunk (which bufferization could only free
         // with run-time ownership checks).
         for (size_t i = 0; i < k; ++i)
-          next[i] = linalg::CopyOp::create(nb, l, next[i], iter[i])
-                        .getResult(0);
+          next[i] =
+              linalg::CopyOp::create(nb, l, next[i], iter[i]).getResult(0);
         if (rows)
           next.push_back(written);
         scf::YieldOp::create(nb, l, next);

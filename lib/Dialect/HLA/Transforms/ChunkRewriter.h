@@ -148,7 +148,6 @@ private:
   llvm::DenseMap<Value, DeltaChunk> deltaChunks;
 
 public:
-
   /// The three-phase form (summaries, scan over chunks, readouts).
   LogicalResult rewritePhased();
   /// One loop over a sequence's chunks per (sequence, head), carrying the
@@ -169,11 +168,9 @@ private:
   /// token and length (0 for unused slots), and per sequence the offset of
   /// its first slot (N + 1 entries, the last one the number of used slots).
   /// Checks at run time that the offsets run from 0 to T without decreasing.
-  std::tuple<Value, Value, Value, Value> buildChunkTable(OpBuilder &b,
-                                                         Location loc,
-                                                  Value cuSeqlens,
-                                                  int64_t sequences,
-                                                  int64_t slots);
+  std::tuple<Value, Value, Value, Value>
+  buildChunkTable(OpBuilder &b, Location loc, Value cuSeqlens,
+                  int64_t sequences, int64_t slots);
   /// Loads the chunk's tile of token input `input` (zero beyond `length`).
   Value loadTile(OpBuilder &b, Location loc, unsigned input, Value operand,
                  Value batch, Value start, Value length, Value head);
@@ -190,8 +187,8 @@ private:
                               const ChunkTiles &tiles, bool isSummary,
                               llvm::ArrayRef<int64_t> shape);
   /// Every component's chunk summary (decay components: γ^length).
-  FailureOr<llvm::SmallVector<Value>>
-  emitSummaries(OpBuilder &b, Location loc, const ChunkTiles &tiles);
+  FailureOr<llvm::SmallVector<Value>> emitSummaries(OpBuilder &b, Location loc,
+                                                    const ChunkTiles &tiles);
   /// The readout rows of the chunk, [c, width] in the output's element
   /// type (rows beyond the chunk's length are garbage).
   FailureOr<Value> emitReadoutRows(OpBuilder &b, Location loc,
@@ -208,8 +205,7 @@ private:
                           llvm::ArrayRef<Value> tiles);
   /// KDA (SEMANTICS.md §6): the chunk's affine map (A, B) when
   /// `carried` is null, else its output rows read from the state `carried`.
-  FailureOr<llvm::SmallVector<Value>> emitDeltaRule(OpBuilder &b,
-                                                    Location loc,
+  FailureOr<llvm::SmallVector<Value>> emitDeltaRule(OpBuilder &b, Location loc,
                                                     const ChunkTiles &tiles,
                                                     Value carried);
   /// LinSimp: the rows of the chunk, summed over each query's anchor
@@ -246,13 +242,11 @@ private:
   /// of the tokens from `first` on), every chunk is read out with the state
   /// carried into it and its rows are inserted; the loop's last result is
   /// then the rows.
-  FailureOr<scf::ForOp> emitChunkLoop(OpBuilder &b, Location loc, Value batch,
-                                      Value head, Value lo, Value hi,
-                                      llvm::ArrayRef<Value> carry, Value rows,
-                                      Value first, bool allComponents,
-                                      llvm::ArrayRef<unsigned> inputs,
-                                      Value sequence = Value(),
-                                      Value sequenceStart = Value());
+  FailureOr<scf::ForOp>
+  emitChunkLoop(OpBuilder &b, Location loc, Value batch, Value head, Value lo,
+                Value hi, llvm::ArrayRef<Value> carry, Value rows, Value first,
+                bool allComponents, llvm::ArrayRef<unsigned> inputs,
+                Value sequence = Value(), Value sequenceStart = Value());
   /// Every component's f32 tensor type (a summary's, a state's).
   llvm::SmallVector<Type> componentTypes(OpBuilder &b) const;
   /// An empty [B, segments, H, component c] tensor (one value per run).

@@ -45,10 +45,10 @@ Value DecayTiles::mask(double w, bool strict) {
         Value v = linalg::IndexOp::create(nb, l, 1);
         Value diff = arith::SubIOp::create(nb, l, p, v);
         Value zero = arith::ConstantIndexOp::create(nb, l, 0);
-        Value inside = arith::CmpIOp::create(
-            nb, l, strict ? arith::CmpIPredicate::sgt
-                          : arith::CmpIPredicate::sge,
-            diff, zero);
+        Value inside = arith::CmpIOp::create(nb, l,
+                                             strict ? arith::CmpIPredicate::sgt
+                                                    : arith::CmpIPredicate::sge,
+                                             diff, zero);
         Value weight = decayOf(nb, l, diff, rate);
         Value zeroF = arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(0));
         return arith::SelectOp::create(nb, l, inside, weight, zeroF);
@@ -76,8 +76,7 @@ Value DecayTiles::fromStart(double w) {
   return result;
 }
 
-Value DecayTiles::decayOf(OpBuilder &b, Location l, Value n,
-                           double rate) {
+Value DecayTiles::decayOf(OpBuilder &b, Location l, Value n, double rate) {
   Value asInt = arith::IndexCastOp::create(b, l, b.getI64Type(), n);
   Value asFloat = arith::SIToFPOp::create(b, l, b.getF32Type(), asInt);
   Value scaled = arith::MulFOp::create(
@@ -220,9 +219,10 @@ Value TermEmitter::endWeights(double w, bool strict) {
         Value last = arith::SubIOp::create(nb, l, length, one);
         Value diff = arith::SubIOp::create(nb, l, last, v);
         Value zero = arith::ConstantIndexOp::create(nb, l, 0);
-        Value inside = arith::CmpIOp::create(
-            nb, l, strict ? arith::CmpIPredicate::sgt : arith::CmpIPredicate::sge,
-            diff, zero);
+        Value inside = arith::CmpIOp::create(nb, l,
+                                             strict ? arith::CmpIPredicate::sgt
+                                                    : arith::CmpIPredicate::sge,
+                                             diff, zero);
         Value weight = DecayTiles::decayOf(nb, l, diff, rate);
         Value zeroF = arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(0));
         return arith::SelectOp::create(nb, l, inside, weight, zeroF);
@@ -233,8 +233,8 @@ Value TermEmitter::startScalar(double w) {
   // γ^{w (E + 1)} = γ^{w · length}, as a 0-d tensor.
   OpBuilder &b = tb.getBuilder();
   Location l = tb.getLoc();
-  Value weight = DecayTiles::decayOf(b, l, tiles.length,
-                                     w * decay.getLogGamma());
+  Value weight =
+      DecayTiles::decayOf(b, l, tiles.length, w * decay.getLogGamma());
   return tensor::FromElementsOp::create(
       b, l, RankedTensorType::get({}, b.getF32Type()), ValueRange{weight});
 }
@@ -356,8 +356,8 @@ FailureOr<Value> TermEmitter::emit(const IndexTerm &term, bool isSummary) {
     else
       net.addUnary(v, decay.fromStart(u));
   }
-  double coeff = term.coeff *
-                 std::exp(decayPlan->constant * decay.getLogGamma());
+  double coeff =
+      term.coeff * std::exp(decayPlan->constant * decay.getLogGamma());
 
   // Sum out every index but the output's.
   llvm::SmallVector<int> keep;

@@ -70,8 +70,8 @@ struct HLAEmitEntryABIPass
                      llvm::StringRef signature) {
     auto callee = module.lookupSymbol<LLVM::LLVMFuncOp>(name);
     if (!callee)
-      return module.emitError() << "hla-emit-entry-abi: no lowered function '"
-                                << name << "'";
+      return module.emitError()
+             << "hla-emit-entry-abi: no lowered function '" << name << "'";
     auto [fn, rest] = signature.split('|');
     auto [inputs, outputs] = rest.split('|');
     llvm::SmallVector<llvm::SmallVector<int64_t>> shapes = shapesOf(inputs);
@@ -84,8 +84,8 @@ struct HLAEmitEntryABIPass
     auto ptr = LLVM::LLVMPointerType::get(ctx);
     auto i64 = b.getI64Type();
     auto i32 = b.getI32Type();
-    auto bodyType = LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx),
-                                                {ptr, ptr});
+    auto bodyType =
+        LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), {ptr, ptr});
     // The body unpacks the pointer arrays into memref descriptors and calls
     // the compiled function.
     auto emitBody = [&](llvm::StringRef bodyName) -> LLVM::LLVMFuncOp {
@@ -101,8 +101,8 @@ struct HLAEmitEntryABIPass
       for (auto [i, shape] : llvm::enumerate(shapes)) {
         Value array = entry->getArgument(i < numInputs ? 0 : 1);
         int64_t slot = i < numInputs ? i : i - numInputs;
-        Value address = LLVM::GEPOp::create(
-            b, loc, ptr, ptr, array, llvm::ArrayRef<LLVM::GEPArg>{slot});
+        Value address = LLVM::GEPOp::create(b, loc, ptr, ptr, array,
+                                            llvm::ArrayRef<LLVM::GEPArg>{slot});
         Value data = LLVM::LoadOp::create(b, loc, ptr, address);
         // The expanded memref descriptor: allocated, aligned, offset,
         // sizes, row-major strides.
@@ -129,7 +129,8 @@ struct HLAEmitEntryABIPass
     };
     // The exported entry runs the body through the runtime, which turns a
     // failed check (hla_abort) into a non-zero status.
-    auto runtimeCall = module.lookupSymbol<LLVM::LLVMFuncOp>("hla_runtime_call");
+    auto runtimeCall =
+        module.lookupSymbol<LLVM::LLVMFuncOp>("hla_runtime_call");
     if (!runtimeCall) {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(module.getBody());
@@ -144,11 +145,11 @@ struct HLAEmitEntryABIPass
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(block);
       Value address = LLVM::AddressOfOp::create(b, loc, body);
-      Value status = LLVM::CallOp::create(
-                         b, loc, runtimeCall,
-                         ValueRange{address, block->getArgument(0),
-                                    block->getArgument(1)})
-                         .getResult();
+      Value status =
+          LLVM::CallOp::create(
+              b, loc, runtimeCall,
+              ValueRange{address, block->getArgument(0), block->getArgument(1)})
+              .getResult();
       LLVM::ReturnOp::create(b, loc, status);
     };
     // The compiled function gets a private name: `main` would clash with

@@ -56,7 +56,8 @@ struct HLALowerAssertsPass
         std::string value = text;
         value.push_back('\0');
         global = LLVM::GlobalOp::create(
-            b, op.getLoc(), LLVM::LLVMArrayType::get(b.getI8Type(), value.size()),
+            b, op.getLoc(),
+            LLVM::LLVMArrayType::get(b.getI8Type(), value.size()),
             /*isConstant=*/true, LLVM::Linkage::Internal,
             "__hla_assert_" + std::to_string(counter++),
             b.getStringAttr(value));

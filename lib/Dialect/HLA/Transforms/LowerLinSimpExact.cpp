@@ -58,7 +58,8 @@ LogicalResult lowerExactLinSimp(LinSimpOp op, int64_t chunk) {
           dv = vType.getDimSize(3), window = op.getWindow();
   int64_t before = window - 1, c = chunk;
   int64_t chunks = (length + c - 1) / c;
-  double tau = cast<AttentionOpInterface>(op.getOperation()).getEffectiveScale();
+  double tau =
+      cast<AttentionOpInterface>(op.getOperation()).getEffectiveScale();
   Location loc = op.getLoc();
   OpBuilder b(op);
   Type f32 = b.getF32Type();
@@ -77,9 +78,10 @@ LogicalResult lowerExactLinSimp(LinSimpOp op, int64_t chunk) {
     auto type = cast<RankedTensorType>(x.getType());
     int64_t width = type.getDimSize(3);
     int64_t groups = heads / type.getDimSize(2);
-    Value kvHead = groups == 1 ? hi
-                               : Value(arith::DivUIOp::create(
-                                     nb, l, hi, cst(nb, l, groups)));
+    Value kvHead =
+        groups == 1
+            ? hi
+            : Value(arith::DivUIOp::create(nb, l, hi, cst(nb, l, groups)));
     Value lo = arith::MaxSIOp::create(nb, l, first, cst(nb, l, 0));
     Value hiRow = arith::MinSIOp::create(
         nb, l, arith::AddIOp::create(nb, l, first, cst(nb, l, rows)),
@@ -89,8 +91,8 @@ LogicalResult lowerExactLinSimp(LinSimpOp op, int64_t chunk) {
     Value at = arith::SubIOp::create(nb, l, lo, first);
     Type element = type.getElementType();
     Value slice = tensor::ExtractSliceOp::create(
-        nb, l, RankedTensorType::get({ShapedType::kDynamic, width}, element),
-        x, llvm::ArrayRef<OpFoldResult>{bi, lo, kvHead, idx(nb, 0)},
+        nb, l, RankedTensorType::get({ShapedType::kDynamic, width}, element), x,
+        llvm::ArrayRef<OpFoldResult>{bi, lo, kvHead, idx(nb, 0)},
         llvm::ArrayRef<OpFoldResult>{idx(nb, 1), count, idx(nb, 1),
                                      idx(nb, width)},
         llvm::ArrayRef<OpFoldResult>{idx(nb, 1), idx(nb, 1), idx(nb, 1),
@@ -108,7 +110,8 @@ LogicalResult lowerExactLinSimp(LinSimpOp op, int64_t chunk) {
     return TileBuilder(nb, l).castTo(tile, f32);
   };
   const float lowest = -3.0e38f;
-  AffineMap id1 = b.getMultiDimIdentityMap(1), id2 = b.getMultiDimIdentityMap(2);
+  AffineMap id1 = b.getMultiDimIdentityMap(1),
+            id2 = b.getMultiDimIdentityMap(2);
   AffineMap rows2 = AffineMap::get(2, 0, {b.getAffineDimExpr(0)}, ctx);
 
   Value outInit = tensor::EmptyOp::create(b, loc, outType.getShape(),
@@ -132,9 +135,8 @@ LogicalResult lowerExactLinSimp(LinSimpOp op, int64_t chunk) {
   Value uExt =
       rowsOf(b, loc, op.getAnchorValue(), bi, hi, haloStart, c + before);
   Value accNum = tb.zeros({c, dv}), accDen = tb.zeros({c});
-  Value mu =
-      linalg::FillOp::create(b, loc, fcst(b, loc, lowest), tb.empty({c}))
-          .getResult(0);
+  Value mu = linalg::FillOp::create(b, loc, fcst(b, loc, lowest), tb.empty({c}))
+                 .getResult(0);
   auto windowLoop = scf::ForOp::create(
       b, loc, cst(b, loc, 0), cst(b, loc, window), cst(b, loc, 1),
       ValueRange{accNum, accDen, mu},
@@ -208,14 +210,16 @@ LogicalResult lowerExactLinSimp(LinSimpOp op, int64_t chunk) {
                   {IT::parallel},
                   [&](OpBuilder &eb, Location el, ValueRange args) -> Value {
                     return math::ExpOp::create(
-                        eb, el, arith::SubFOp::create(eb, el, args[0], args[1]));
+                        eb, el,
+                        arith::SubFOp::create(eb, el, args[0], args[1]));
                   });
               Value weights = kt.generic(
                   {scores, next}, kt.empty({c, c}), {id2, rows2, id2},
                   {IT::parallel, IT::parallel},
                   [&](OpBuilder &eb, Location el, ValueRange args) -> Value {
                     Value e = math::ExpOp::create(
-                        eb, el, arith::SubFOp::create(eb, el, args[0], args[1]));
+                        eb, el,
+                        arith::SubFOp::create(eb, el, args[0], args[1]));
                     return arith::SelectOp::create(eb, el, inside(eb, el), e,
                                                    fcst(eb, el, 0.0));
                   });
@@ -232,13 +236,14 @@ LogicalResult lowerExactLinSimp(LinSimpOp op, int64_t chunk) {
                   {weights, v}, kt.zeros({c, dv}), {ij, jn, in},
                   {IT::parallel, IT::parallel, IT::reduction},
                   [&](OpBuilder &eb, Location el, ValueRange args) -> Value {
-                    Value term = arith::MulFOp::create(eb, el, args[0], args[1]);
+                    Value term =
+                        arith::MulFOp::create(eb, el, args[0], args[1]);
                     Value kept = arith::SelectOp::create(
                         eb, el, inside(eb, el, 2), term, fcst(eb, el, 0.0));
                     return arith::AddFOp::create(eb, el, args[2], kept);
                   });
-              Value num = kt.add(kt.scaleRows(inner[0], rescale),
-                                 kt.mul(u, weighted));
+              Value num =
+                  kt.add(kt.scaleRows(inner[0], rescale), kt.mul(u, weighted));
               Value rowSums = kt.generic(
                   {weights}, kt.zeros({c}), {id2, rows2},
                   {IT::parallel, IT::reduction},
@@ -275,8 +280,7 @@ LogicalResult lowerExactLinSimp(LinSimpOp op, int64_t chunk) {
       b, loc, realRows, body->getArgument(3),
       llvm::ArrayRef<OpFoldResult>{bi, start, hi, idx(b, 0)},
       llvm::ArrayRef<OpFoldResult>{idx(b, 1), valid, idx(b, 1), idx(b, dv)},
-      llvm::ArrayRef<OpFoldResult>{idx(b, 1), idx(b, 1), idx(b, 1),
-                                   idx(b, 1)});
+      llvm::ArrayRef<OpFoldResult>{idx(b, 1), idx(b, 1), idx(b, 1), idx(b, 1)});
   op.getOutput().replaceAllUsesWith(loop.getResult(0));
   op.erase();
   return success();

@@ -94,8 +94,8 @@ struct HLARecordSignaturesPass
         }
         continue;
       }
-      signatures.push_back(b.getNamedAttr(func.getSymName(),
-                                          b.getStringAttr(text)));
+      signatures.push_back(
+          b.getNamedAttr(func.getSymName(), b.getStringAttr(text)));
     }
     module->setAttr("hla.signatures", b.getDictionaryAttr(signatures));
   }
