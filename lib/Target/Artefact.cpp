@@ -194,16 +194,37 @@ static LogicalResult writeFile(llvm::StringRef path, llvm::StringRef data,
   return success();
 }
 
+/// The bytes of spill stores plus spill loads ptxas -v reports in `log`
+/// ("... N bytes spill stores, M bytes spill loads" per function).
+static int64_t spilledBytes(llvm::StringRef log) {
+  int64_t total = 0;
+  llvm::SmallVector<llvm::StringRef> lines;
+  log.split(lines, '\n');
+  for (llvm::StringRef line : lines)
+    for (llvm::StringRef what : {" bytes spill stores", " bytes spill loads"}) {
+      size_t at = line.find(what);
+      if (at == llvm::StringRef::npos)
+        continue;
+      llvm::StringRef before = line.take_front(at).rtrim();
+      int64_t bytes = 0;
+      if (!before.substr(before.find_last_of(' ') + 1).getAsInteger(10, bytes))
+        total += bytes;
+    }
+  return total;
+}
+
 /// Assembles every kernel module's PTX with ptxas (-v), keeping the log at
 /// `logPath`, and replaces the PTX objects with the cubins. Fails on
-/// register spills and on ptxas's warnings that wgmma was serialized
-/// (C7510, C7511, C7515). `ptx` receives the PTX of every module.
+/// register spills (their bytes, from ptxas's -v numbers, in `spills`) and
+/// on ptxas's warnings that wgmma was serialized (C7510, C7511, C7515).
+/// `ptx` receives the PTX of every module.
 static LogicalResult assembleKernels(ModuleOp module,
                                      const CUDAPipelineOptions &cuda,
                                      llvm::StringRef logPath,
                                      llvm::SmallVectorImpl<std::string> &ptx,
                                      llvm::SmallVectorImpl<std::string> &cubins,
-                                     std::string &error) {
+                                     int64_t &spills, std::string &error) {
+  spills = 0;
   std::string ptxas = cuda.toolkit + "/bin/ptxas";
   if (!llvm::sys::fs::can_execute(ptxas)) {
     error = "ptxas not found at '" + ptxas +
@@ -260,19 +281,11 @@ static LogicalResult assembleKernels(ModuleOp module,
                   moduleLog;
           return failure();
         }
-      llvm::SmallVector<llvm::StringRef> lines;
-      llvm::StringRef(moduleLog).split(lines, '\n');
-      for (llvm::StringRef line : lines) {
-        size_t at = line.find(" bytes spill stores");
-        if (at == llvm::StringRef::npos)
-          continue;
-        llvm::StringRef before = line.take_front(at).rtrim();
-        llvm::StringRef count = before.substr(before.find_last_of(' ') + 1);
-        if (count != "0") {
-          error = "registers spill in kernel module '" +
-                  binary.getName().str() + "':\n" + moduleLog;
-          return failure();
-        }
+      spills = spilledBytes(moduleLog);
+      if (spills) {
+        error = "registers spill in kernel module '" + binary.getName().str() +
+                "' (" + std::to_string(spills) + " bytes):\n" + moduleLog;
+        return failure();
       }
       auto cubin = llvm::MemoryBuffer::getFile(cubinPath, /*IsText=*/false);
       if (!cubin) {
@@ -533,6 +546,7 @@ LogicalResult mlir::hla::compileToArtefact(ModuleOp module,
       return failure();
   }
   llvm::SmallVector<std::string> ptx, cubins;
+  int64_t spills = 0;
   if (options.emit == "ptx") {
     // The PTX as generated, before ptxas judges it (for inspection).
     module.walk([&](gpu::BinaryOp binary) {
@@ -541,9 +555,8 @@ LogicalResult mlir::hla::compileToArtefact(ModuleOp module,
     });
   } else if (TimingScope assembly = phase(options, "ptxas");
              failed(assembleKernels(module, pipeline, options.ptxasLog, ptx,
-                                    cubins, error))) {
-    if (pipeline.tma != "auto" ||
-        error.find("registers spill") == std::string::npos)
+                                    cubins, spills, error))) {
+    if (pipeline.tma != "auto" || spills == 0)
       return fail(error);
     module.getBodyRegion().takeBody(pristine->getBodyRegion());
     module->setAttrs(pristine.get()->getAttrDictionary());
@@ -556,9 +569,22 @@ LogicalResult mlir::hla::compileToArtefact(ModuleOp module,
     if (failed(buildDevice(pipeline)))
       return failure();
     if (failed(assembleKernels(module, pipeline, options.ptxasLog, ptx, cubins,
-                               error)))
+                               spills, error)))
       return fail(error);
   }
+  // The search's decision: the device pipeline with exactly these options
+  // (hla-opt --hla-cuda-pipeline="...") rebuilds these kernels. Recorded on
+  // the module and, for hla-opt, reported.
+  if (pipeline.schedule == "auto")
+    pipeline.schedule = "segmented"; // what auto is, once the search kept it
+  std::string decided;
+  llvm::raw_string_ostream decidedStream(decided);
+  pipeline.print(decidedStream);
+  decided = llvm::StringRef(decided).trim().trim("{}").str();
+  module->setAttr("hla.cuda_options",
+                  StringAttr::get(module.getContext(), decided));
+  if (options.reportCUDAOptions)
+    module.emitRemark() << "hla.cuda_options = \"" << decided << "\"";
   if (options.emit == "ptx" || options.emit == "cubin") {
     llvm::SmallVectorImpl<std::string> &texts =
         options.emit == "ptx" ? ptx : cubins;

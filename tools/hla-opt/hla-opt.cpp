@@ -155,6 +155,7 @@ static int compileArtefact(llvm::StringRef inputPath,
   if (target == "cuda")
     options.ptxasLog = outputPath.str() + ".ptxas.log";
   options.passManagerCLOptions = true;
+  options.reportCUDAOptions = true;
   // --mlir-timing: every phase of the compile, passes one by one.
   mlir::DefaultTimingManager timing;
   mlir::applyDefaultTimingManagerCLOptions(timing);

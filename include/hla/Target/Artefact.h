@@ -58,6 +58,9 @@ struct ArtefactOptions {
   /// ../lib (right for hla-opt and libHLACAPI.so; an embedder linking hla
   /// statically passes the install's, HLA_RUNTIME_LIBRARY_DIR in CMake).
   std::string runtimeDirectory;
+  /// CUDA: report the options the schedule search settled on (also kept as
+  /// the module's `hla.cuda_options`) as a remark.
+  bool reportCUDAOptions = false;
   /// Where ptxas's -v log of the kernels goes ("" = nowhere).
   std::string ptxasLog;
   /// When set, every phase (the pipelines' passes, ptxas, LLVM's -O3 and

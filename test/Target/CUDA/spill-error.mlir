@@ -8,7 +8,7 @@
 // since its decay masks are built once per (sequence, head) rather than in
 // every chunk.)
 
-// CHECK: error: hla-opt: registers spill in kernel module 'main_kernel':
+// CHECK: error: hla-opt: registers spill in kernel module 'main_kernel' ({{[1-9][0-9]*}} bytes):
 // CHECK: Compiling entry function 'main_kernel' for 'sm_90a'
 // CHECK: bytes spill stores
 func.func @main(%q: tensor<1x100x2x64xbf16>, %k: tensor<1x100x2x64xbf16>, %v: tensor<1x100x2x64xbf16>) -> tensor<1x100x2x64xbf16> {
