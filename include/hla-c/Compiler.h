@@ -14,12 +14,13 @@
  *     fprintf(stderr, "%s", diagnostics);
  *   hlaFreeString(diagnostics);
  *
- * The options string holds space-separated key=value pairs: chunk-size,
- * chunk-form (phased|fused|segmented), segments (runs of chunks per sequence
- * of the segmented form; 0 = chosen for the target), ptxas-log (cuda: a file
- * for ptxas's -v report), schedule (cpu: auto|sequential|blelloch; cuda:
- * auto|persistent|segmented), scan-threads, vectorize (true|false)
- * and entry (the function an executable runs). An unknown key is an error.
+ * The options string holds space-separated key=value pairs, the options
+ * hla-opt takes as flags (`hla-opt --help`, "hla artefact options";
+ * hlaCompileOptionNames lists the keys): chunk-size, chunk-form, schedule,
+ * segments, causal-isolation, linsimp-stable-features, scan-threads,
+ * vectorize, cuda-chip, cuda-features, cuda-mma, cuda-threads, cuda-toolkit,
+ * entry, ptxas-log, runtime-dir. A bad value or an unknown key is an
+ * error that names it.
  */
 
 #ifndef HLA_C_COMPILER_H
@@ -47,6 +48,10 @@ extern "C" {
 HLA_CAPI_EXPORTED bool hlaCompile(const char *irText, const char *target,
                                   const char *emit, const char *options,
                                   const char *outputPath, char **diagnostics);
+
+/* The keys hlaCompile's options string takes, space-separated (the same
+ * options hla-opt takes as flags: lib/Target/ArtefactOptions.cpp). */
+HLA_CAPI_EXPORTED const char *hlaCompileOptionNames(void);
 
 /* Releases a string returned by this API. NULL is allowed. */
 HLA_CAPI_EXPORTED void hlaFreeString(char *string);

@@ -1,4 +1,5 @@
-//===- Compiler.cpp - Coarse C entry points of the hla compiler ---*- C++ -*-===//
+//===- Compiler.cpp - Coarse C entry points of the hla compiler ---*- C++
+//-*-===//
 //
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
@@ -12,8 +13,8 @@
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Diagnostics.h"
-#include "mlir/IR/Location.h"
 #include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/Location.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "llvm/ADT/StringExtras.h"
@@ -34,68 +35,6 @@ static char *copyToC(llvm::StringRef text) {
   std::memcpy(copy, text.data(), text.size());
   copy[text.size()] = '\0';
   return copy;
-}
-
-/// Fills `options` from "key=value key=value"; on a bad pair, says why in
-/// `error`.
-static LogicalResult parseOptions(llvm::StringRef text,
-                                  hla::ArtefactOptions &options,
-                                  std::string &error) {
-  llvm::SmallVector<llvm::StringRef> pairs;
-  llvm::SplitString(text, pairs, " \t\n");
-  for (llvm::StringRef pair : pairs) {
-    llvm::StringRef key, value;
-    std::tie(key, value) = pair.split('=');
-    if (value.empty()) {
-      error = "option '" + pair.str() + "' is not of the form key=value";
-      return failure();
-    }
-    auto integer = [&](int64_t &out, int64_t min) -> LogicalResult {
-      if (value.getAsInteger(10, out) || out < min) {
-        error = "option '" + key.str() + "' needs an integer >= " +
-                std::to_string(min) + ", not '" + value.str() + "'";
-        return failure();
-      }
-      return success();
-    };
-    if (key == "chunk-size") {
-      if (failed(integer(options.chunkSize, 1)))
-        return failure();
-    } else if (key == "segments") {
-      if (failed(integer(options.segments, 0)))
-        return failure();
-    } else if (key == "scan-threads") {
-      if (failed(integer(options.threads, 1)))
-        return failure();
-    } else if (key == "chunk-form") {
-      if (value != "phased" && value != "fused" && value != "segmented") {
-        error = "option 'chunk-form' needs phased, fused or segmented, not '" +
-                value.str() + "'";
-        return failure();
-      }
-      options.chunkForm = value.str();
-    } else if (key == "ptxas-log") {
-      options.ptxasLog = value.str();
-    } else if (key == "schedule") {
-      options.schedule = value.str();
-    } else if (key == "entry") {
-      options.entry = value.str();
-    } else if (key == "vectorize" || key == "causal-isolation") {
-      if (value != "true" && value != "false") {
-        error = "option '" + key.str() + "' needs true or false, not '" +
-                value.str() + "'";
-        return failure();
-      }
-      (key == "vectorize" ? options.vectorize : options.causalIsolation) =
-          value == "true";
-    } else {
-      error = "unknown option '" + key.str() +
-              "' (known: chunk-size, chunk-form, segments, schedule, "
-              "scan-threads, vectorize, causal-isolation, entry, ptxas-log)";
-      return failure();
-    }
-  }
-  return success();
 }
 
 /// Renders a diagnostic the way hla-opt prints it: "loc: error: message",
@@ -119,8 +58,7 @@ static void printDiagnostic(Diagnostic &diag, llvm::raw_ostream &os) {
        << fileLoc.getColumn();
   else
     os << diag.getLocation();
-  os << ": " << severity(diag.getSeverity()) << ": "
-     << diag.str() << "\n";
+  os << ": " << severity(diag.getSeverity()) << ": " << diag.str() << "\n";
   for (Diagnostic &note : diag.getNotes())
     printDiagnostic(note, os);
 }
@@ -146,7 +84,8 @@ bool hlaCompile(const char *irText, const char *target, const char *emit,
   artefact.emit = emit;
   artefact.outputPath = outputPath;
   std::string error;
-  if (failed(parseOptions(options ? options : "", artefact, error))) {
+  if (failed(
+          hla::parseArtefactOptions(options ? options : "", artefact, error))) {
     os << "hlaCompile: " << error << "\n";
     return finish(false);
   }
@@ -172,6 +111,16 @@ bool hlaCompile(const char *irText, const char *target, const char *emit,
 }
 
 void hlaFreeString(char *string) { std::free(string); }
+
+const char *hlaCompileOptionNames(void) {
+  static const std::string names = [] {
+    std::string all;
+    for (const hla::ArtefactKnob &knob : hla::getArtefactKnobs())
+      all += (all.empty() ? "" : " ") + knob.name;
+    return all;
+  }();
+  return names.c_str();
+}
 
 const char *hlaCompilerVersion(void) {
   return "hla " HLA_VERSION " (LLVM " LLVM_VERSION_STRING ")";

@@ -182,6 +182,8 @@ def load():
         lib.hlaFreeString.argtypes = [ctypes.c_void_p]
         lib.hlaCompilerVersion.restype = ctypes.c_char_p
         lib.hlaCompilerVersion.argtypes = []
+        lib.hlaCompileOptionNames.restype = ctypes.c_char_p
+        lib.hlaCompileOptionNames.argtypes = []
         _loaded = (path, lib)
         return lib
 

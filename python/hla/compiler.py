@@ -81,6 +81,23 @@ def cache_dir():
     return path
 
 
+# The keywords of hla.compile: hlaCompile's options (lib/Target/
+# ArtefactOptions.cpp, whose keys are these with '-' for '_'; a test keeps the
+# two lists equal). Checked here for type and range so that a typo is a
+# TypeError/ValueError naming the keyword before anything is compiled; the
+# compiler checks values again.
+_OPTIONS = {
+    "chunk_size": ("int", 1), "segments": ("int", 0), "scan_threads": ("int", 1),
+    "cuda_threads": ("int", 32),
+    "schedule": ("schedule",), "chunk_form": ("choice", CHUNK_FORMS),
+    "cuda_mma": ("choice", ("auto", "wgmma", "mma.sync")),
+    "vectorize": ("bool",), "causal_isolation": ("bool",),
+    "linsimp_stable_features": ("bool",),
+    "cuda_chip": ("str",), "cuda_features": ("str",), "cuda_toolkit": ("str",),
+    "entry": ("str",), "ptxas_log": ("str",), "runtime_dir": ("str",),
+}
+
+
 def _normalise_options(options, target="cpu"):
     """Python keywords -> hlaCompile's "key=value" pairs, validated here so
     that a typo is a TypeError/ValueError naming the keyword."""
@@ -88,32 +105,34 @@ def _normalise_options(options, target="cpu"):
     for key, value in options.items():
         if value is None:
             continue
-        if key in ("chunk_size", "scan_threads"):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"hla.compile: {key} must be an integer >= 1, got {value!r}")
-            pairs[key.replace("_", "-")] = str(int(value))
-        elif key == "segments":
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ValueError(f"hla.compile: segments must be an integer >= 0, got {value!r}")
-            pairs["segments"] = str(int(value))
-        elif key == "schedule":
+        if key not in _OPTIONS:
+            raise TypeError(f"hla.compile: unknown option {key!r} (known: "
+                            f"{', '.join(_OPTIONS)})")
+        kind = _OPTIONS[key]
+        if kind[0] == "int":
+            if isinstance(value, bool) or not isinstance(value, int) or value < kind[1]:
+                raise ValueError(f"hla.compile: {key} must be an integer >= {kind[1]}, "
+                                 f"got {value!r}")
+            text = str(int(value))
+        elif kind[0] == "schedule":
             if value not in SCHEDULES[target]:
                 raise ValueError(f"hla.compile: schedule must be one of {SCHEDULES[target]} "
                                  f"for target {target!r}, got {value!r}")
-            pairs["schedule"] = value
-        elif key == "chunk_form":
-            if value not in CHUNK_FORMS:
-                raise ValueError(f"hla.compile: chunk_form must be one of {CHUNK_FORMS}, "
-                                 f"got {value!r}")
-            pairs["chunk-form"] = value
-        elif key in ("vectorize", "causal_isolation"):
+            text = value
+        elif kind[0] == "choice":
+            if value not in kind[1]:
+                raise ValueError(f"hla.compile: {key} must be one of {kind[1]}, got {value!r}")
+            text = value
+        elif kind[0] == "bool":
             if not isinstance(value, bool):
                 raise ValueError(f"hla.compile: {key} must be True or False, got {value!r}")
-            pairs[key.replace("_", "-")] = "true" if value else "false"
+            text = "true" if value else "false"
         else:
-            raise TypeError(f"hla.compile: unknown option {key!r} (known: chunk_size, "
-                            f"chunk_form, segments, schedule, scan_threads, vectorize, "
-                            f"causal_isolation)")
+            if not isinstance(value, str) or any(c.isspace() for c in value) or not value:
+                raise ValueError(f"hla.compile: {key} must be a non-empty string without "
+                                 f"spaces, got {value!r}")
+            text = value
+        pairs[key.replace("_", "-")] = text
     return dict(sorted(pairs.items()))
 
 

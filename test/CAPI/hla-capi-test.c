@@ -1,4 +1,4 @@
-/*===- hla-capi-test.c - Exercise libHLACAPI from C ----------------*- C -*-===*\
+/*===- hla-capi-test.c - Exercise libHLACAPI from C ---------------*- C -*-===*\
 |*                                                                            *|
 |* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception                    *|
 |*                                                                            *|
@@ -52,8 +52,8 @@ static int testDialectAndPasses(void) {
   printf("namespace %.*s loaded %d\n", (int)ns.length, ns.data,
          !mlirDialectIsNull(hla));
 
-  MlirModule module = mlirModuleCreateParse(
-      ctx, mlirStringRefCreateFromCString(kHla2Module));
+  MlirModule module =
+      mlirModuleCreateParse(ctx, mlirStringRefCreateFromCString(kHla2Module));
   if (mlirModuleIsNull(module)) {
     printf("parse failed\n");
     return 1;
@@ -106,8 +106,8 @@ static int testPipelineParsing(void) {
 
 /* SEMANTICS.md's masked hla2 without decay, in float64, from its definition:
  * o_t = sum_{j<=t} sum_{i<=j} (q_t . k_i)(q_j . k_i) v_j. */
-static void referenceHla2(const float *q, const float *k, const float *v,
-                          int T, int d, double *o) {
+static void referenceHla2(const float *q, const float *k, const float *v, int T,
+                          int d, double *o) {
   for (int t = 0; t < T; ++t)
     for (int c = 0; c < d; ++c) {
       double acc = 0;
@@ -225,7 +225,7 @@ static int testDiagnostics(const char *workdir) {
 // CHECK: syntax: ok 0
 // CHECK-NEXT: <input>:1:14: error: expected non-function type
 // CHECK: option: ok 0
-// CHECK-NEXT: hlaCompile: option 'chunk-size' needs an integer >= 1, not '0'
+// CHECK-NEXT: hlaCompile: option 'chunk-size' needs an integer in [1, 1048576], not '0'
 // CHECK: unknown option: ok 0
 // CHECK-NEXT: hlaCompile: unknown option 'tile'
 // CHECK: target: ok 0

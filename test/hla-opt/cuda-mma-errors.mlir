@@ -4,7 +4,7 @@
 // Tests hla-opt's diagnostics for --cuda-mma: an unknown instruction, and
 // wgmma on a chip that does not have it.
 
-// UNKNOWN: error: hla-opt: --cuda-mma=hmma is not a tensor-core instruction (auto, wgmma, mma.sync)
+// UNKNOWN: error: hla-opt: option 'cuda-mma' needs one of auto, wgmma, mma.sync, not 'hmma'
 // CHIP: error: hla-opt: --cuda-mma=wgmma needs --cuda-chip=sm_90a (got sm_80)
 func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
   return %x : tensor<4xf32>

@@ -42,70 +42,25 @@ llvm::cl::opt<std::string>
 llvm::cl::opt<std::string>
     target("hla-target", llvm::cl::desc("Artefact target: cpu or cuda"),
            llvm::cl::init("cpu"), llvm::cl::cat(artefactCategory));
-llvm::cl::opt<std::string>
-    entry("entry", llvm::cl::desc("The function an executable runs"),
-          llvm::cl::init("main"), llvm::cl::cat(artefactCategory));
-llvm::cl::opt<int64_t>
-    chunkSize("chunk-size",
-              llvm::cl::desc("Tokens per chunk (default: 64 for CPUs, 32 "
-                             "for CUDA)"),
-              llvm::cl::init(0), llvm::cl::cat(artefactCategory));
-llvm::cl::opt<std::string>
-    chunkForm("chunk-form",
-              llvm::cl::desc("CPU: chunked form: phased, fused or segmented"),
-              llvm::cl::init("phased"), llvm::cl::cat(artefactCategory));
-llvm::cl::opt<std::string>
-    schedule("schedule",
-             llvm::cl::desc("CPU: scan over chunks (sequential, blelloch, "
-                            "auto); CUDA: kernel schedule (persistent, "
-                            "segmented, auto)"),
-             llvm::cl::init("auto"), llvm::cl::cat(artefactCategory));
-llvm::cl::opt<bool> stableFeatures(
-    "linsimp-stable-features",
-    llvm::cl::desc("LinSimp: shift anchor-feature exponents by each query's "
-                   "running maximum (cancels exactly; off to compare)"),
-    llvm::cl::init(true), llvm::cl::cat(artefactCategory));
-llvm::cl::opt<bool> causalIsolation(
-    "causal-isolation",
-    llvm::cl::desc("Outputs before a token holding NaN or inf stay finite (a "
-                   "chunk holding one is read out a second time)"),
-    llvm::cl::init(true), llvm::cl::cat(artefactCategory));
-llvm::cl::opt<int64_t> segments(
-    "segments",
-    llvm::cl::desc("Segmented form/schedule: runs of chunks per sequence (0: "
-                   "chosen for the target)"),
-    llvm::cl::init(0), llvm::cl::cat(artefactCategory));
-llvm::cl::opt<int64_t>
-    threads("scan-threads",
-            llvm::cl::desc("Threads the auto scan schedule plans for"),
-            llvm::cl::init(2), llvm::cl::cat(artefactCategory));
-llvm::cl::opt<bool> vectorize("vectorize",
-                              llvm::cl::desc("Tile and vectorise chunk math"),
-                              llvm::cl::init(true),
-                              llvm::cl::cat(artefactCategory));
-llvm::cl::opt<std::string> cudaChip("cuda-chip",
-                                    llvm::cl::desc("CUDA: GPU architecture"),
-                                    llvm::cl::init("sm_90a"),
-                                    llvm::cl::cat(artefactCategory));
-llvm::cl::opt<std::string> cudaFeatures("cuda-features",
-                                        llvm::cl::desc("CUDA: PTX features"),
-                                        llvm::cl::init("+ptx80"),
-                                        llvm::cl::cat(artefactCategory));
-llvm::cl::opt<std::string> cudaMma(
-    "cuda-mma",
-    llvm::cl::desc("CUDA: tensor-core instruction of chunk contractions "
-                   "(auto: wgmma on sm_90a, mma.sync elsewhere; wgmma; "
-                   "mma.sync)"),
-    llvm::cl::init("auto"), llvm::cl::cat(artefactCategory));
-llvm::cl::opt<int64_t> cudaThreads(
-    "cuda-threads",
-    llvm::cl::desc("CUDA: threads per thread block (a multiple of 128 for "
-                   "wgmma)"),
-    llvm::cl::init(256), llvm::cl::cat(artefactCategory));
-llvm::cl::opt<std::string>
-    cudaToolkit("cuda-toolkit",
-                llvm::cl::desc("CUDA: toolkit root (ptxas, libdevice)"),
-                llvm::cl::init(""), llvm::cl::cat(artefactCategory));
+/// The artefact options (lib/Target/ArtefactOptions.cpp lists them), one
+/// flag each; given ones are handed to the same parser the C API uses.
+std::vector<std::unique_ptr<llvm::cl::opt<std::string>>> knobFlags;
+
+void registerKnobFlags() {
+  // The options keep references to their names and help texts.
+  static const std::vector<mlir::hla::ArtefactKnob> knobs = [] {
+    std::vector<mlir::hla::ArtefactKnob> all = mlir::hla::getArtefactKnobs();
+    for (mlir::hla::ArtefactKnob &knob : all)
+      knob.help += " (default: " +
+                   (knob.defaultValue.empty() ? "none" : knob.defaultValue) +
+                   ")";
+    return all;
+  }();
+  for (const mlir::hla::ArtefactKnob &knob : knobs)
+    knobFlags.push_back(std::make_unique<llvm::cl::opt<std::string>>(
+        llvm::StringRef(knob.name), llvm::cl::desc(knob.help),
+        llvm::cl::ValueOptional, llvm::cl::cat(artefactCategory)));
+}
 } // namespace
 
 /// Parses the input and compiles it to the requested artefact.
@@ -134,26 +89,19 @@ static int compileArtefact(llvm::StringRef inputPath,
   options.target = target;
   options.emit = emit;
   options.outputPath = outputPath.str();
-  options.entry = entry;
-  // An explicit value is the user's (0 included, which is refused); else
-  // the target's default.
-  options.chunkSize =
-      chunkSize.getNumOccurrences() ? chunkSize : (target == "cuda" ? 32 : 64);
-  options.schedule = schedule;
-  options.chunkForm = chunkForm;
-  options.segments = segments;
-  options.stableFeatures = stableFeatures;
-  options.causalIsolation = causalIsolation;
-  options.threads = threads;
-  options.vectorize = vectorize;
-  options.cudaChip = cudaChip;
-  options.cudaFeatures = cudaFeatures;
-  options.cudaMma = cudaMma;
-  options.cudaThreads = cudaThreads;
-  options.cudaToolkit = cudaToolkit;
   // ptxas's register and spill report, kept beside the artefact.
   if (target == "cuda")
     options.ptxasLog = outputPath.str() + ".ptxas.log";
+  for (const auto &flag : knobFlags) {
+    if (!flag->getNumOccurrences())
+      continue;
+    std::string error;
+    if (mlir::failed(mlir::hla::setArtefactOption(flag->ArgStr, *flag, options,
+                                                  error))) {
+      llvm::errs() << "error: hla-opt: " << error << "\n";
+      return 1;
+    }
+  }
   options.passManagerCLOptions = true;
   options.reportCUDAOptions = true;
   // --mlir-timing: every phase of the compile, passes one by one.
@@ -166,6 +114,7 @@ static int compileArtefact(llvm::StringRef inputPath,
 }
 
 int main(int argc, char **argv) {
+  registerKnobFlags();
   mlir::hla::registerAllPasses();
   // Test-only passes (test/lib), for FileCheck tests of internals.
   mlir::hla::test::registerTestMonoidPass();

@@ -14,6 +14,7 @@
 #include "mlir/Support/Timing.h"
 
 #include <string>
+#include <vector>
 
 namespace mlir::hla {
 
@@ -71,6 +72,26 @@ struct ArtefactOptions {
   /// registers them.
   bool passManagerCLOptions = false;
 };
+
+/// One option of an artefact compile as hla-opt lists it: the flag's name
+/// (also the key of the C API's options string), its help and the default.
+struct ArtefactKnob {
+  std::string name, help, defaultValue;
+};
+
+/// Every option an artefact compile takes (ArtefactOptions.cpp is their
+/// one home): hla-opt's flags, the C API's and Python's keys.
+std::vector<ArtefactKnob> getArtefactKnobs();
+
+/// Sets option `key` from its textual `value`, validated; on failure,
+/// `error` names the key and what it needs.
+LogicalResult setArtefactOption(llvm::StringRef key, llvm::StringRef value,
+                                ArtefactOptions &options, std::string &error);
+
+/// Sets the options of "key=value key=value ..." (setArtefactOption each).
+LogicalResult parseArtefactOptions(llvm::StringRef text,
+                                   ArtefactOptions &options,
+                                   std::string &error);
 
 /// Runs the target's pipeline on `module` and writes the artefact. Reports
 /// problems as diagnostics on the module (or its ops) and returns failure.

@@ -1,0 +1,195 @@
+//===- ArtefactOptions.cpp - The knobs of an artefact compile --------------===//
+//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// The one list of the options an artefact compile takes: hla-opt makes its
+// flags from it (--chunk-size=...), the C API parses its options string with
+// it ("chunk-size=... cuda-mma=..."), and the Python package passes its
+// keywords through to that string. A knob has one name, one meaning, one
+// validation and one default everywhere.
+//
+//===----------------------------------------------------------------------===//
+
+#include "hla/Target/Artefact.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+
+#include <functional>
+
+using namespace mlir;
+using namespace mlir::hla;
+
+namespace {
+
+using Setter = std::function<LogicalResult(llvm::StringRef value,
+                                           ArtefactOptions &options,
+                                           std::string &error)>;
+
+struct Knob {
+  const char *name;
+  const char *help;
+  /// The value hla-opt shows as the default (what ArtefactOptions holds).
+  std::function<std::string(const ArtefactOptions &)> shown;
+  Setter set;
+};
+
+Setter integer(int64_t ArtefactOptions::*field, int64_t min, int64_t max,
+               const char *name) {
+  return [=](llvm::StringRef value, ArtefactOptions &options,
+             std::string &error) -> LogicalResult {
+    int64_t parsed = 0;
+    if (value.getAsInteger(10, parsed) || parsed < min || parsed > max) {
+      error = "option '" + std::string(name) + "' needs an integer in [" +
+              std::to_string(min) + ", " + std::to_string(max) + "], not '" +
+              value.str() + "'";
+      return failure();
+    }
+    options.*field = parsed;
+    return success();
+  };
+}
+
+Setter boolean(bool ArtefactOptions::*field, const char *name) {
+  return [=](llvm::StringRef value, ArtefactOptions &options,
+             std::string &error) -> LogicalResult {
+    // A bare flag (--vectorize) is true.
+    if (value != "true" && value != "false" && !value.empty()) {
+      error = "option '" + std::string(name) + "' needs true or false, not '" +
+              value.str() + "'";
+      return failure();
+    }
+    options.*field = value != "false";
+    return success();
+  };
+}
+
+Setter text(std::string ArtefactOptions::*field, const char *name,
+            std::vector<llvm::StringRef> allowed = {}) {
+  return [=](llvm::StringRef value, ArtefactOptions &options,
+             std::string &error) -> LogicalResult {
+    if (!allowed.empty() && !llvm::is_contained(allowed, value)) {
+      error = "option '" + std::string(name) + "' needs one of " +
+              llvm::join(allowed, ", ") + ", not '" + value.str() + "'";
+      return failure();
+    }
+    options.*field = value.str();
+    return success();
+  };
+}
+
+template <typename T>
+std::function<std::string(const ArtefactOptions &)> show(T ArtefactOptions::*field) {
+  return [=](const ArtefactOptions &options) {
+    if constexpr (std::is_same_v<T, bool>)
+      return std::string(options.*field ? "true" : "false");
+    else if constexpr (std::is_same_v<T, std::string>)
+      return options.*field;
+    else
+      return std::to_string(options.*field);
+  };
+}
+
+const std::vector<Knob> &knobs() {
+  using O = ArtefactOptions;
+  static const std::vector<Knob> table = {
+      {"chunk-size", "Tokens per chunk (0: the target's, 64 on CPUs, 32 on CUDA)",
+       show(&O::chunkSize), integer(&O::chunkSize, 1, 1 << 20, "chunk-size")},
+      {"chunk-form",
+       "CPU: the chunked form: phased, fused or segmented (hla-chunk)",
+       show(&O::chunkForm),
+       text(&O::chunkForm, "chunk-form", {"phased", "fused", "segmented"})},
+      {"schedule",
+       "CPU: the scan over chunks (auto, sequential, blelloch); CUDA: the "
+       "kernel schedule (auto, persistent, segmented)",
+       show(&O::schedule), text(&O::schedule, "schedule")},
+      {"segments",
+       "Segmented form/schedule: runs of chunks per sequence (0: chosen for "
+       "the target)",
+       show(&O::segments), integer(&O::segments, 0, 1 << 20, "segments")},
+      {"linsimp-stable-features",
+       "LinSimp: shift anchor-feature exponents by each query's running "
+       "maximum (cancels exactly; off to compare)",
+       show(&O::stableFeatures),
+       boolean(&O::stableFeatures, "linsimp-stable-features")},
+      {"causal-isolation",
+       "Outputs before a token holding NaN or inf stay finite (a chunk "
+       "holding one is read out a second time)",
+       show(&O::causalIsolation),
+       boolean(&O::causalIsolation, "causal-isolation")},
+      {"scan-threads", "CPU: threads the auto scan schedule plans for",
+       show(&O::threads), integer(&O::threads, 1, 1 << 16, "scan-threads")},
+      {"vectorize", "CPU: tile and vectorise the chunk math",
+       show(&O::vectorize), boolean(&O::vectorize, "vectorize")},
+      {"cuda-chip", "CUDA: GPU architecture", show(&O::cudaChip),
+       text(&O::cudaChip, "cuda-chip")},
+      {"cuda-features", "CUDA: PTX features", show(&O::cudaFeatures),
+       text(&O::cudaFeatures, "cuda-features")},
+      {"cuda-mma",
+       "CUDA: tensor-core instruction of chunk contractions (auto: wgmma on "
+       "sm_90a, mma.sync elsewhere; wgmma; mma.sync)",
+       show(&O::cudaMma),
+       text(&O::cudaMma, "cuda-mma", {"auto", "wgmma", "mma.sync"})},
+      {"cuda-threads",
+       "CUDA: threads per thread block (a multiple of 128 for wgmma)",
+       show(&O::cudaThreads),
+       integer(&O::cudaThreads, 32, 1024, "cuda-threads")},
+      {"cuda-toolkit",
+       "CUDA: toolkit root (ptxas, libdevice; empty: $CUDA_HOME, else the "
+       "configured one)",
+       show(&O::cudaToolkit), text(&O::cudaToolkit, "cuda-toolkit")},
+      {"entry", "The function an executable runs", show(&O::entry),
+       text(&O::entry, "entry")},
+      {"ptxas-log", "CUDA: a file for ptxas's -v report (empty: none)",
+       show(&O::ptxasLog), text(&O::ptxasLog, "ptxas-log")},
+      {"runtime-dir",
+       "Where the artefact runtimes are (empty: $HLA_RUNTIME_DIR, else next "
+       "to the compiler)",
+       show(&O::runtimeDirectory), text(&O::runtimeDirectory, "runtime-dir")},
+  };
+  return table;
+}
+
+} // namespace
+
+std::vector<ArtefactKnob> mlir::hla::getArtefactKnobs() {
+  ArtefactOptions defaults;
+  std::vector<ArtefactKnob> result;
+  for (const Knob &knob : knobs())
+    result.push_back({knob.name, knob.help, knob.shown(defaults)});
+  return result;
+}
+
+LogicalResult mlir::hla::setArtefactOption(llvm::StringRef key,
+                                           llvm::StringRef value,
+                                           ArtefactOptions &options,
+                                           std::string &error) {
+  for (const Knob &knob : knobs())
+    if (key == knob.name)
+      return knob.set(value, options, error);
+  llvm::SmallVector<llvm::StringRef> names;
+  for (const Knob &knob : knobs())
+    names.push_back(knob.name);
+  error = "unknown option '" + key.str() + "' (known: " +
+          llvm::join(names, ", ") + ")";
+  return failure();
+}
+
+LogicalResult mlir::hla::parseArtefactOptions(llvm::StringRef text,
+                                              ArtefactOptions &options,
+                                              std::string &error) {
+  llvm::SmallVector<llvm::StringRef> pairs;
+  llvm::SplitString(text, pairs, " \t\n");
+  for (llvm::StringRef pair : pairs) {
+    auto [key, value] = pair.split('=');
+    if (!pair.contains('=')) {
+      error = "option '" + pair.str() + "' is not of the form key=value";
+      return failure();
+    }
+    if (failed(setArtefactOption(key, value, options, error)))
+      return failure();
+  }
+  return success();
+}
