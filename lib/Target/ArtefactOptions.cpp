@@ -55,14 +55,18 @@ Setter integer(int64_t ArtefactOptions::*field, int64_t min, int64_t max,
 Setter boolean(bool ArtefactOptions::*field, const char *name) {
   return [=](llvm::StringRef value, ArtefactOptions &options,
              std::string &error) -> LogicalResult {
-    // A bare flag (--vectorize) is true.
-    if (value != "true" && value != "false" && !value.empty()) {
-      error = "option '" + std::string(name) + "' needs true or false, not '" +
-              value.str() + "'";
-      return failure();
+    // What LLVM's boolean flags take; a bare flag (--vectorize) is true.
+    if (llvm::is_contained({"", "true", "True", "TRUE", "1"}, value)) {
+      options.*field = true;
+      return success();
     }
-    options.*field = value != "false";
-    return success();
+    if (llvm::is_contained({"false", "False", "FALSE", "0"}, value)) {
+      options.*field = false;
+      return success();
+    }
+    error = "option '" + std::string(name) + "' needs true or false, not '" +
+            value.str() + "'";
+    return failure();
   };
 }
 
