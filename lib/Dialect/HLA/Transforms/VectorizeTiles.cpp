@@ -15,8 +15,8 @@
 //                 and the tile is stored once at the end;
 //   everything    else statically shaped is tiled into rows of up to
 //                 4 x `vector-lanes` contiguous elements (leading dimensions
-//                 one at a time) and vectorised by upstream's linalg
-//                 vectoriser.
+//                 one at a time, reductions in steps of 8) and vectorised by
+//                 upstream's linalg vectoriser.
 //
 // Tile sizes divide the dimensions they tile, so every tile is static and
 // needs no masking. Ops the vectoriser refuses keep their scalar form.
@@ -311,7 +311,15 @@ static void vectorizeContraction(IRRewriter &rewriter, linalg::GenericOp op,
   rewriter.replaceOp(op, result);
 }
 
-/// Tile sizes for a non-contraction op: rows of contiguous elements.
+/// Reduction dimensions are cut into steps of at most this many: a whole
+/// [64, 32] tile summed at once would be one 2048-element vector, which the
+/// vector-to-LLVM lowering unrolls element by element (tens of thousands of
+/// shuffles per chunk loop, most of a model's compile time).
+constexpr int64_t kReductionStep = 8;
+
+/// Tile sizes for a non-contraction op: rows of contiguous elements, and
+/// reductions in steps of kReductionStep (the tiled op accumulates into the
+/// output across the steps).
 static llvm::SmallVector<int64_t> rowTiles(linalg::LinalgOp op,
                                            int64_t vectorLanes) {
   llvm::SmallVector<int64_t> ranges = op.getStaticLoopRanges();
@@ -324,10 +332,15 @@ static llvm::SmallVector<int64_t> rowTiles(linalg::LinalgOp op,
             outMap.getResult(outMap.getNumResults() - 1)))
       inner = d.getPosition();
   for (unsigned i = 0; i < ranges.size(); ++i) {
-    if (iterators[i] != utils::IteratorType::parallel)
-      continue; // reductions stay whole
-    tiles[i] = inner && i == *inner ? largestDivisorUpTo(ranges[i], 4 * vectorLanes)
-                                    : 1;
+    if (iterators[i] != utils::IteratorType::parallel) {
+      tiles[i] = largestDivisorUpTo(ranges[i], kReductionStep);
+      if (tiles[i] == ranges[i])
+        tiles[i] = 0;
+      continue;
+    }
+    tiles[i] = inner && i == *inner
+                   ? largestDivisorUpTo(ranges[i], 4 * vectorLanes)
+                   : 1;
     if (tiles[i] == ranges[i])
       tiles[i] = 0;
   }

@@ -331,7 +331,8 @@ def HLAVectorizeTilesPass : Pass<"hla-vectorize-tiles"> {
     `vector-lanes` columns whose accumulator vector is carried through the
     reduction, one `vector.outerproduct` (fused multiply-adds) per step.
     Every other statically shaped linalg op is tiled into rows of at most
-    4 x `vector-lanes` contiguous elements and vectorised. Tile sizes divide
+    4 x `vector-lanes` contiguous elements, its reduction dimensions into
+    steps of 8 (accumulating into the output), and vectorised. Tile sizes divide
     the dimensions, so tiles are static; ops the vectoriser refuses keep
     their scalar form.
 
