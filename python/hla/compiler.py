@@ -30,12 +30,15 @@ import ctypes
 import errno
 import hashlib
 import json
+import logging
 import os
+import re
 import shutil
 import stat
 import struct
 import tempfile
 import threading
+import time
 import warnings
 
 from . import _library, runtime
@@ -400,6 +403,19 @@ def verify_artefact(path):
         return f"cannot be read ({e.strerror or e})"
 
 
+# Compiles take seconds and happen on first use: each is logged (INFO) with
+# what was compiled and how long it took; logging.basicConfig(level=INFO)
+# or logging.getLogger("hla").setLevel(...) shows them.
+_log = logging.getLogger("hla")
+
+
+def _describe_graph(ir_text):
+    """"hla2, linear_attention in @main, @f" style summary of a graph."""
+    ops = sorted(set(re.findall(r"\bhla\.([a-z0-9_]+)\b", ir_text)))
+    functions = re.findall(r"func\.func\s+(?:(?:private|public|nested)\s+)?@([\w$.]+)", ir_text)
+    return (", ".join(ops) or "no hla op") + " in " + ", ".join("@" + f for f in functions)
+
+
 def _run_hla_compile(ir_text, target, option_text, output_path):
     """hlaCompile to ``output_path``, sealed when it succeeds. Returns
     (ok, diagnostics); raises ArtefactWriteError if the output could not be
@@ -408,8 +424,13 @@ def _run_hla_compile(ir_text, target, option_text, output_path):
     diagnostics = ctypes.c_void_p()
     with _lock:
         stats["compiles"] += 1
+    _log.info("hla: compiling %s for %s (%s)", _describe_graph(ir_text), target,
+              option_text or "default options")
+    start = time.monotonic()
     ok = lib.hlaCompile(ir_text.encode(), target.encode(), b"shared", option_text.encode(),
                         output_path.encode(), ctypes.byref(diagnostics))
+    _log.info("hla: %s in %.2f s", "compiled" if ok else "compile failed",
+              time.monotonic() - start)
     text = ""
     if diagnostics.value:
         text = ctypes.string_at(diagnostics.value).decode(errors="replace")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import os
 import subprocess
 import sys
@@ -254,3 +255,23 @@ def test_cuda_compiles_single_chunk_decay_with_final_state(tmp_path):
     if not ok and "ptxas not found" in diagnostics:
         pytest.skip("no CUDA toolkit (ptxas) here")
     assert ok, diagnostics
+
+
+@needs_compiler
+def test_compiles_are_logged(caplog, tmp_path, monkeypatch):
+    """Each compile says what it compiles and how long it took (INFO on the
+    "hla" logger); a cached call compiles nothing and logs nothing."""
+    import logging
+    monkeypatch.setenv("HLA_CACHE_DIR", str(tmp_path))
+    compiler.clear_memory_cache()
+    graph = GRAPH.replace("decay = 0.9", "decay = 0.875")  # a graph no other test compiled
+    with caplog.at_level(logging.INFO, logger="hla"):
+        hla.compile(graph, chunk_size=16)
+    messages = [r.getMessage() for r in caplog.records if r.name == "hla"]
+    assert any(m.startswith("hla: compiling hla2 in @twice, @double, @attention for cpu "
+                            "(chunk-size=16)") for m in messages), messages
+    assert any(re.fullmatch(r"hla: compiled in \d+\.\d\d s", m) for m in messages), messages
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="hla"):
+        hla.compile(graph, chunk_size=16)
+    assert not [r for r in caplog.records if r.name == "hla"]
