@@ -10,6 +10,11 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 format="${CLANG_FORMAT:-clang-format-22}"
 base="$(cat .ci/format-base)"
+if ! git cat-file -e "$base^{commit}" 2>/dev/null; then
+  # A shallow clone lacks the history to diff against.
+  echo "format-check: WARNING: $base is not in this clone (shallow?); nothing checked" >&2
+  exit 0
+fi
 if ! command -v "$format" >/dev/null; then
   echo "format-check.sh: $format is missing: run scripts/setup.sh first" >&2
   exit 2
