@@ -1,5 +1,4 @@
-//===- InitAll.cpp - Register everything hla provides -------------*- C++
-//-*-===//
+//===- InitAll.cpp - Register everything hla provides -----------*- C++ -*-===//
 //
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //

@@ -1,5 +1,4 @@
-/*===- Compiler.h - Coarse C entry points of the hla compiler ------*- C
--*-===*\
+/*===- Compiler.h - Coarse C entry points of the hla compiler -----*- C -*-===*\
 |*                                                                            *|
 |* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception                    *|
 |*                                                                            *|

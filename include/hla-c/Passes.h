@@ -1,5 +1,4 @@
-/*===- Passes.h - C API registration of hla's passes ---------------*- C
--*-===*\
+/*===- Passes.h - C API registration of hla's passes --------------*- C -*-===*\
 |*                                                                            *|
 |* SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception                    *|
 |*                                                                            *|

@@ -1,5 +1,4 @@
-//===- Pipelines.cpp - hla's code-generation pipelines -----------*- C++
-//-*-===//
+//===- Pipelines.cpp - hla's code-generation pipelines ----------*- C++ -*-===//
 //
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //

@@ -1,5 +1,4 @@
-//===- HLAPlugin.cpp - hla as a plugin of upstream mlir-opt -------*- C++
-//-*-===//
+//===- HLAPlugin.cpp - hla as a plugin of upstream mlir-opt -----*- C++ -*-===//
 //
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //

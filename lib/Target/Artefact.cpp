@@ -1,5 +1,4 @@
-//===- Artefact.cpp - Compile a model graph to an artefact --------*- C++
-//-*-===//
+//===- Artefact.cpp - Compile a model graph to an artefact ------*- C++ -*-===//
 //
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //

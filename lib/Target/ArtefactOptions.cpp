@@ -1,4 +1,4 @@
-//===- ArtefactOptions.cpp - The knobs of an artefact compile --------------===//
+//===- ArtefactOptions.cpp - The knobs of an artefact compile ---*- C++ -*-===//
 //
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
@@ -24,9 +24,8 @@ using namespace mlir::hla;
 
 namespace {
 
-using Setter = std::function<LogicalResult(llvm::StringRef value,
-                                           ArtefactOptions &options,
-                                           std::string &error)>;
+using Setter = std::function<LogicalResult(
+    llvm::StringRef value, ArtefactOptions &options, std::string &error)>;
 
 struct Knob {
   const char *name;
@@ -85,7 +84,8 @@ Setter text(std::string ArtefactOptions::*field, const char *name,
 }
 
 template <typename T>
-std::function<std::string(const ArtefactOptions &)> show(T ArtefactOptions::*field) {
+std::function<std::string(const ArtefactOptions &)>
+show(T ArtefactOptions::*field) {
   return [=](const ArtefactOptions &options) {
     if constexpr (std::is_same_v<T, bool>)
       return std::string(options.*field ? "true" : "false");
@@ -99,7 +99,8 @@ std::function<std::string(const ArtefactOptions &)> show(T ArtefactOptions::*fie
 const std::vector<Knob> &knobs() {
   using O = ArtefactOptions;
   static const std::vector<Knob> table = {
-      {"chunk-size", "Tokens per chunk (0: the target's, 64 on CPUs, 32 on CUDA)",
+      {"chunk-size",
+       "Tokens per chunk (0: the target's, 64 on CPUs, 32 on CUDA)",
        show(&O::chunkSize), integer(&O::chunkSize, 1, 1 << 20, "chunk-size")},
       {"chunk-form",
        "CPU: the chunked form: phased, fused or segmented (hla-chunk)",
@@ -176,8 +177,8 @@ LogicalResult mlir::hla::setArtefactOption(llvm::StringRef key,
   llvm::SmallVector<llvm::StringRef> names;
   for (const Knob &knob : knobs())
     names.push_back(knob.name);
-  error = "unknown option '" + key.str() + "' (known: " +
-          llvm::join(names, ", ") + ")";
+  error = "unknown option '" + key.str() +
+          "' (known: " + llvm::join(names, ", ") + ")";
   return failure();
 }
 

@@ -1,5 +1,4 @@
-//===- FuzzIR.cpp - libFuzzer target: hla IR through its lowerings -*- C++
-//-*-===//
+//===- FuzzIR.cpp - libFuzzer target over MLIR text -------------*- C++ -*-===//
 //
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //

@@ -1,5 +1,4 @@
-//===- hla-opt.cpp - hla optimizer and compiler driver ------------*- C++
-//-*-===//
+//===- hla-opt.cpp - hla optimizer and compiler driver ----------*- C++ -*-===//
 //
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //

@@ -1,5 +1,4 @@
-//===- Pipelines.h - hla's code-generation pipelines --------------*- C++
-//-*-===//
+//===- Pipelines.h - hla's code-generation pipelines ------------*- C++ -*-===//
 //
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //

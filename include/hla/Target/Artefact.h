@@ -1,5 +1,4 @@
-//===- Artefact.h - Compile a model graph to an artefact ----------*- C++
-//-*-===//
+//===- Artefact.h - Compile a model graph to an artefact --------*- C++ -*-===//
 //
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //

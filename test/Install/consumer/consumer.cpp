@@ -1,5 +1,4 @@
-//===- consumer.cpp - An embedder of the installed hla -----------*- C++
-//-*-===//
+//===- consumer.cpp - An embedder of the installed hla ----------*- C++ -*-===//
 //
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //

@@ -1,4 +1,4 @@
-//===- VectorizeTiles.cpp - Register tiles for the chunk math -----*- C++ -*-===//
+//===- VectorizeTiles.cpp - Register tiles for the chunk math ---*- C++ -*-===//
 //
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
@@ -47,8 +47,9 @@ using namespace mlir::hla;
 
 namespace {
 
-/// The loop dimensions of a contraction C[b.., i, j] += A[b.., i, k] B[b.., k, j]
-/// (any operand layout; i or j may be absent for matrix-vector forms).
+/// The loop dimensions of a contraction
+/// C[b.., i, j] += A[b.., i, k] B[b.., k, j] (any operand layout; i or j may
+/// be absent for matrix-vector forms).
 struct ContractionDims {
   llvm::SmallVector<unsigned> batch;
   std::optional<unsigned> i, j;
@@ -172,8 +173,8 @@ static void vectorizeContraction(IRRewriter &rewriter, linalg::GenericOp op,
       for (unsigned r : order)
         outExprs.push_back(rewriter.getAffineDimExpr(r));
       MLIRContext *ctx = rewriter.getContext();
-      Value init = tensor::EmptyOp::create(rewriter, loc, shape,
-                                           type.getElementType());
+      Value init =
+          tensor::EmptyOp::create(rewriter, loc, shape, type.getElementType());
       llvm::SmallVector<utils::IteratorType> iters(
           rank, utils::IteratorType::parallel);
       auto copy = linalg::GenericOp::create(
@@ -181,8 +182,7 @@ static void vectorizeContraction(IRRewriter &rewriter, linalg::GenericOp op,
           ValueRange{init},
           llvm::ArrayRef<AffineMap>{rewriter.getMultiDimIdentityMap(rank),
                                     AffineMap::get(rank, 0, outExprs, ctx)},
-          iters, "", "",
-          [](OpBuilder &nb, Location l, ValueRange args) {
+          iters, "", "", [](OpBuilder &nb, Location l, ValueRange args) {
             linalg::YieldOp::create(nb, l, args[0]);
           });
       laneOperand = copy.getResult(0);
@@ -227,8 +227,8 @@ static void vectorizeContraction(IRRewriter &rewriter, linalg::GenericOp op,
   auto readMap = [&](AffineMap map, llvm::ArrayRef<unsigned> vdims) {
     llvm::SmallVector<AffineExpr> exprs;
     for (unsigned d : vdims) {
-      std::optional<unsigned> pos = map.getResultPosition(
-          rewriter.getAffineDimExpr(d));
+      std::optional<unsigned> pos =
+          map.getResultPosition(rewriter.getAffineDimExpr(d));
       exprs.push_back(rewriter.getAffineDimExpr(*pos));
     }
     return AffineMap::get(map.getNumResults(), 0, exprs, rewriter.getContext());
@@ -248,7 +248,8 @@ static void vectorizeContraction(IRRewriter &rewriter, linalg::GenericOp op,
           rewriter, loc, vectorOf(accShape), cTensor, indicesFor(mapC, iv),
           AffineMapAttr::get(readMap(mapC, accDims)), padding,
           /*mask=*/Value(), rewriter.getBoolArrayAttr(inBounds));
-      Value kUpper = arith::ConstantIndexOp::create(rewriter, loc, ranges[dims.k]);
+      Value kUpper =
+          arith::ConstantIndexOp::create(rewriter, loc, ranges[dims.k]);
       Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
       auto kLoop = scf::ForOp::create(
           rewriter, loc, zeroIndex, kUpper, one, ValueRange{acc0},
@@ -259,8 +260,7 @@ static void vectorizeContraction(IRRewriter &rewriter, linalg::GenericOp op,
             Value laneOperand = dims.j ? b : a;
             AffineMap laneMap = dims.j ? mapB : mapA;
             Value laneVec = vector::TransferReadOp::create(
-                nb, l, vectorOf({lanes}), laneOperand,
-                indicesFor(laneMap, kiv),
+                nb, l, vectorOf({lanes}), laneOperand, indicesFor(laneMap, kiv),
                 AffineMapAttr::get(readMap(laneMap, {unsigned(lanesDim)})),
                 padding, Value(), nb.getBoolArrayAttr({true}));
             Value next;

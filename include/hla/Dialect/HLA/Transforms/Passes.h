@@ -1,5 +1,4 @@
-//===- Passes.h - hla transformation passes -----------------------*- C++
-//-*-===//
+//===- Passes.h - hla transformation passes ---------------------*- C++ -*-===//
 //
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
