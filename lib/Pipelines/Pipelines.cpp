@@ -57,6 +57,7 @@ void mlir::hla::buildCPUPipeline(OpPassManager &pm,
   chunking.chunkSize = options.chunkSize;
   chunking.form = options.chunkForm;
   chunking.segments = options.segments;
+  chunking.valueTile = options.valueTile;
   chunking.parallelism = options.threads;
   chunking.stableFeatures = options.stableFeatures;
   chunking.causalIsolation = options.causalIsolation;
@@ -72,6 +73,8 @@ void mlir::hla::buildCPUPipeline(OpPassManager &pm,
   // Model graphs use arith/math ops on whole tensors (residual adds, ...).
   pm.addPass(createConvertElementwiseToLinalgPass());
   pm.addPass(createCanonicalizerPass());
+  // Products shared by several index terms, computed once.
+  pm.addPass(createHLAShareTileProductsPass());
   if (options.vectorize) {
     // Register tiles: the chunk math becomes vector code.
     pm.addPass(createHLAVectorizeTilesPass());
@@ -156,6 +159,7 @@ void mlir::hla::buildCUDADevicePipeline(OpPassManager &pm,
   chunking.parallelism = options.sms;
   chunking.causalIsolation = options.causalIsolation;
   chunking.segments = options.segments;
+  chunking.valueTile = options.valueTile;
   // An unknown schedule reaches hla-chunk as a form it rejects.
   chunking.form =
       options.schedule == "persistent" ? std::string("fused")
@@ -170,6 +174,8 @@ void mlir::hla::buildCUDADevicePipeline(OpPassManager &pm,
   // Whole-tensor arith of model graphs as linalg (bufferizable; refused as
   // host work by hla-gpu-map-chunk-loops until the graph ops get kernels).
   pm.addPass(createConvertElementwiseToLinalgPass());
+  // Products shared by several index terms, computed once.
+  pm.addPass(createHLAShareTileProductsPass());
   // One op per elementwise chain (fewer shared-memory passes and barriers).
   pm.addPass(createHLAFuseTileElementwisePass());
   // The model graph's own ops (projections, norms, gathers) as loops of

@@ -409,6 +409,7 @@ LogicalResult mlir::hla::compileToArtefact(ModuleOp module,
     pipeline.chunkSize = options.chunkSize ? options.chunkSize : 64;
     pipeline.chunkForm = options.chunkForm;
     pipeline.segments = options.segments;
+    pipeline.valueTile = options.valueTile;
     pipeline.stableFeatures = options.stableFeatures;
     pipeline.causalIsolation = options.causalIsolation;
     pipeline.schedule = options.schedule;
@@ -436,6 +437,7 @@ LogicalResult mlir::hla::compileToArtefact(ModuleOp module,
   pipeline.chunkSize = options.chunkSize ? options.chunkSize : 32;
   pipeline.schedule = options.schedule;
   pipeline.segments = options.segments;
+  pipeline.valueTile = options.valueTile;
   pipeline.chip = options.cudaChip;
   pipeline.features = options.cudaFeatures;
   if (!llvm::is_contained({"auto", "wgmma", "mma.sync"},

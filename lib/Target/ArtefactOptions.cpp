@@ -114,6 +114,10 @@ const std::vector<Knob> &knobs() {
        "Segmented form/schedule: runs of chunks per sequence (0: chosen for "
        "the target)",
        show(&O::segments), integer(&O::segments, 0, 1 << 20, "segments")},
+      {"value-tile",
+       "Fused form / persistent schedule: value columns per thread block or "
+       "loop iteration (0: all; components without them are recomputed)",
+       show(&O::valueTile), integer(&O::valueTile, 0, 1 << 20, "value-tile")},
       {"linsimp-stable-features",
        "LinSimp: shift anchor-feature exponents by each query's running "
        "maximum (cancels exactly; off to compare)",

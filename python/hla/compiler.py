@@ -91,6 +91,7 @@ def cache_dir():
 # compiler checks values again.
 _OPTIONS = {
     "chunk_size": ("int", 1), "segments": ("int", 0), "scan_threads": ("int", 1),
+    "value_tile": ("int", 0),
     "cuda_threads": ("int", 32),
     "schedule": ("schedule",), "chunk_form": ("choice", CHUNK_FORMS),
     "cuda_mma": ("choice", ("auto", "wgmma", "mma.sync")),
@@ -457,7 +458,9 @@ def compile(ir, target="cpu", **options):  # noqa: A001 (the public name is the 
     the module is an attribute ``f`` taking and returning arrays.
     Options: ``chunk_size`` (int), ``chunk_form`` ("phased" | "fused" |
     "segmented", cpu), ``segments`` (int, runs of chunks per sequence of the
-    segmented form or schedule; 0 = chosen for the target), ``schedule``
+    segmented form or schedule; 0 = chosen for the target), ``value_tile``
+    (int, value columns per iteration of the fused form or persistent
+    schedule; 0 = all), ``schedule``
     (cpu: "auto" | "sequential" | "blelloch"; cuda: "auto" | "persistent" |
     "segmented"), ``scan_threads`` (int), ``vectorize`` (bool).
     Raises ``CompileError`` (with ``.diagnostics``) when the compiler rejects

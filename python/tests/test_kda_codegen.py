@@ -65,6 +65,23 @@ def test_packed_sequences(tmp_path, form):
     assert relative_error(final, want_final) <= 1e-5
 
 
+@pytest.mark.parametrize("T,value_tile", [(1, 4), (70, 2), (70, 4)])
+def test_value_tiles(tmp_path, T, value_tile):
+    """The fused form with dv = 8 cut into value tiles (M, without value
+    columns, recomputed per tile), grouped heads, state in and out."""
+    rng = np.random.default_rng(5 + T + value_tile)
+    B, hq, hkv, dk, dv = 2, 4, 2, 16, 8
+    q, k, v, g, beta = make_inputs(rng, B, T, hq, hkv, dk, dv)
+    s0 = (rng.standard_normal((B, hq, dk, dv)) * 0.3).astype(np.float32)
+    exe = compile_graph(kda_graph(B, T, hq, hkv, dk, dv, state=True, scale=0.3), chunk=16,
+                        extra=("--chunk-form=fused", f"--value-tile={value_tile}"))
+    out, final = run_exe(exe, [q, k, v, g, beta, s0], tmp_path)
+    want, (want_final,) = ref.kda(q, k, v, g=g, beta=beta, scale=0.3, initial_state=(s0,),
+                                  output_final_state=True)
+    assert relative_error(out, want) <= 1e-5
+    assert relative_error(final, want_final) <= 1e-5
+
+
 def test_long_sequence_strong_decay(tmp_path):
     """T = 4096 with strong per-channel decays (g down to −5 per token): the
     in-chunk decays e^{Γ_r − Γ_s} never overflow (no e^{−Γ} is formed)."""

@@ -28,6 +28,11 @@ struct CPUPipelineOptions : public PassPipelineOptions<CPUPipelineOptions> {
       llvm::cl::desc("Segmented form: runs of chunks per sequence (0: enough "
                      "for `threads`)"),
       llvm::cl::init(0)};
+  PassOptions::Option<int64_t> valueTile{
+      *this, "value-tile",
+      llvm::cl::desc("Fused form: value columns per (sequence, head, tile) "
+                     "iteration (0: all; see hla-chunk)"),
+      llvm::cl::init(0)};
   PassOptions::Option<std::string> schedule{
       *this, "schedule",
       llvm::cl::desc("Scan over chunks: sequential, blelloch or auto"),
@@ -82,6 +87,11 @@ struct CUDAPipelineOptions : public PassPipelineOptions<CUDAPipelineOptions> {
       *this, "segments",
       llvm::cl::desc("Segmented schedule: runs of chunks per sequence (0: "
                      "enough thread blocks for `sms`)"),
+      llvm::cl::init(0)};
+  PassOptions::Option<int64_t> valueTile{
+      *this, "value-tile",
+      llvm::cl::desc("Fused form: value columns per (sequence, head, tile) "
+                     "iteration (0: all; see hla-chunk)"),
       llvm::cl::init(0)};
   PassOptions::Option<bool> causalIsolation{
       *this, "causal-isolation",

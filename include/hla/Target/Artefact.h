@@ -38,6 +38,9 @@ struct ArtefactOptions {
   /// Runs of chunks per sequence of the segmented form/schedule (0: chosen
   /// for the target's parallelism).
   int64_t segments = 0;
+  /// Value columns per (sequence, head) iteration of the fused form (0:
+  /// all; hla-chunk's value-tile).
+  int64_t valueTile = 0;
   /// LinSimp: the stabilised anchor features (off only to compare).
   bool stableFeatures = true;
   /// Outputs before a non-finite token stay finite (hla-chunk).

@@ -169,17 +169,28 @@ LogicalResult ChunkRewriter::rewriteFused() {
   OpBuilder b(readout);
   Type f32 = b.getF32Type();
   prepareShapes();
+  if (failed(prepareValueTiles()))
+    return failure();
 
   RankedTensorType outType = info.outputType();
   Type outElement = outType.getElementType();
-  int64_t width = outType.getDimSize(3);
+  int64_t width = valueWidth;
   bool wantFinal = !scan.getFinal().empty();
   llvm::SmallVector<Value> inits = {tensor::EmptyOp::create(
       b, loc, outType.getShape(), outType.getElementType())};
+  // The final states have every value column (the scan's result types).
+  // Components without value columns come out of every value tile alike;
+  // each tile writes its own copy (parallel writes must not overlap) and
+  // the first tile's is kept.
+  auto perTile = [&](unsigned c) {
+    return valueTiles > 1 && componentValueDims[c].empty();
+  };
   if (wantFinal)
-    for (unsigned c : carried) {
-      llvm::SmallVector<int64_t> shape = {sequences, info.heads};
-      llvm::append_range(shape, componentShapes[c]);
+    for (auto [i, state] : llvm::enumerate(scan.getFinal())) {
+      auto shape =
+          llvm::to_vector(cast<RankedTensorType>(state.getType()).getShape());
+      if (perTile(carried[i]))
+        shape.insert(shape.begin() + 2, valueTiles);
       inits.push_back(tensor::EmptyOp::create(b, loc, shape, f32));
     }
   llvm::SmallVector<unsigned> inputs = usedInputs(plan.summaries);
@@ -187,12 +198,20 @@ LogicalResult ChunkRewriter::rewriteFused() {
     if (!llvm::is_contained(inputs, input))
       inputs.push_back(input);
 
-  auto loop = scf::ForallOp::create(
-      b, loc, {idx(b, sequences), idx(b, info.heads)}, inits, std::nullopt);
+  llvm::SmallVector<OpFoldResult> bounds = {idx(b, sequences),
+                                            idx(b, info.heads)};
+  if (valueTiles > 1)
+    bounds.push_back(idx(b, valueTiles));
+  auto loop = scf::ForallOp::create(b, loc, bounds, inits, std::nullopt);
   OpBuilder::InsertionGuard guard(b);
   Block *body = loop.getBody();
   b.setInsertionPointToStart(body);
   Value si = body->getArgument(0), hi = body->getArgument(1);
+  llvm::ArrayRef<BlockArgument> outs = loop.getRegionIterArgs();
+  if (valueTiles > 1)
+    valueOffset = arith::MulIOp::create(
+        b, loc, body->getArgument(2),
+        arith::ConstantIndexOp::create(b, loc, valueWidth));
   // Everything the chunk loop needs is built inside the (sequence, head)
   // loop, so that its body is self-contained: a GPU kernel's thread block
   // builds its own masks and slot table instead of reading the host's.
@@ -221,8 +240,8 @@ LogicalResult ChunkRewriter::rewriteFused() {
   auto rowsType =
       RankedTensorType::get({ShapedType::kDynamic, width}, outElement);
   Value rowsOut = tensor::ExtractSliceOp::create(
-      b, loc, rowsType, body->getArgument(2),
-      llvm::ArrayRef<OpFoldResult>{batch, first, hi, idx(b, 0)},
+      b, loc, rowsType, outs[0],
+      llvm::ArrayRef<OpFoldResult>{batch, first, hi, valueColumn(b)},
       llvm::ArrayRef<OpFoldResult>{idx(b, 1), seqLength, idx(b, 1),
                                    idx(b, width)},
       llvm::ArrayRef<OpFoldResult>{idx(b, 1), idx(b, 1), idx(b, 1), idx(b, 1)});
@@ -235,18 +254,35 @@ LogicalResult ChunkRewriter::rewriteFused() {
 
   b.setInsertionPointToStart(loop.getTerminator().getBody());
   tensor::ParallelInsertSliceOp::create(
-      b, loc, chunks->getResult(k), body->getArgument(2),
-      llvm::ArrayRef<OpFoldResult>{batch, first, hi, idx(b, 0)},
+      b, loc, chunks->getResult(k), outs[0],
+      llvm::ArrayRef<OpFoldResult>{batch, first, hi, valueColumn(b)},
       llvm::ArrayRef<OpFoldResult>{idx(b, 1), seqLength, idx(b, 1),
                                    idx(b, width)},
       llvm::ArrayRef<OpFoldResult>{idx(b, 1), idx(b, 1), idx(b, 1), idx(b, 1)});
   if (wantFinal)
     for (auto [i, c] : llvm::enumerate(carried))
-      insertComponent(b, loc, chunks->getResult(i), body->getArgument(3 + i), c,
-                      {si, hi});
+      insertComponent(
+          b, loc, chunks->getResult(i), outs[1 + i], c,
+          perTile(c)
+              ? llvm::SmallVector<OpFoldResult>{si, hi, body->getArgument(2)}
+              : llvm::SmallVector<OpFoldResult>{si, hi});
 
-  finish(b, loc, loop.getResult(0),
-         llvm::SmallVector<Value>(loop.getResults().drop_front()));
+  llvm::SmallVector<Value> finals(loop.getResults().drop_front());
+  b.setInsertionPointAfter(loop);
+  for (auto [i, c] : llvm::enumerate(carried)) {
+    if (!wantFinal || !perTile(c))
+      continue;
+    auto type = cast<RankedTensorType>(scan.getFinal()[i].getType());
+    auto full = cast<RankedTensorType>(finals[i].getType());
+    llvm::SmallVector<OpFoldResult> offsets(full.getRank(), idx(b, 0));
+    llvm::SmallVector<OpFoldResult> sizes, strides(full.getRank(), idx(b, 1));
+    for (int64_t size : full.getShape())
+      sizes.push_back(idx(b, size));
+    sizes[2] = idx(b, 1);
+    finals[i] = tensor::ExtractSliceOp::create(b, loc, type, finals[i], offsets,
+                                               sizes, strides);
+  }
+  finish(b, loc, loop.getResult(0), finals);
   return success();
 }
 

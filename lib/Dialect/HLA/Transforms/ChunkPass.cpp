@@ -81,6 +81,12 @@ struct HLAChunkPass : public hla::impl::HLAChunkPassBase<HLAChunkPass> {
           << "'";
       return signalPassFailure();
     }
+    if (valueTile < 0) {
+      getOperation()->emitError()
+          << "hla-chunk: value-tile must be >= 0 (0: whole rows), got "
+          << int64_t(valueTile);
+      return signalPassFailure();
+    }
     if (segments < 0 || parallelism < 1) {
       getOperation()->emitError()
           << "hla-chunk: segments must be >= 0 and parallelism >= 1";
@@ -167,6 +173,13 @@ struct HLAChunkPass : public hla::impl::HLAChunkPassBase<HLAChunkPass> {
     rewriter.stableFeatures = stableFeatures;
     rewriter.deltaRule = deltaRule;
     rewriter.causalIsolation = causalIsolation;
+    rewriter.valueTile = valueTile;
+    int64_t width = info.outputType().getDimSize(3);
+    auto refuseValueTiles = [&](const llvm::Twine &what) {
+      return fail("value-tile " + llvm::Twine(valueTile) +
+                  " needs the fused form; " + what + " keeps whole rows");
+    };
+    bool cutsValues = valueTile > 0 && valueTile < width;
     LogicalResult rewritten = failure();
     if (form == "fused") {
       rewritten = rewriter.rewriteFused();
@@ -191,9 +204,14 @@ struct HLAChunkPass : public hla::impl::HLAChunkPassBase<HLAChunkPass> {
           if (cost(s) < cost(count))
             count = s;
       }
+      if (count > 1 && cutsValues)
+        return refuseValueTiles("the segmented form with " +
+                                llvm::Twine(count) + " segments");
       rewritten = count == 1 ? rewriter.rewriteFused()
                              : rewriter.rewriteSegmented(count);
     } else {
+      if (cutsValues)
+        return refuseValueTiles("the phased form");
       rewritten = rewriter.rewritePhased();
     }
     return rewritten;

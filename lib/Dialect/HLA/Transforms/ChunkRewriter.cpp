@@ -46,6 +46,10 @@ void ChunkRewriter::prepareShapes() {
   for (unsigned c = 0; c < spec.components.size(); ++c)
     componentShapes.push_back(
         llvm::to_vector(binder.resolve(spec.components[c])));
+  componentValueDims.assign(spec.components.size(), {});
+  inputIsValue.assign(spec.inputs.size(), false);
+  valueWidth = info.outputType().getDimSize(3);
+  valueTiles = 1;
 
   // Token inputs: segment operands (by monoid input), then readout inputs.
   operandOfInput.assign(spec.inputs.size(), Value());
@@ -66,6 +70,76 @@ void ChunkRewriter::prepareShapes() {
     sequences = cast<RankedTensorType>(cuSeqlens.getType()).getDimSize(0) - 1;
     numChunks += sequences;
   }
+}
+
+LogicalResult ChunkRewriter::prepareValueTiles() {
+  int64_t width = info.outputType().getDimSize(3);
+  if (valueTile <= 0 || valueTile >= width)
+    return success();
+  if (width % valueTile != 0)
+    return chunkError(info.readout) << "value-tile " << valueTile
+                                    << " must divide the value width " << width;
+  if (info.anchor)
+    return chunkError(info.readout)
+           << "value-tile: LinSimp's anchor window is not cut by value";
+  // The value dimension is the symbol of the readout's columns.
+  std::string error;
+  const MonoidReadout *num = spec.findReadout("num");
+  FailureOr<MonoidMatrixShape> numShape =
+      num && !num->expr.empty() ? spec.inferTermShape(num->expr.front(), error)
+                                : FailureOr<MonoidMatrixShape>(failure());
+  if (failed(numShape) || numShape->cols == "1")
+    return chunkError(info.readout)
+           << "value-tile: the readout has no value dimension";
+  std::string symbol = numShape->cols;
+  auto mentions = [&](const MonoidSlot *slot) {
+    return slot && llvm::is_contained(slot->shape, symbol);
+  };
+  // Exact when every term reads at most one slot with value columns and
+  // keeps them: its column j then depends only on that slot's column j.
+  auto keepsColumnsApart = [&](const MonoidExpr &expr) {
+    for (const MonoidTerm &term : expr) {
+      unsigned reading = 0;
+      for (const MonoidFactor &factor : term.factors)
+        reading += mentions(spec.getFactorSlot(factor));
+      FailureOr<MonoidMatrixShape> shape = spec.inferTermShape(term, error);
+      if (failed(shape))
+        return false;
+      bool keeps = shape->rows == symbol || shape->cols == symbol;
+      if (reading > 1 || (reading == 1) != keeps)
+        return false;
+    }
+    return true;
+  };
+  bool apart = true;
+  for (const MonoidExpr &expr : spec.token)
+    apart &= keepsColumnsApart(expr);
+  for (const MonoidExpr &expr : spec.combine)
+    apart &= keepsColumnsApart(expr);
+  for (const MonoidReadout &readout : spec.readouts)
+    apart &= keepsColumnsApart(readout.expr);
+  if (!apart)
+    return chunkError(info.readout)
+           << "value-tile: a rule of monoid '" << spec.name
+           << "' mixes value columns, so they cannot be computed apart";
+
+  valueWidth = valueTile;
+  valueTiles = width / valueTile;
+  for (unsigned c = 0; c < spec.components.size(); ++c)
+    for (auto [d, name] : llvm::enumerate(spec.components[c].shape))
+      if (name == symbol) {
+        componentValueDims[c].push_back(d);
+        componentShapes[c][d] = valueTile;
+      }
+  for (unsigned i = 0; i < spec.inputs.size(); ++i) {
+    llvm::ArrayRef<std::string> shape = spec.inputs[i].shape;
+    inputIsValue[i] = !shape.empty() && shape.back() == symbol;
+  }
+  return success();
+}
+
+OpFoldResult ChunkRewriter::valueColumn(OpBuilder &b) const {
+  return valueOffset ? OpFoldResult(valueOffset) : idx(b, 0);
 }
 
 void ChunkRewriter::prepareTiles(OpBuilder &b, OpBuilder &hoist, Location loc) {
@@ -190,13 +264,19 @@ Value ChunkRewriter::loadTile(OpBuilder &b, Location loc, unsigned input,
         b, loc, head, arith::ConstantIndexOp::create(b, loc, groups));
   bool isScalar = type.getRank() == 3;
   int64_t width = isScalar ? 0 : type.getDimSize(3);
+  // The value input gives the current value tile's columns.
+  bool valueColumns = valueTiles > 1 && !isScalar &&
+                      input < inputIsValue.size() && inputIsValue[input] &&
+                      operand == operandOfInput[input];
+  if (valueColumns)
+    width = valueWidth;
   llvm::SmallVector<OpFoldResult> offsets = {batch, start, kvHead};
   llvm::SmallVector<OpFoldResult> sizes = {idx(b, 1), length, idx(b, 1)};
   llvm::SmallVector<OpFoldResult> strides(type.getRank(), idx(b, 1));
   llvm::SmallVector<int64_t> sliceShape = {ShapedType::kDynamic};
   llvm::SmallVector<int64_t> tileShape = {chunk};
   if (!isScalar) {
-    offsets.push_back(idx(b, 0));
+    offsets.push_back(valueColumns ? valueColumn(b) : idx(b, 0));
     sizes.push_back(idx(b, width));
     sliceShape.push_back(width);
     tileShape.push_back(width);
@@ -288,12 +368,26 @@ FailureOr<Value> ChunkRewriter::emitOutput(TileBuilder &tb,
                                            llvm::ArrayRef<int64_t> shape) {
   TermEmitter emitter(tb, spec, tiles, *decay, info.readout);
   Value sum;
+  auto accumulate = [&](Value v) { sum = sum ? tb.add(sum, v) : v; };
+  // Terms left as left · right, by right factor: Σ Lᵢ · R = (Σ Lᵢ) · R.
+  llvm::SmallVector<std::pair<Value, Value>> byRight;
   for (const IndexTerm &term : out.terms) {
-    FailureOr<Value> value = emitter.emit(term, isSummary);
+    FailureOr<TermEmitter::TermValue> value = emitter.emit(term, isSummary);
     if (failed(value))
       return failure();
-    sum = sum ? tb.add(sum, *value) : *value;
+    if (!value->right) {
+      accumulate(value->value);
+      continue;
+    }
+    auto *group = llvm::find_if(
+        byRight, [&](auto &g) { return g.second == value->right; });
+    if (group == byRight.end())
+      byRight.push_back({value->left, value->right});
+    else
+      group->first = tb.add(group->first, value->left);
   }
+  for (auto [left, right] : byRight)
+    accumulate(tb.matmul(left, right));
   return sum ? sum : tb.zeros(shape);
 }
 
@@ -336,7 +430,7 @@ FailureOr<Value> ChunkRewriter::emitReadoutRows(OpBuilder &b, Location loc,
                                       info.outputType().getElementType());
   }
   RankedTensorType outType = info.outputType();
-  int64_t width = outType.getDimSize(3);
+  int64_t width = valueWidth;
   TileBuilder tb(b, loc);
   Value num, den;
   for (const PlannedOutput &out : plan.readouts) {
@@ -532,8 +626,9 @@ llvm::SmallVector<Value> ChunkRewriter::initialCarry(OpBuilder &b, Location loc,
     }
     llvm::SmallVector<OpFoldResult> offsets = {sequence, head};
     llvm::SmallVector<OpFoldResult> sizes = {idx(b, 1), idx(b, 1)};
-    for (int64_t s : shape) {
-      offsets.push_back(idx(b, 0));
+    for (auto [d, s] : llvm::enumerate(shape)) {
+      bool value = llvm::is_contained(componentValueDims[c], d);
+      offsets.push_back(value ? valueColumn(b) : idx(b, 0));
       sizes.push_back(idx(b, s));
     }
     llvm::SmallVector<OpFoldResult> strides(offsets.size(), idx(b, 1));
@@ -561,8 +656,9 @@ Value ChunkRewriter::componentSlice(OpBuilder &b, Location loc, Value tensor,
                                     unsigned c,
                                     llvm::ArrayRef<OpFoldResult> lead) {
   llvm::SmallVector<OpFoldResult> offsets(lead), sizes(lead.size(), idx(b, 1));
-  for (int64_t size : componentShapes[c]) {
-    offsets.push_back(idx(b, 0));
+  for (auto [d, size] : llvm::enumerate(componentShapes[c])) {
+    bool value = llvm::is_contained(componentValueDims[c], d);
+    offsets.push_back(value ? valueColumn(b) : idx(b, 0));
     sizes.push_back(idx(b, size));
   }
   llvm::SmallVector<OpFoldResult> strides(offsets.size(), idx(b, 1));
@@ -575,8 +671,9 @@ void ChunkRewriter::insertComponent(OpBuilder &b, Location loc, Value value,
                                     Value dest, unsigned c,
                                     llvm::ArrayRef<OpFoldResult> lead) {
   llvm::SmallVector<OpFoldResult> offsets(lead), sizes(lead.size(), idx(b, 1));
-  for (int64_t size : componentShapes[c]) {
-    offsets.push_back(idx(b, 0));
+  for (auto [d, size] : llvm::enumerate(componentShapes[c])) {
+    bool value = llvm::is_contained(componentValueDims[c], d);
+    offsets.push_back(value ? valueColumn(b) : idx(b, 0));
     sizes.push_back(idx(b, size));
   }
   llvm::SmallVector<OpFoldResult> strides(offsets.size(), idx(b, 1));
@@ -589,7 +686,7 @@ FailureOr<scf::ForOp> ChunkRewriter::emitChunkLoop(
     llvm::ArrayRef<Value> carry, Value rows, Value first, bool allComponents,
     llvm::ArrayRef<unsigned> inputs, Value sequence, Value sequenceStart) {
   RankedTensorType outType = info.outputType();
-  int64_t width = outType.getDimSize(3);
+  int64_t width = valueWidth;
   auto rowsType = RankedTensorType::get({ShapedType::kDynamic, width},
                                         outType.getElementType());
   llvm::SmallVector<Type> summaryTypes = componentTypes(b);

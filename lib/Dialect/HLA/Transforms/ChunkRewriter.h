@@ -87,8 +87,17 @@ public:
       : tb(tb), spec(spec), tiles(tiles), decay(decay), anchor(anchor) {}
 
   /// The value of a summary term (component shape) or a readout term
-  /// ([c, n] or [c]).
-  FailureOr<Value> emit(const IndexTerm &term, bool isSummary);
+  /// ([c, n] or [c]); for a readout term that ends in a product with a
+  /// right factor [c, n], the two factors instead (value = left · right),
+  /// so that terms sharing their right factor (hla2's (QKᵀ ⊙ L)·V and
+  /// ((QS₀Qᵀ) ⊙ L)·V) are summed before one product.
+  struct TermValue {
+    TermValue(Value value) : value(value) {}
+    TermValue(Value left, Value right) : left(left), right(right) {}
+    Value value;
+    Value left, right;
+  };
+  FailureOr<TermValue> emit(const IndexTerm &term, bool isSummary);
 
 private:
   Value tokenTile(const ChainFactor &f) { return tiles.tokens[f.slot]; }
@@ -139,6 +148,13 @@ public:
   /// Rows before a chunk's first non-finite token are read out again
   /// without the tokens from there on (see `emitCausalRows`).
   bool causalIsolation = true;
+  /// Fused form: the value dimension (the output's columns) cut into tiles
+  /// of this width, one (sequence, head, value tile) iteration each; 0 or
+  /// the full width: no cut. Exact when each value column of every
+  /// component and readout depends only on that column of the value input
+  /// (`prepareValueTiles` checks the rules); components without the value
+  /// dimension are recomputed per tile.
+  int64_t valueTile = 0;
 
 private:
   /// KDA: a chunk's cumulative log-decay Γ, e^Γ, W and U (per key tile).
@@ -162,6 +178,11 @@ public:
 private:
   /// Shapes, chunk counts and the token operands of every input.
   void prepareShapes();
+  /// With `valueTile`: checks that the monoid's rules keep value columns
+  /// apart and narrows the value dimension of inputs and components.
+  LogicalResult prepareValueTiles();
+  /// The first value column of the current tile (0 when not cut).
+  OpFoldResult valueColumn(OpBuilder &b) const;
   /// The constant tiles (at `hoist`) and, packed, the slot table (at `b`).
   void prepareTiles(OpBuilder &b, OpBuilder &hoist, Location loc);
   /// Builds the slot table of packed sequences: per chunk slot its start
@@ -273,6 +294,15 @@ private:
   std::unique_ptr<DecayTiles> decay;
   int64_t numChunks = 0;
   int64_t sequences = 0;
+  /// Value tiles: per component and input, the dimensions (of its symbolic
+  /// shape) that are the value dimension; the width of one tile (the
+  /// output's width when not cut), the number of tiles, and the current
+  /// tile's first column (set inside the (sequence, head, tile) loop).
+  llvm::SmallVector<llvm::SmallVector<unsigned>> componentValueDims;
+  llvm::SmallVector<bool> inputIsValue;
+  int64_t valueWidth = 0;
+  int64_t valueTiles = 1;
+  Value valueOffset;
   Value cuSeqlens, slotStart, slotLength, chunkOffsets, slotSequence;
 };
 

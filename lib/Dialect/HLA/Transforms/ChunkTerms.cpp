@@ -239,7 +239,8 @@ Value TermEmitter::startScalar(double w) {
       b, l, RankedTensorType::get({}, b.getF32Type()), ValueRange{weight});
 }
 
-FailureOr<Value> TermEmitter::emit(const IndexTerm &term, bool isSummary) {
+FailureOr<TermEmitter::TermValue> TermEmitter::emit(const IndexTerm &term,
+                                                    bool isSummary) {
   std::vector<ChainFactor> scalarFactors;
   std::string error;
   FailureOr<std::vector<ChainPiece>> pieces =
@@ -401,17 +402,19 @@ FailureOr<Value> TermEmitter::emit(const IndexTerm &term, bool isSummary) {
     } else if (rightVar < 0) {
       result = tb.outer(unaryOrOnes(0), rightTile);
     } else if (net.hasPair(0, rightVar)) {
+      // diag(u₀) (W diag(u_r)) R times the scalars: every factor but R
+      // goes on the left, so that terms with the same R share the product.
       Value w = net.getPair(0, rightVar);
       if (Value ur = net.getUnary(rightVar))
         w = tb.scaleCols(w, ur);
-      result = tb.matmul(w, rightTile);
       if (ut)
-        result = tb.scaleRows(result, ut);
+        w = tb.scaleRows(w, ut);
+      return TermValue(net.applyScalars(w, coeff), rightTile);
     } else {
       Value sumRight = tb.matvec(rightTile, unaryOrOnes(rightVar), true);
       result = tb.outer(unaryOrOnes(0), sumRight);
     }
-    return net.applyScalars(result, coeff);
+    return TermValue(net.applyScalars(result, coeff));
   }
 
   // Summaries: Lᵀ · (weights between l and r) · R.
@@ -420,7 +423,7 @@ FailureOr<Value> TermEmitter::emit(const IndexTerm &term, bool isSummary) {
     result = linalg::FillOp::create(tb.getBuilder(), tb.getLoc(),
                                     tb.scalar(1.0), tb.empty({}))
                  .getResult(0);
-    return net.applyScalars(result, coeff);
+    return TermValue(net.applyScalars(result, coeff));
   }
   if (!left) {
     return chunkError(anchor)
@@ -449,5 +452,5 @@ FailureOr<Value> TermEmitter::emit(const IndexTerm &term, bool isSummary) {
       result = tb.outer(leftSum, rightSum);
     }
   }
-  return net.applyScalars(result, coeff);
+  return TermValue(net.applyScalars(result, coeff));
 }

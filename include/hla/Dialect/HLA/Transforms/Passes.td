@@ -142,6 +142,15 @@ def HLAChunkPass : Pass<"hla-chunk"> {
     Where that is one run, or the sequences are packed, the fused form is
     emitted.
 
+    Value tiles (`value-tile=BV`, fused form): the value dimension (the
+    output's columns, `dv`) is cut into tiles of BV columns and the loop runs
+    over (sequence, head, value tile); each iteration reads its BV columns of
+    the value input and carries its BV columns of every component that has
+    them, and recomputes the components without them (hla2's S and m). This
+    is exact when every term of the monoid's rules reads at most one slot
+    with value columns and keeps them; the pass checks that. Smaller states
+    per iteration and more iterations: what a GPU needs at dv = 128.
+
     Causal isolation: in masked-matmul form a row's output is a product
     with every token of its chunk, masked by zeros, and 0 · NaN = NaN — a
     non-finite input at token t would leak into the rows before t. With
@@ -168,6 +177,10 @@ def HLAChunkPass : Pass<"hla-chunk"> {
     Option<"stableFeatures", "stable-features", "bool", "true",
            "LinSimp: shift each query's anchor-feature exponents by their "
            "running maximum (cancels exactly; off to compare)">,
+    Option<"valueTile", "value-tile", "int64_t", "0",
+           "Fused form: value columns per (sequence, head, tile) iteration "
+           "(0: all of them); components without value columns are "
+           "recomputed per tile">,
     Option<"causalIsolation", "causal-isolation", "bool", "true",
            "Keep a chunk's rows before its first non-finite token finite: "
            "such a chunk's rows are read out a second time with the tokens "
@@ -367,6 +380,59 @@ def HLAFuseTileElementwisePass : Pass<"hla-fuse-tile-elementwise"> {
     parallel take producers, so contractions keep their plain `C += A·B`
     form for the tensor-core lowering. Fewer ops mean fewer passes over
     shared memory, fewer barriers and fewer temporary tiles on the GPU.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+
+def HLAShareTileProductsPass : Pass<"hla-share-tile-products"> {
+  let summary = "Fold tile transposes into their readers and compute each "
+                "product once";
+  let description = [{
+    The chunk plan emits every index term on its own (ChunkTerms.cpp), so a
+    chunk body computes the same products several times: Q·Kᵀ for one term
+    and K·Qᵀ for another, Q·S₀ for two readouts, the same masked Gram
+    matrix in a summary and a readout. On linalg.generic ops with pure
+    tensor semantics this pass
+
+    1. folds a transpose (a generic that only permutes its input) into
+       every generic reading it, by composing the indexing maps; and
+    2. replaces a generic by an earlier one that dominates it and computes
+       the same values, up to a renaming of the loops, the order of a
+       commutative body's inputs, and a transpose of the result. Ops that
+       accumulate into their output must start from equal fills. A
+       transposed match becomes a transpose of the earlier result, which
+       step 1 folds into its readers.
+
+    ```mlir
+    %a = linalg.generic {Q·Kᵀ} ins(%q, %k) outs(%zero0)
+    %b = linalg.generic {K·Qᵀ} ins(%k, %q) outs(%zero1)
+    %c = linalg.generic {x · y} ins(%b, %v) ...
+    // becomes
+    %a = linalg.generic {Q·Kᵀ} ins(%q, %k) outs(%zero0)
+    %c = linalg.generic {x · y, reading %a transposed} ins(%a, %v) ...
+    ```
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
+def HLAReportChunkWorkPass : Pass<"hla-report-chunk-work"> {
+  let summary = "Count the products and FLOPs of every chunk body";
+  let description = [{
+    Emits one remark per chunk body (the outermost `scf.for` in an
+    `scf.forall`, or the forall's body where there is no such loop) after
+    the chunk math is linalg on tensors: its contractions and their FLOPs,
+    matrix-vector products and other reductions, and elementwise ops.
+    Work inside conditional regions (causal isolation's repair of poisoned
+    chunks) and nested loops (the delta rule's substitution) is counted
+    apart, per execution of the region. The counts are static and exact for
+    straight-line bodies. `bench/RESULTS.md` quotes them.
+
+    ```
+    remark: hla-report-chunk-work: 4 contractions (2097152 FLOP), 0
+            matrix-vector products, 1 other reductions, 10 elementwise ops
+            per chunk; in conditional regions: ...
+    ```
   }];
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }

@@ -1,0 +1,183 @@
+#!/usr/bin/env python3
+"""hla's CUDA kernels against the peers at issue 12's shapes, in one process.
+
+    peers_bench.py build OUTDIR [NAME=HLA_OPT ...]   # here: compile kernels
+    peers_bench.py run OUTDIR                         # on the GPU machine
+
+`build` compiles every (op, shape) of issue 12's table with each given
+compiler (default: `current=build/bin/hla-opt`), default options, bf16, to a
+shared library and a cubin (compiler names: letters and digits only). `run` times each artefact and, on the same
+fresh random inputs, the peer: FLA's `chunk_linear_attn` (scale 1,
+unnormalised) for linear_attention and FLA's `chunk_kda` (scale d^-1/2) for
+kda, through `../shared/bench/peers.py` (on the GPU machine: copy it and
+`../shared/peers/fla` into an ignored folder, e.g. `.device/peers/`, and set
+FLA_PARENT to it). hla2, ahla and hla3 have no peer in
+FLA: their rows give the issue's targets. Median of 20 timed runs after 3
+warm-ups (CUDA events). Outputs are compared with the peer's (relative
+Frobenius difference). Each row also gives the SASS mix of the artefact's
+kernels (HGMMA, HMMA, BAR, LDS, STS, LDL, STL). Writes
+$OUT/peers_bench.json and prints a markdown table.
+"""
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+from gpu_util import hla_call, median_ms  # noqa: E402
+
+# (op, B, H, T, d, issue 12's target in ms or None where the peer sets it)
+ROWS = [
+    ("linear_attention", 8, 16, 8192, 64, None),
+    ("linear_attention", 1, 16, 65536, 64, None),
+    ("linear_attention", 4, 16, 8192, 128, None),
+    ("kda", 4, 16, 4096, 64, None),
+    ("kda", 1, 16, 16384, 64, None),
+    ("kda", 8, 16, 8192, 64, None),
+    ("hla2", 8, 16, 2048, 64, 0.15),
+    ("hla2", 8, 16, 8192, 64, 0.50),
+    ("hla2", 2, 16, 32768, 64, 0.60),
+    ("hla2", 8, 16, 2048, 128, 0.50),
+    ("hla2", 4, 16, 8192, 128, 0.90),
+    ("hla2", 1, 16, 65536, 64, 0.70),
+    ("ahla", 8, 16, 8192, 64, None),
+    ("hla3", 8, 16, 8192, 64, None),
+]
+SASS = ["HGMMA", "HMMA", "BAR", "LDS", "STS", "LDL", "STL"]
+
+
+def name_of(compiler, op, B, H, T, d):
+    return f"{compiler}_{op}_B{B}_H{H}_T{T}_d{d}"
+
+
+def graph(op, B, H, T, d):
+    sys.path.insert(0, os.path.join(REPO, "python", "tests"))
+    from codegen_util import attention_graph, kda_graph
+    if op == "kda":
+        return kda_graph(B, T, H, H, d, d, dtype="bf16", scale=d ** -0.5)
+    shape = (B, T, H, d)
+    return attention_graph(op, shape, shape, shape, dict(scale=1.0), dtype="bf16")
+
+
+def build(outdir, compilers):
+    os.makedirs(outdir, exist_ok=True)
+    for compiler, hla_opt in compilers.items():
+        for (op, B, H, T, d, _) in ROWS:
+            name = name_of(compiler, op, B, H, T, d)
+            src = os.path.join(outdir, name + ".mlir")
+            with open(src, "w") as f:
+                f.write(graph(op, B, H, T, d))
+            for emit, out in (("shared", name + ".so"), ("cubin", name + ".cubin")):
+                r = subprocess.run([hla_opt, src, "--hla-target=cuda", f"--emit={emit}",
+                                    "-o", os.path.join(outdir, out)],
+                                   capture_output=True, text=True)
+                print(name, emit, "ok" if r.returncode == 0 else r.stderr[-600:], flush=True)
+
+
+def sass_mix(cubin):
+    r = subprocess.run(["cuobjdump", "--dump-sass", cubin], capture_output=True, text=True)
+    if r.returncode != 0:
+        return {"error": r.stderr[-300:]}
+    return {m: len(re.findall(r"\b" + m + r"\b[.\w]*", r.stdout)) for m in SASS}
+
+
+def inputs(op, B, H, T, d):
+    import torch
+    dev = "cuda"
+    q = (torch.randn(B, T, H, d, device=dev) * d ** -0.5).to(torch.bfloat16)
+    k = torch.randn(B, T, H, d, device=dev)
+    if op == "kda":
+        k = torch.nn.functional.normalize(k, dim=-1)
+    else:
+        k = k * d ** -0.5
+    k = k.to(torch.bfloat16)
+    v = torch.randn(B, T, H, d, device=dev).to(torch.bfloat16)
+    if op != "kda":
+        return [q, k, v]
+    g = (-torch.rand(B, T, H, d, device=dev) * 0.2).to(torch.bfloat16)
+    beta = (torch.rand(B, T, H, device=dev) * 0.8 + 0.1).to(torch.bfloat16)
+    return [q, k, v, g, beta]
+
+
+def peer(op, ins, d):
+    # peers.py: ../shared/bench here, or next to the fla/ copy ($FLA_PARENT).
+    for place in (os.path.join(REPO, "..", "shared", "bench"), os.environ.get("FLA_PARENT")):
+        if place and os.path.exists(os.path.join(place, "peers.py")):
+            sys.path.insert(0, place)
+    import peers
+    if op == "linear_attention":
+        return peers.linear_attention(*ins, scale=1.0)
+    if op == "kda":
+        return peers.kda(*ins, scale=d ** -0.5)
+    return None
+
+
+def run(outdir):
+    import torch
+    compilers = sorted({f.split("_", 1)[0] for f in os.listdir(outdir) if f.endswith(".so")})
+    device = torch.cuda.get_device_name()
+    rows = []
+    for (op, B, H, T, d, target) in ROWS:
+        ins = inputs(op, B, H, T, d)
+        row = {"op": op, "B": B, "H": H, "T": T, "d": d, "target_ms": target}
+        fn = peer(op, ins, d)
+        want = None
+        if fn is not None:
+            want = fn().float()
+            row["peer_ms"] = median_ms(fn)
+        for compiler in compilers:
+            name = name_of(compiler, op, B, H, T, d)
+            path = os.path.join(outdir, name + ".so")
+            if not os.path.exists(path):
+                row[compiler] = {"error": "not built"}
+                continue
+            o = torch.full_like(ins[2], float("nan"))
+            call = hla_call(path, ins, (o,))
+            call()
+            torch.cuda.synchronize()
+            entry = {"ms": median_ms(call), "finite": bool(torch.isfinite(o).all())}
+            if want is not None:
+                entry["diff_vs_peer"] = float((o.float() - want).norm() / want.norm())
+                entry["speed_vs_peer"] = row["peer_ms"] / entry["ms"]
+            entry["sass"] = sass_mix(os.path.join(outdir, name + ".cubin"))
+            row[compiler] = entry
+            del o
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+        del ins, want
+        torch.cuda.empty_cache()
+    result = {"device": device, "torch": torch.__version__, "rows": rows}
+    with open(os.path.join(os.environ.get("OUT", outdir), "peers_bench.json"), "w") as f:
+        json.dump(result, f, indent=1)
+    print(f"\n{device}, torch {torch.__version__}")
+    head = "| op | B×H×T×d | peer ms | target ms |"
+    for c in compilers:
+        head += f" {c} ms | {c} ÷ peer speed | {c} HGMMA/BAR/LDS/STS/LDL |"
+    print(head)
+    print("|" + " --- |" * (4 + 3 * len(compilers)))
+    for r in rows:
+        line = (f"| {r['op']} | {r['B']}×{r['H']}×{r['T']}×{r['d']} | "
+                f"{r.get('peer_ms', float('nan')):.3f} | {r['target_ms'] or '–'} |")
+        for c in compilers:
+            e = r.get(c, {})
+            s = e.get("sass", {})
+            mix = "/".join(str(s.get(m, "?")) for m in ["HGMMA", "BAR", "LDS", "STS", "LDL"])
+            speed = e.get("speed_vs_peer")
+            line += (f" {e.get('ms', float('nan')):.3f} | "
+                     f"{f'{speed:.2f}×' if speed else '–'} | {mix} |")
+        print(line)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 3 or sys.argv[1] not in ("build", "run"):
+        print(__doc__)
+        sys.exit(2)
+    if sys.argv[1] == "build":
+        given = dict(a.split("=", 1) for a in sys.argv[3:])
+        build(sys.argv[2], given or {"current": os.path.join(REPO, "build", "bin", "hla-opt")})
+    else:
+        run(sys.argv[2])
