@@ -131,6 +131,8 @@ def main():
     parser.add_argument("--hla-opt", default=os.path.join(HERE, "..", "build", "bin", "hla-opt"))
     parser.add_argument("--reps", type=int, default=10)
     parser.add_argument("--ops", default="hla2,ahla,hla3")
+    parser.add_argument("--flags", default="",
+                        help="extra hla-opt flags, comma-separated (e.g. --chunk-form=fused)")
     args = parser.parse_args()
     shapes = [(1, 4096, 8, 64), (4, 1024, 8, 64)]
     work = tempfile.mkdtemp(prefix="hla-bench-")
@@ -146,7 +148,8 @@ def main():
             with open(src, "w") as f:
                 f.write(graph(op, B, T, H, d))
             subprocess.run([args.hla_opt, src, "--hla-target=cpu", "--emit=shared",
-                            "-o", lib, f"--chunk-size={C}"], check=True)
+                            "-o", lib, f"--chunk-size={C}",
+                            *[f for f in args.flags.split(",") if f]], check=True)
             fn = hla.runtime.load(lib).main
             scale = d ** -0.5
             sets = []

@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """hla's CUDA kernels against the peers at issue 12's shapes, in one process.
 
-    peers_bench.py build OUTDIR [NAME=HLA_OPT ...]   # here: compile kernels
-    peers_bench.py run OUTDIR                         # on the GPU machine
+    peers_bench.py build OUTDIR [NAME=HLA_OPT[,FLAG...] ...]   # here
+    peers_bench.py run OUTDIR                                   # on the GPU
 
 `build` compiles every (op, shape) of issue 12's table with each given
-compiler (default: `current=build/bin/hla-opt`), default options, bf16, to a
-shared library and a cubin (compiler names: letters and digits only). `run` times each artefact and, on the same
+variant, a compiler and its flags (default: `current=build/bin/hla-opt`, the
+default options), bf16, to a shared library and a cubin (variant names:
+letters and digits only). A variant whose compile fails for a row (a flag
+that does not apply) leaves that row out for it. `run` times each artefact and, on the same
 fresh random inputs, the peer: FLA's `chunk_linear_attn` (scale 1,
 unnormalised) for linear_attention and FLA's `chunk_kda` (scale d^-1/2) for
 kda, through `../shared/bench/peers.py` (on the GPU machine: copy it and
@@ -71,9 +73,10 @@ def build(outdir, compilers):
             src = os.path.join(outdir, name + ".mlir")
             with open(src, "w") as f:
                 f.write(graph(op, B, H, T, d))
+            compiler_path, *flags = hla_opt.split(",")
             for emit, out in (("shared", name + ".so"), ("cubin", name + ".cubin")):
-                r = subprocess.run([hla_opt, src, "--hla-target=cuda", f"--emit={emit}",
-                                    "-o", os.path.join(outdir, out)],
+                r = subprocess.run([compiler_path, src, "--hla-target=cuda", f"--emit={emit}",
+                                    "-o", os.path.join(outdir, out), *flags],
                                    capture_output=True, text=True)
                 print(name, emit, "ok" if r.returncode == 0 else r.stderr[-600:], flush=True)
 

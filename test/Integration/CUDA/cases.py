@@ -19,8 +19,9 @@ OPS = ["linear_attention", "hla2", "ahla", "hla3"]
 def case(name, op, T, *, options=None, chunk=64, B=2, hq=2, hkv=2, d=16, dv=16,
          dtype="f32", tol=1e-4, state=False, cu_seqlens=None, positive=False,
          schedule="auto", segments=0, m=0, window=0, mma="auto", misaligned=False,
-         poison=False):
+         poison=False, value_tile=0):
     return dict(name=name, op=op, T=T, options=dict(options or {}), chunk=chunk, mma=mma,
+                value_tile=value_tile,
                 misaligned=misaligned, poison=poison,
                 B=B, hq=hq, hkv=hkv, d=d, dv=dv, dtype=dtype, tol=tol, state=state,
                 cu_seqlens=list(cu_seqlens) if cu_seqlens else None,
@@ -125,7 +126,27 @@ def all_cases():
                           segments=3 if schedule == "segmented" else 0))
     cases.append(case("hla2-d128-f32-state", "hla2", 70, B=1, d=128, dv=128, chunk=16,
                       options=dict(decay=0.9), state=True))
-    return cases + linsimp_cases() + kda_cases() + poison_cases()
+    return cases + linsimp_cases() + kda_cases() + poison_cases() + value_tile_cases()
+
+
+def value_tile_cases():
+    """The persistent schedule with the value dimension cut into tiles (one
+    thread block per sequence, head and tile): every op, state in and out,
+    grouped heads, bf16 at d = 128, packed sequences."""
+    cases = []
+    for op in OPS + ["kda"]:
+        for T in [1, 100]:
+            cases.append(case(f"{op}-vt8-T{T}", op, T, chunk=16, B=2, hq=4, hkv=2, d=16,
+                              dv=16, state=True, options=dict(decay=0.95)
+                              if op != "kda" else None, schedule="persistent",
+                              value_tile=8))
+        cases.append(case(f"{op}-vt64-d128-bf16", op, 300, B=1, d=128, dv=128,
+                          dtype="bf16", tol=1e-2, chunk=32, schedule="persistent",
+                          value_tile=64))
+    cases.append(case("hla2-vt8-packed", "hla2", 150, chunk=16, B=1, hkv=1, state=True,
+                      cu_seqlens=[0, 1, 1, 70, 150], schedule="persistent",
+                      value_tile=8))
+    return cases
 
 
 def poison_cases():
