@@ -116,8 +116,10 @@ const std::vector<Knob> &knobs() {
        show(&O::segments), integer(&O::segments, 0, 1 << 20, "segments")},
       {"value-tile",
        "Fused form / persistent schedule: value columns per thread block or "
-       "loop iteration (0: all; components without them are recomputed)",
-       show(&O::valueTile), integer(&O::valueTile, 0, 1 << 20, "value-tile")},
+       "loop iteration (0: all; -1: auto, tiles where the (sequence, head) "
+       "pairs leave the target idle; components without value columns are "
+       "recomputed per tile)",
+       show(&O::valueTile), integer(&O::valueTile, -1, 1 << 20, "value-tile")},
       {"linsimp-stable-features",
        "LinSimp: shift anchor-feature exponents by each query's running "
        "maximum (cancels exactly; off to compare)",

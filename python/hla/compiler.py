@@ -91,7 +91,7 @@ def cache_dir():
 # compiler checks values again.
 _OPTIONS = {
     "chunk_size": ("int", 1), "segments": ("int", 0), "scan_threads": ("int", 1),
-    "value_tile": ("int", 0),
+    "value_tile": ("int", -1),
     "cuda_threads": ("int", 32),
     "schedule": ("schedule",), "chunk_form": ("choice", CHUNK_FORMS),
     "cuda_mma": ("choice", ("auto", "wgmma", "mma.sync")),
@@ -460,7 +460,7 @@ def compile(ir, target="cpu", **options):  # noqa: A001 (the public name is the 
     "segmented", cpu), ``segments`` (int, runs of chunks per sequence of the
     segmented form or schedule; 0 = chosen for the target), ``value_tile``
     (int, value columns per iteration of the fused form or persistent
-    schedule; 0 = all), ``schedule``
+    schedule; 0 = all, -1 = chosen for the target), ``schedule``
     (cpu: "auto" | "sequential" | "blelloch"; cuda: "auto" | "persistent" |
     "segmented"), ``scan_threads`` (int), ``vectorize`` (bool).
     Raises ``CompileError`` (with ``.diagnostics``) when the compiler rejects

@@ -31,8 +31,8 @@ struct CPUPipelineOptions : public PassPipelineOptions<CPUPipelineOptions> {
   PassOptions::Option<int64_t> valueTile{
       *this, "value-tile",
       llvm::cl::desc("Fused form: value columns per (sequence, head, tile) "
-                     "iteration (0: all; see hla-chunk)"),
-      llvm::cl::init(0)};
+                     "iteration (0: all; -1: auto; see hla-chunk)"),
+      llvm::cl::init(-1)};
   PassOptions::Option<std::string> schedule{
       *this, "schedule",
       llvm::cl::desc("Scan over chunks: sequential, blelloch or auto"),
@@ -91,8 +91,8 @@ struct CUDAPipelineOptions : public PassPipelineOptions<CUDAPipelineOptions> {
   PassOptions::Option<int64_t> valueTile{
       *this, "value-tile",
       llvm::cl::desc("Fused form: value columns per (sequence, head, tile) "
-                     "iteration (0: all; see hla-chunk)"),
-      llvm::cl::init(0)};
+                     "iteration (0: all; -1: auto; see hla-chunk)"),
+      llvm::cl::init(-1)};
   PassOptions::Option<bool> causalIsolation{
       *this, "causal-isolation",
       llvm::cl::desc("Keep outputs before a non-finite token finite (a "

@@ -39,8 +39,9 @@ struct ArtefactOptions {
   /// for the target's parallelism).
   int64_t segments = 0;
   /// Value columns per (sequence, head) iteration of the fused form (0:
-  /// all; hla-chunk's value-tile).
-  int64_t valueTile = 0;
+  /// all; -1: chosen from the target's parallelism; hla-chunk's
+  /// value-tile).
+  int64_t valueTile = -1;
   /// LinSimp: the stabilised anchor features (off only to compare).
   bool stableFeatures = true;
   /// Outputs before a non-finite token stay finite (hla-chunk).

@@ -85,8 +85,9 @@ def compile_case(hla_opt, outdir, c, emit="shared", suffix=".so"):
     out = os.path.join(outdir, c["name"] + suffix)
     cmd = [hla_opt, src, "--hla-target=cuda", f"--emit={emit}", "-o", out,
            f"--chunk-size={c['chunk']}", f"--schedule={c['schedule']}",
-           f"--segments={c['segments']}", f"--cuda-mma={c.get('mma', 'auto')}",
-           f"--value-tile={c.get('value_tile', 0)}"]
+           f"--segments={c['segments']}", f"--cuda-mma={c.get('mma', 'auto')}"]
+    if c.get("value_tile"):
+        cmd.append(f"--value-tile={c['value_tile']}")
     start = time.time()
     r = subprocess.run(cmd, capture_output=True, text=True)
     return c["name"], r.returncode, r.stderr, time.time() - start

@@ -2,9 +2,9 @@
 """Runs the CUDA cases compiled by build_cases.py on the GPU and checks them
 against the float64 references of python/hla/reference.py.
 
-    run_cases.py CASEDIR [--log FILE] [--only SUBSTRING]
+    run_cases.py CASEDIR [--log FILE] [--only SUBSTRING] [--seed N]
 
-Each case: fresh random inputs; the output and final states are poisoned
+Each case: fresh random inputs (the run's seed is printed); the output and final states are poisoned
 (NaN) before the call; the kernel runs through the library's C ABI on
 device pointers (torch allocations); the relative error ‖out − ref‖/‖ref‖
 of every output must stay within the case's tolerance. The executable built
@@ -21,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import zlib
 
 import numpy as np
 import torch
@@ -213,8 +214,8 @@ def poison_error(c, lib, tensors, token_inputs, clean):
     return worst
 
 
-def run_case(c, casedir):
-    rng = np.random.default_rng(abs(hash(c["name"])) % (2 ** 32))
+def run_case(c, casedir, seed):
+    rng = np.random.default_rng(seed)
     if c["op"] == "linsimp":
         return run_linsimp_case(c, casedir, rng)
     if c["op"] == "kda":
@@ -293,7 +294,13 @@ def main():
     ap.add_argument("casedir")
     ap.add_argument("--log", default=None)
     ap.add_argument("--only", default="")
+    ap.add_argument("--seed", type=int, default=None,
+                    help="the inputs' seed (default: a fresh one, printed)")
     args = ap.parse_args()
+    # Fresh inputs every run; the seed is printed so that a failure can be
+    # run again with the same inputs (--seed).
+    seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "little")
+    print("seed", seed, flush=True)
     with open(os.path.join(args.casedir, "manifest.json")) as f:
         manifest = json.load(f)
     print("device", torch.cuda.get_device_name(), "torch", torch.__version__, flush=True)
@@ -303,7 +310,7 @@ def main():
             continue
         start = time.time()
         try:
-            err = run_case(c, args.casedir)
+            err = run_case(c, args.casedir, (seed + zlib.crc32(c["name"].encode())) % 2 ** 32)
             detail = ""
         except Exception as e:  # a crash is a failure of that case
             err, detail = float("inf"), repr(e)[:300]

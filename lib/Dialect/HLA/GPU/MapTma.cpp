@@ -49,7 +49,8 @@ static bool isChunkLength(Value len, Value t0, int64_t T, int64_t C) {
 void ChunkLoopMapper::planTmaLoads() {
   llvm::SmallVector<memref::CopyOp> copies;
   forall.getBody()->walk([&](memref::CopyOp copy) { copies.push_back(copy); });
-  llvm::DenseMap<std::pair<Value, int64_t>, Value> maps;
+  // One tensor map per argument and box (C tokens by D columns).
+  llvm::DenseMap<std::tuple<Value, int64_t, int64_t>, Value> maps;
   for (memref::CopyOp copy : copies) {
     // Directly in the forall's body or in one loop there (the mbarrier's
     // phase is that loop's iteration count).
@@ -79,15 +80,15 @@ void ChunkLoopMapper::planTmaLoads() {
       continue;
     int64_t C = tile.getType().getDimSize(0), D = tile.getType().getDimSize(1);
     int64_t T = argType.getDimSize(1);
-    if (D != argType.getDimSize(3) || C > 256 || D > 256 ||
+    if (D > argType.getDimSize(3) || C > 256 || D > 256 ||
         (D * elementBytes) % 16)
       continue;
-    // Source [b, t0, h, 0] [1, len, 1, D] unit strides; target [0, 0]
-    // [len, D].
+    // Source [b, t0, h, col] [1, len, 1, D] unit strides, col a value
+    // tile's first column (0 for whole rows); target [0, 0] [len, D].
     llvm::SmallVector<OpFoldResult> offsets = source.getMixedOffsets(),
                                     sizes = source.getMixedSizes();
     if (!source.hasUnitStride() || !target.hasUnitStride() ||
-        getConstantIntValue(offsets[3]) != 0 ||
+        (D == argType.getDimSize(3) && getConstantIntValue(offsets[3]) != 0) ||
         getConstantIntValue(sizes[0]) != 1 ||
         getConstantIntValue(sizes[2]) != 1 ||
         getConstantIntValue(sizes[3]) != D ||
@@ -114,7 +115,7 @@ void ChunkLoopMapper::planTmaLoads() {
       continue;
 
     // The tensor map, made on the host once per argument and box.
-    Value &map = maps[{arg, C}];
+    Value &map = maps[{arg, C, D}];
     if (!map) {
       OpBuilder host(forall);
       Location loc = forall.getLoc();
@@ -253,12 +254,12 @@ void ChunkLoopMapper::lowerTmaLoads(gpu::LaunchOp launch) {
     memref::CopyOp copy = load.copy;
     Location at = copy.getLoc();
     auto source = copy.getSource().getDefiningOp<memref::SubViewOp>();
-    // The box's position: the source's offsets (b, t0, h) — read now, as
-    // the forall's induction variables became the launch's.
+    // The box's position: the source's offsets (b, t0, h, column) — read
+    // now, as the forall's induction variables became the launch's.
     llvm::SmallVector<Value> position;
     {
       OpBuilder sb(source);
-      for (int i : {0, 1, 2})
+      for (int i : {0, 1, 2, 3})
         position.push_back(getValueOrCreateConstantIndexOp(
             sb, at, source.getMixedOffsets()[i]));
     }
@@ -344,9 +345,9 @@ void ChunkLoopMapper::lowerTmaLoads(gpu::LaunchOp launch) {
           ib.getBoolAttr(false), /*predicate=*/Value());
       Value descriptor = LLVM::IntToPtrOp::create(
           ib, at, LLVM::LLVMPointerType::get(ib.getContext()), load.map);
-      // Coordinates innermost first: (0, h, t0, b).
-      llvm::SmallVector<Value> coordinates = {c32(ib, 0)};
-      for (int i : {2, 1, 0})
+      // Coordinates innermost first: (column, h, t0, b).
+      llvm::SmallVector<Value> coordinates;
+      for (int i : {3, 2, 1, 0})
         coordinates.push_back(
             arith::IndexCastOp::create(ib, at, i32, where[i]));
       // The destination as a shared::cluster address (this block's own

@@ -72,31 +72,21 @@ void ChunkRewriter::prepareShapes() {
   }
 }
 
-LogicalResult ChunkRewriter::prepareValueTiles() {
-  int64_t width = info.outputType().getDimSize(3);
-  if (valueTile <= 0 || valueTile >= width)
-    return success();
-  if (width % valueTile != 0)
-    return chunkError(info.readout) << "value-tile " << valueTile
-                                    << " must divide the value width " << width;
-  if (info.anchor)
-    return chunkError(info.readout)
-           << "value-tile: LinSimp's anchor window is not cut by value";
-  // The value dimension is the symbol of the readout's columns.
+std::optional<std::string> separableValueSymbol(const MonoidSpec &spec) {
   std::string error;
   const MonoidReadout *num = spec.findReadout("num");
+  if (!num || num->expr.empty())
+    return std::nullopt;
   FailureOr<MonoidMatrixShape> numShape =
-      num && !num->expr.empty() ? spec.inferTermShape(num->expr.front(), error)
-                                : FailureOr<MonoidMatrixShape>(failure());
+      spec.inferTermShape(num->expr.front(), error);
   if (failed(numShape) || numShape->cols == "1")
-    return chunkError(info.readout)
-           << "value-tile: the readout has no value dimension";
+    return std::nullopt;
   std::string symbol = numShape->cols;
   auto mentions = [&](const MonoidSlot *slot) {
     return slot && llvm::is_contained(slot->shape, symbol);
   };
-  // Exact when every term reads at most one slot with value columns and
-  // keeps them: its column j then depends only on that slot's column j.
+  // A term reading one slot with value columns and keeping them: its
+  // column j depends only on that slot's column j.
   auto keepsColumnsApart = [&](const MonoidExpr &expr) {
     for (const MonoidTerm &term : expr) {
       unsigned reading = 0;
@@ -119,6 +109,23 @@ LogicalResult ChunkRewriter::prepareValueTiles() {
   for (const MonoidReadout &readout : spec.readouts)
     apart &= keepsColumnsApart(readout.expr);
   if (!apart)
+    return std::nullopt;
+  return symbol;
+}
+
+LogicalResult ChunkRewriter::prepareValueTiles() {
+  int64_t width = info.outputType().getDimSize(3);
+  if (valueTile <= 0 || valueTile >= width)
+    return success();
+  if (width % valueTile != 0)
+    return chunkError(info.readout)
+           << "value-tile " << valueTile << " must divide the value width "
+           << width;
+  if (info.anchor)
+    return chunkError(info.readout)
+           << "value-tile: LinSimp's anchor window is not cut by value";
+  std::optional<std::string> symbol = separableValueSymbol(spec);
+  if (!symbol)
     return chunkError(info.readout)
            << "value-tile: a rule of monoid '" << spec.name
            << "' mixes value columns, so they cannot be computed apart";
@@ -127,13 +134,13 @@ LogicalResult ChunkRewriter::prepareValueTiles() {
   valueTiles = width / valueTile;
   for (unsigned c = 0; c < spec.components.size(); ++c)
     for (auto [d, name] : llvm::enumerate(spec.components[c].shape))
-      if (name == symbol) {
+      if (name == *symbol) {
         componentValueDims[c].push_back(d);
         componentShapes[c][d] = valueTile;
       }
   for (unsigned i = 0; i < spec.inputs.size(); ++i) {
     llvm::ArrayRef<std::string> shape = spec.inputs[i].shape;
-    inputIsValue[i] = !shape.empty() && shape.back() == symbol;
+    inputIsValue[i] = !shape.empty() && shape.back() == *symbol;
   }
   return success();
 }

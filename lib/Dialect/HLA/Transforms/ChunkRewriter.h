@@ -128,6 +128,11 @@ struct ChainInfo {
 
 inline OpFoldResult idx(OpBuilder &b, int64_t v) { return b.getIndexAttr(v); }
 
+/// The symbol of the value dimension (the readout's columns) when every
+/// term of the monoid's rules reads at most one slot with value columns and
+/// keeps them, so that value tiles can be computed apart; else nullopt.
+std::optional<std::string> separableValueSymbol(const MonoidSpec &spec);
+
 /// Reports a chunking failure at `op`, prefixed with the pass name.
 inline InFlightDiagnostic chunkError(Operation *op) {
   return op->emitError() << "hla-chunk: ";

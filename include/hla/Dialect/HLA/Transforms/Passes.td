@@ -149,7 +149,11 @@ def HLAChunkPass : Pass<"hla-chunk"> {
     them, and recomputes the components without them (hla2's S and m). This
     is exact when every term of the monoid's rules reads at most one slot
     with value columns and keeps them; the pass checks that. Smaller states
-    per iteration and more iterations: what a GPU needs at dv = 128.
+    per iteration and more iterations: what a GPU needs when the (sequence,
+    head) pairs alone leave it idle. `value-tile=-1` chooses: the most tiles
+    (a power of two, at least 32 columns each) whose iterations fit one wave
+    of `parallelism`; and in the segmented form with its automatic count,
+    such tiles instead of segments when they fill at least half a wave.
 
     Causal isolation: in masked-matmul form a row's output is a product
     with every token of its chunk, masked by zeros, and 0 · NaN = NaN — a
@@ -179,8 +183,9 @@ def HLAChunkPass : Pass<"hla-chunk"> {
            "running maximum (cancels exactly; off to compare)">,
     Option<"valueTile", "value-tile", "int64_t", "0",
            "Fused form: value columns per (sequence, head, tile) iteration "
-           "(0: all of them); components without value columns are "
-           "recomputed per tile">,
+           "(0: all of them; -1: auto, the most tiles of >= 32 columns that "
+           "fit one wave of parallelism); components without value columns "
+           "are recomputed per tile">,
     Option<"causalIsolation", "causal-isolation", "bool", "true",
            "Keep a chunk's rows before its first non-finite token finite: "
            "such a chunk's rows are read out a second time with the tokens "
