@@ -103,7 +103,9 @@ const std::vector<Knob> &knobs() {
        "Tokens per chunk (0: the target's, 64 on CPUs, 32 on CUDA)",
        show(&O::chunkSize), integer(&O::chunkSize, 1, 1 << 20, "chunk-size")},
       {"chunk-form",
-       "CPU: the chunked form: phased, fused or segmented (hla-chunk)",
+       "CPU: the chunked form: phased, fused or segmented (hla-chunk; "
+       "segmented with segments=0 is the fused form wherever the (sequence, "
+       "head) pairs fill the threads)",
        show(&O::chunkForm),
        text(&O::chunkForm, "chunk-form", {"phased", "fused", "segmented"})},
       {"schedule",

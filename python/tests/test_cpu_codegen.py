@@ -44,11 +44,12 @@ def make_inputs(rng, op, T, hq, hkv, d, dv, positive=False, dtype=np.float32):
 
 
 def check_op(tmp_path, rng, op, T, options=None, chunk=64, schedule="auto",
-             hq=2, hkv=2, d=8, dv=6, positive=False, tol=1e-5):
+             hq=2, hkv=2, d=8, dv=6, positive=False, tol=1e-5, form=None):
     options = dict(options or {})
     q, k, v = make_inputs(rng, op, T, hq, hkv, d, dv, positive=positive)
     graph = attention_graph(op, q.shape, k.shape, v.shape, options)
-    exe = compile_graph(graph, chunk=chunk, schedule=schedule)
+    exe = compile_graph(graph, chunk=chunk, schedule=schedule,
+                        extra=(f"--chunk-form={form}",) if form else ())
     (out,) = run_exe(exe, [q, k, v], tmp_path)
     expected = getattr(ref, op)(q, k, v, **options)
     err = relative_error(out, expected)
@@ -59,9 +60,11 @@ def check_op(tmp_path, rng, op, T, options=None, chunk=64, schedule="auto",
 @pytest.mark.parametrize("op", OPS)
 @pytest.mark.parametrize("T", [1, 63, 64, 65, 200, 1000])
 @pytest.mark.parametrize("chunk", [16, 64])
-def test_lengths_and_chunks(tmp_path, op, T, chunk):
+@pytest.mark.parametrize("form", [None, "fused"])
+def test_lengths_and_chunks(tmp_path, op, T, chunk, form):
+    """The default (phased) form and the fused one."""
     rng = np.random.default_rng(T * 31 + chunk)
-    check_op(tmp_path, rng, op, T, chunk=chunk)
+    check_op(tmp_path, rng, op, T, chunk=chunk, form=form)
 
 
 @pytest.mark.parametrize(
@@ -90,7 +93,8 @@ def test_schedules_agree(tmp_path, op):
     graph = attention_graph(op, q.shape, k.shape, v.shape, dict(decay=0.97))
     outs = []
     for schedule in ["sequential", "blelloch"]:
-        exe = compile_graph(graph, chunk=16, schedule=schedule)
+        exe = compile_graph(graph, chunk=16, schedule=schedule,
+                            extra=("--chunk-form=phased",))
         outs.append(run_exe(exe, [q, k, v], tmp_path)[0])
     assert relative_error(outs[1], outs[0]) <= 1e-6
     expected = getattr(ref, op)(q, k, v, decay=0.97)
@@ -110,7 +114,8 @@ def test_state_in_and_out(tmp_path, op, schedule):
     state = tuple(s.astype(np.float32) for s in state)
     graph = attention_graph(op, q.shape, k.shape, v.shape, options,
                             state_shapes=[s.shape for s in state], final_state=True)
-    exe = compile_graph(graph, chunk=16, schedule=schedule)
+    exe = compile_graph(graph, chunk=16, schedule=schedule,
+                        extra=("--chunk-form=phased",))
     outs = run_exe(exe, [q, k, v, *state], tmp_path)
     expected, final = getattr(ref, op)(q, k, v, initial_state=state,
                                        output_final_state=True, **options)
@@ -197,7 +202,8 @@ def test_fused_form(tmp_path, op, T):
                             state_shapes=[s.shape for s in state], final_state=True)
     fused = run_exe(compile_graph(graph, chunk=16, extra=("--chunk-form=fused",)),
                     [q, k, v, *state], tmp_path)
-    phased = run_exe(compile_graph(graph, chunk=16), [q, k, v, *state], tmp_path)
+    phased = run_exe(compile_graph(graph, chunk=16, extra=("--chunk-form=phased",)),
+                     [q, k, v, *state], tmp_path)
     expected, final = getattr(ref, op)(q, k, v, initial_state=state,
                                        output_final_state=True, **options)
     assert relative_error(fused[0], expected) <= 1e-5

@@ -21,7 +21,9 @@ struct CPUPipelineOptions : public PassPipelineOptions<CPUPipelineOptions> {
       *this, "chunk-form",
       llvm::cl::desc("Chunked form: phased (parallel over chunks), fused "
                      "(one carried loop per sequence and head) or segmented "
-                     "(fused loops over runs of chunks, combined)"),
+                     "(fused loops over runs of chunks, combined; with "
+                     "segments=0 the fused form wherever the (sequence, "
+                     "head) pairs fill `threads`)"),
       llvm::cl::init("phased")};
   PassOptions::Option<int64_t> segments{
       *this, "segments",

@@ -31,6 +31,11 @@ struct ArtefactOptions {
   /// where it was fastest at every benchmark shape on an H200).
   int64_t chunkSize = 0;
   /// "phased", "fused" or "segmented" (hla-chunk's form; cpu).
+  /// "segmented" (the fused form wherever the (sequence, head) pairs fill
+  /// the threads) is 1.5-10x faster on this machine's CPU
+  /// (bench/RESULTS-CPU.md), but builds its packed-sequence table, with
+  /// its run-time checks, inside the OpenMP loop, where a failed check
+  /// cannot unwind: phased stays the default until those checks move out.
   std::string chunkForm = "phased";
   /// cpu: the scan over chunks (auto, sequential, blelloch); cuda: the
   /// kernel schedule (auto, persistent, segmented).

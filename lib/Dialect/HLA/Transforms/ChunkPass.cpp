@@ -159,6 +159,13 @@ struct HLAChunkPass : public hla::impl::HLAChunkPassBase<HLAChunkPass> {
     info.length = lead.getDimSize(1);
     info.heads = lead.getDimSize(2);
 
+    // The decisions made below are recorded on the module (the chain's
+    // readout is gone by then).
+    auto module = readout->getParentOfType<ModuleOp>();
+    std::string decision;
+    llvm::raw_string_ostream decided(decision);
+    decided << monoid.getSpec().name << ": ";
+
     // The gated delta rule has a matrix-valued transition: it is chunked in
     // the WY/UT form rather than by an index plan.
     const MonoidSpec &monoidSpec = monoid.getSpec();
@@ -200,6 +207,7 @@ struct HLAChunkPass : public hla::impl::HLAChunkPassBase<HLAChunkPass> {
     LogicalResult rewritten = failure();
     if (form == "fused") {
       rewritten = rewriter.rewriteFused();
+      decided << "fused";
     } else if (form == "segmented") {
       // By default the count with the least modelled time: `parallelism`
       // iterations run at once, so S runs take ceil(lanes * S / parallelism)
@@ -235,11 +243,27 @@ struct HLAChunkPass : public hla::impl::HLAChunkPassBase<HLAChunkPass> {
                                 llvm::Twine(count) + " segments");
       rewritten = count == 1 ? rewriter.rewriteFused()
                              : rewriter.rewriteSegmented(count);
+      if (count == 1)
+        decided << "fused";
+      else
+        decided << "segmented, " << count << " segments";
     } else {
       if (cutsValues && valueTile != -1)
         return refuseValueTiles("the phased form");
       rewriter.valueTile = 0;
       rewritten = rewriter.rewritePhased();
+      decided << "phased";
+    }
+    int64_t tile = rewriter.valueTile;
+    if (tile > 0 && tile < width)
+      decided << ", " << width / tile << " value tiles of " << tile
+              << " columns";
+    if (succeeded(rewritten) && module) {
+      llvm::SmallVector<Attribute> all;
+      if (auto old = module->getAttrOfType<ArrayAttr>("hla.chunking"))
+        llvm::append_range(all, old.getValue());
+      all.push_back(StringAttr::get(module.getContext(), decision));
+      module->setAttr("hla.chunking", ArrayAttr::get(module.getContext(), all));
     }
     return rewritten;
   }

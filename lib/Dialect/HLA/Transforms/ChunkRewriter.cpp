@@ -118,9 +118,8 @@ LogicalResult ChunkRewriter::prepareValueTiles() {
   if (valueTile <= 0 || valueTile >= width)
     return success();
   if (width % valueTile != 0)
-    return chunkError(info.readout)
-           << "value-tile " << valueTile << " must divide the value width "
-           << width;
+    return chunkError(info.readout) << "value-tile " << valueTile
+                                    << " must divide the value width " << width;
   if (info.anchor)
     return chunkError(info.readout)
            << "value-tile: LinSimp's anchor window is not cut by value";

@@ -73,10 +73,9 @@ void count(linalg::LinalgOp op, Work &work) {
 std::string describe(const Work &w) {
   std::string text;
   llvm::raw_string_ostream os(text);
-  os << w.contractions << " contractions (" << int64_t(w.flops)
-     << " FLOP), " << w.matvecs
-     << " matrix-vector products, " << w.reductions << " other reductions, "
-     << w.elementwise << " elementwise ops";
+  os << w.contractions << " contractions (" << int64_t(w.flops) << " FLOP), "
+     << w.matvecs << " matrix-vector products, " << w.reductions
+     << " other reductions, " << w.elementwise << " elementwise ops";
   return text;
 }
 

@@ -75,8 +75,7 @@ bool foldTransposedInputs(linalg::GenericOp op) {
     changed = true;
   }
   if (changed)
-    op.setIndexingMapsAttr(
-        OpBuilder(op).getAffineMapArrayAttr(maps));
+    op.setIndexingMapsAttr(OpBuilder(op).getAffineMapArrayAttr(maps));
   return changed;
 }
 
@@ -157,8 +156,7 @@ Match matchGenerics(linalg::GenericOp earlier, linalg::GenericOp later) {
   unsigned numLoops = later.getNumLoops();
   unsigned numInputs = later.getNumDpsInputs();
   if (earlier.getNumLoops() != numLoops ||
-      earlier.getNumDpsInputs() != numInputs || numLoops > 4 ||
-      numInputs > 3)
+      earlier.getNumDpsInputs() != numInputs || numLoops > 4 || numInputs > 3)
     return Match::None;
   auto earlierType = cast<RankedTensorType>(earlier->getResult(0).getType());
   auto laterType = cast<RankedTensorType>(later->getResult(0).getType());
@@ -225,7 +223,8 @@ Value buildTranspose(Value value, Operation *before) {
   Location loc = before->getLoc();
   auto type = cast<RankedTensorType>(value.getType());
   Value init = tensor::EmptyOp::create(
-      b, loc, llvm::SmallVector<int64_t>{type.getShape()[1], type.getShape()[0]},
+      b, loc,
+      llvm::SmallVector<int64_t>{type.getShape()[1], type.getShape()[0]},
       type.getElementType());
   MLIRContext *ctx = b.getContext();
   AffineExpr i, j;
