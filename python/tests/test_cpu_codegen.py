@@ -125,8 +125,9 @@ def test_state_in_and_out(tmp_path, op, schedule):
 
 
 @pytest.mark.parametrize("op", OPS)
-@pytest.mark.parametrize("form", ["phased", "fused"])
+@pytest.mark.parametrize("form", ["phased", "fused", "fused --value-tile=2"])
 def test_packed_sequences(tmp_path, op, form):
+    """Packed sequences (an empty one among them), also with value tiles."""
     rng = np.random.default_rng(33)
     T, hq, hkv, d, dv = 150, 2, 1, 8, 6
     q, k, v = make_inputs(rng, op, T, hq, hkv, d, dv)
@@ -140,7 +141,7 @@ def test_packed_sequences(tmp_path, op, form):
     graph = attention_graph(op, q.shape, k.shape, v.shape, options,
                             state_shapes=[s.shape for s in state], final_state=True,
                             cu_seqlens=len(cu))
-    exe = compile_graph(graph, chunk=16, extra=(f"--chunk-form={form}",))
+    exe = compile_graph(graph, chunk=16, extra=tuple(f"--chunk-form={form}".split()))
     outs = run_exe(exe, [q, k, v, *state, cu], tmp_path)
     expected, final = getattr(ref, op)(q, k, v, initial_state=state,
                                        output_final_state=True, cu_seqlens=cu, **options)
@@ -185,13 +186,10 @@ def test_long_sequence(tmp_path, op):
     assert relative_error(out, expected) <= 1e-3
 
 
-@pytest.mark.parametrize("op", OPS)
-@pytest.mark.parametrize("T", [1, 65, 200])
-def test_fused_form(tmp_path, op, T):
-    """hla-chunk's fused form (one carried chunk loop per sequence and head,
-    the GPU's persistent schedule) agrees with the phased form and the
-    reference, with decay, normalisation, grouped heads and both states."""
-    rng = np.random.default_rng(41 + T)
+def form_case(rng, op, T):
+    """Inputs, a graph with both states, and the reference of the form
+    tests: decay, normalisation, grouped heads (4 query heads on 2), the
+    initial state a 30-token prefix leaves."""
     hq, hkv, d, dv = 4, 2, 8, 6
     q, k, v = make_inputs(rng, op, T, hq, hkv, d, dv, positive=True)
     options = dict(decay=0.95, normalize=True)
@@ -200,12 +198,22 @@ def test_fused_form(tmp_path, op, T):
     state = tuple(s.astype(np.float32) for s in state)
     graph = attention_graph(op, q.shape, k.shape, v.shape, options,
                             state_shapes=[s.shape for s in state], final_state=True)
-    fused = run_exe(compile_graph(graph, chunk=16, extra=("--chunk-form=fused",)),
-                    [q, k, v, *state], tmp_path)
-    phased = run_exe(compile_graph(graph, chunk=16, extra=("--chunk-form=phased",)),
-                     [q, k, v, *state], tmp_path)
     expected, final = getattr(ref, op)(q, k, v, initial_state=state,
                                        output_final_state=True, **options)
+    return graph, [q, k, v, *state], expected, final
+
+
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("T", [1, 65, 200])
+def test_fused_form(tmp_path, op, T):
+    """hla-chunk's fused form (one carried chunk loop per sequence and head,
+    the GPU's persistent schedule) agrees with the phased form and the
+    reference, with decay, normalisation, grouped heads and both states."""
+    graph, inputs, expected, final = form_case(np.random.default_rng(41 + T), op, T)
+    fused = run_exe(compile_graph(graph, chunk=16, extra=("--chunk-form=fused",)),
+                    inputs, tmp_path)
+    phased = run_exe(compile_graph(graph, chunk=16, extra=("--chunk-form=phased",)),
+                     inputs, tmp_path)
     assert relative_error(fused[0], expected) <= 1e-5
     assert relative_error(fused[0], phased[0]) <= 1e-6
     for got, want in zip(fused[1:], final):
@@ -219,23 +227,14 @@ def test_segmented_form(tmp_path, op, T, segments):
     of the runs before each one combined into its initial state, then each
     run read out) agrees with the fused form and the reference — including
     more segments asked for than there are chunks, and state in/out."""
-    rng = np.random.default_rng(57 + T + segments)
-    hq, hkv, d, dv = 4, 2, 8, 6
-    q, k, v = make_inputs(rng, op, T, hq, hkv, d, dv, positive=True)
-    options = dict(decay=0.95, normalize=True)
-    q0, k0, v0 = make_inputs(rng, op, 30, hq, hkv, d, dv, positive=True)
-    _, state = getattr(ref, op)(q0, k0, v0, output_final_state=True, **options)
-    state = tuple(s.astype(np.float32) for s in state)
-    graph = attention_graph(op, q.shape, k.shape, v.shape, options,
-                            state_shapes=[s.shape for s in state], final_state=True)
+    graph, inputs, expected, final = form_case(np.random.default_rng(57 + T + segments),
+                                               op, T)
     segmented = run_exe(
         compile_graph(graph, chunk=16,
                       extra=("--chunk-form=segmented", f"--segments={segments}")),
-        [q, k, v, *state], tmp_path)
+        inputs, tmp_path)
     fused = run_exe(compile_graph(graph, chunk=16, extra=("--chunk-form=fused",)),
-                    [q, k, v, *state], tmp_path)
-    expected, final = getattr(ref, op)(q, k, v, initial_state=state,
-                                       output_final_state=True, **options)
+                    inputs, tmp_path)
     assert relative_error(segmented[0], expected) <= 1e-5
     assert relative_error(segmented[0], fused[0]) <= 1e-5
     for got, want in zip(segmented[1:], final):
@@ -249,46 +248,12 @@ def test_value_tiles(tmp_path, op, T, value_tile):
     sequence, head and tile of dv = 6 columns; the components without value
     columns recomputed per tile) agrees with the reference, with decay,
     normalisation, grouped heads and both states."""
-    rng = np.random.default_rng(71 + T + value_tile)
-    hq, hkv, d, dv = 4, 2, 8, 6
-    q, k, v = make_inputs(rng, op, T, hq, hkv, d, dv, positive=True)
-    options = dict(decay=0.95, normalize=True)
-    q0, k0, v0 = make_inputs(rng, op, 30, hq, hkv, d, dv, positive=True)
-    _, state = getattr(ref, op)(q0, k0, v0, output_final_state=True, **options)
-    state = tuple(s.astype(np.float32) for s in state)
-    graph = attention_graph(op, q.shape, k.shape, v.shape, options,
-                            state_shapes=[s.shape for s in state], final_state=True)
+    graph, inputs, expected, final = form_case(
+        np.random.default_rng(71 + T + value_tile), op, T)
     tiled = run_exe(
         compile_graph(graph, chunk=16,
                       extra=("--chunk-form=fused", f"--value-tile={value_tile}")),
-        [q, k, v, *state], tmp_path)
-    expected, final = getattr(ref, op)(q, k, v, initial_state=state,
-                                       output_final_state=True, **options)
+        inputs, tmp_path)
     assert relative_error(tiled[0], expected) <= 1e-5
     for got, want in zip(tiled[1:], final):
-        assert relative_error(got, want) <= 1e-5
-
-
-@pytest.mark.parametrize("op", OPS)
-def test_value_tiles_packed(tmp_path, op):
-    """Value tiles with packed sequences (an empty one among them)."""
-    rng = np.random.default_rng(83)
-    T, hq, hkv, d, dv = 150, 2, 1, 8, 6
-    q, k, v = make_inputs(rng, op, T, hq, hkv, d, dv)
-    cu = np.array([0, 1, 1, 70, 150], np.int32)
-    options = dict(decay=0.93)
-    n = len(cu) - 1
-    _, like = getattr(ref, op)(q[:, :1], k[:, :1], v[:, :1], output_final_state=True,
-                                **options)
-    state = tuple((rng.standard_normal((n,) + s.shape[1:]) * 0.2).astype(np.float32)
-                  for s in like)
-    graph = attention_graph(op, q.shape, k.shape, v.shape, options,
-                            state_shapes=[s.shape for s in state], final_state=True,
-                            cu_seqlens=len(cu))
-    exe = compile_graph(graph, chunk=16, extra=("--chunk-form=fused", "--value-tile=2"))
-    outs = run_exe(exe, [q, k, v, *state, cu], tmp_path)
-    expected, final = getattr(ref, op)(q, k, v, initial_state=state,
-                                       output_final_state=True, cu_seqlens=cu, **options)
-    assert relative_error(outs[0], expected) <= 1e-5
-    for got, want in zip(outs[1:], final):
         assert relative_error(got, want) <= 1e-5
