@@ -2,6 +2,21 @@
 calling an hla CUDA library on torch tensors (needs torch with CUDA)."""
 
 import ctypes
+import re
+import subprocess
+
+SASS_MNEMONICS = ["HGMMA", "HMMA", "LDL", "STL", "LDS", "STS", "LDG", "STG", "BAR", "FFMA"]
+
+
+def sass_mix(cubin):
+    """Counts of the instructions that matter in a cubin's SASS (cuobjdump),
+    and of all instructions."""
+    r = subprocess.run(["cuobjdump", "--dump-sass", cubin], capture_output=True, text=True)
+    if r.returncode != 0:
+        return {"error": r.stderr[-300:]}
+    counts = {m: len(re.findall(r"\b" + m + r"\b[.\w]*", r.stdout)) for m in SASS_MNEMONICS}
+    counts["instructions"] = len(re.findall(r"/\*[0-9a-f]{4}\*/", r.stdout))
+    return counts
 
 
 def median_ms(fn, warm=3, rep=20):

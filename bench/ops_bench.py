@@ -13,14 +13,13 @@ warm-up (CUDA events), fresh random inputs. Writes $OUT/ops_bench.json.
 
 import json
 import os
-import re
 import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
-from gpu_util import hla_call, median_ms  # noqa: E402
+from gpu_util import hla_call, median_ms, sass_mix  # noqa: E402
 B, H, T, D = 8, 16, 8192, 64
 OPS = ["hla2", "ahla", "hla3"]
 CHUNK = 32
@@ -41,18 +40,6 @@ def build(outdir):
                                 os.path.join(outdir, out), f"--chunk-size={CHUNK}",
                                 "--schedule=persistent"], capture_output=True, text=True)
             print(op, emit, "ok" if r.returncode == 0 else r.stderr[-400:], flush=True)
-
-
-def sass_mix(cubin):
-    """Counts of the instructions that matter in the kernel's SASS."""
-    r = subprocess.run(["cuobjdump", "--dump-sass", cubin], capture_output=True, text=True)
-    if r.returncode != 0:
-        return {"error": r.stderr[-300:]}
-    counts = {}
-    for mnemonic in ["HGMMA", "HMMA", "LDL", "STL", "LDS", "STS", "LDG", "STG", "BAR", "FFMA"]:
-        counts[mnemonic] = len(re.findall(r"\b" + mnemonic + r"\b[.\w]*", r.stdout))
-    counts["instructions"] = len(re.findall(r"/\*[0-9a-f]{4}\*/", r.stdout))
-    return counts
 
 
 def run(outdir):

@@ -23,14 +23,13 @@ $OUT/peers_bench.json and prints a markdown table.
 
 import json
 import os
-import re
 import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
-from gpu_util import hla_call, median_ms  # noqa: E402
+from gpu_util import hla_call, median_ms, sass_mix  # noqa: E402
 
 # (op, B, H, T, d, issue 12's target in ms or None where the peer sets it)
 ROWS = [
@@ -49,7 +48,6 @@ ROWS = [
     ("ahla", 8, 16, 8192, 64, None),
     ("hla3", 8, 16, 8192, 64, None),
 ]
-SASS = ["HGMMA", "HMMA", "BAR", "LDS", "STS", "LDL", "STL"]
 
 
 def name_of(compiler, op, B, H, T, d):
@@ -79,13 +77,6 @@ def build(outdir, compilers):
                                     "-o", os.path.join(outdir, out), *flags],
                                    capture_output=True, text=True)
                 print(name, emit, "ok" if r.returncode == 0 else r.stderr[-600:], flush=True)
-
-
-def sass_mix(cubin):
-    r = subprocess.run(["cuobjdump", "--dump-sass", cubin], capture_output=True, text=True)
-    if r.returncode != 0:
-        return {"error": r.stderr[-300:]}
-    return {m: len(re.findall(r"\b" + m + r"\b[.\w]*", r.stdout)) for m in SASS}
 
 
 def inputs(op, B, H, T, d):
