@@ -27,6 +27,7 @@ void mlir::hla::registerAllDialects(DialectRegistry &registry) {
   mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);
   mlir::registerAllToLLVMIRTranslations(registry);
+  hla::registerHLAGPUInterfaceModels(registry);
 }
 
 void mlir::hla::registerAllPasses() {

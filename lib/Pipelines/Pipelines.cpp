@@ -187,6 +187,15 @@ void mlir::hla::buildCUDADevicePipeline(OpPassManager &pm,
   // become one zero tile kept alive for the whole loop and copied into
   // every accumulator.
   pm.addPass(createCanonicalizerPass());
+  // Chunk loops whose tiles fit in registers -> kernels with the tiles as
+  // values (before bufferization, so that they never get buffers).
+  if (options.generator != "phases")
+    pm.addNestedPass<func::FuncOp>(createHLAGPULowerRegisterTilesPass(
+        HLAGPULowerRegisterTilesPassOptions{options.generator,
+                                            /*report=*/false}));
+  // Their kernels outlined now: bufferization's deallocation refuses the
+  // NVVM ops of a launch body (ops of unknown effects), not the launch.
+  pm.addPass(createGpuKernelOutliningPass());
   pm.addPass(createHLARecordSignaturesPass(
       HLARecordSignaturesPassOptions{/*strict=*/!options.entry.empty()}));
 

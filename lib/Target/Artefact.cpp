@@ -16,6 +16,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassOptions.h"
@@ -448,6 +449,7 @@ LogicalResult mlir::hla::compileToArtefact(ModuleOp module,
     return fail("--cuda-mma=wgmma needs --cuda-chip=sm_90a (got " +
                 options.cudaChip + ")");
   pipeline.mma = options.cudaMma;
+  pipeline.generator = options.cudaGenerator;
   pipeline.causalIsolation = options.causalIsolation;
   pipeline.threads = options.cudaThreads;
   pipeline.toolkit = resolveCUDAToolkit(options.cudaToolkit);
@@ -480,7 +482,46 @@ LogicalResult mlir::hla::compileToArtefact(ModuleOp module,
     // before the persistent schedule (1x16x65536x64, chunk 64: 10.8 ms
     // segmented with mma.sync, 43.9 ms persistent with wgmma).
     bool compiled = false;
-    if (pipeline.schedule == "auto") {
+    // Register tiles first, at their 64-token chunks and one warpgroup per
+    // (sequence, head, value tile), when every chunk loop fits them.
+    if (pipeline.generator == "auto" && !options.chunkSize &&
+        pipeline.schedule != "segmented" && pipeline.chip == "sm_90a") {
+      TimingScope search = phase(options, "CUDA register-tile trial");
+      OwningOpRef<ModuleOp> trial = module.clone();
+      std::string schedule = pipeline.schedule;
+      int64_t chunk = pipeline.chunkSize;
+      pipeline.generator = "tiles";
+      pipeline.schedule = "persistent";
+      pipeline.chunkSize = 64;
+      PassManager device(module.getContext());
+      buildCUDADevicePipeline(device, pipeline);
+      ScopedDiagnosticHandler quiet(module.getContext(),
+                                    [](Diagnostic &) { return success(); });
+      // One warpgroup per (sequence, head, value tile) leaves the GPU idle
+      // when there are few: 1x16x65536x64 linear attention ran 4.9 ms on
+      // 32 blocks, 1.95 ms segmented on the phases (H200, 2026-12-02).
+      // Such graphs keep the search below until tiles have a segmented
+      // form.
+      auto fewBlocks = [&](ModuleOp built) {
+        bool few = false;
+        built.walk([&](gpu::LaunchFuncOp launch) {
+          std::optional<int64_t> blocks =
+              getConstantIntValue(launch.getGridSizeX());
+          few |= blocks && *blocks < pipeline.sms / 2;
+        });
+        return few;
+      };
+      if (succeeded(device.run(*trial)) && !fewBlocks(*trial)) {
+        module.getBodyRegion().takeBody(trial->getBodyRegion());
+        module->setAttrs(trial.get()->getAttrDictionary());
+        compiled = true;
+      } else {
+        pipeline.generator = "phases";
+        pipeline.schedule = schedule;
+        pipeline.chunkSize = chunk;
+      }
+    }
+    if (!compiled && pipeline.schedule == "auto") {
       TimingScope search = phase(options, "CUDA schedule search");
       llvm::SmallVector<std::string, 2> instructions = {pipeline.mma};
       if (pipeline.mma == "auto" && pipeline.chip == "sm_90a")
@@ -525,7 +566,9 @@ LogicalResult mlir::hla::compileToArtefact(ModuleOp module,
   // to the threads' copies.
   OwningOpRef<ModuleOp> pristine = module.clone();
   std::string requestedSchedule = pipeline.schedule,
-              requestedMma = pipeline.mma;
+              requestedMma = pipeline.mma,
+              requestedGenerator = pipeline.generator;
+  int64_t requestedChunk = pipeline.chunkSize;
   if (failed(buildDevice(pipeline)))
     return failure();
   // The prefetched tiles' second buffers can push a kernel's buffers into
@@ -557,11 +600,20 @@ LogicalResult mlir::hla::compileToArtefact(ModuleOp module,
   } else if (TimingScope assembly = phase(options, "ptxas");
              failed(assembleKernels(module, pipeline, options.ptxasLog, ptx,
                                     cubins, spills, error))) {
-    if (pipeline.tma != "auto" || spills == 0)
+    // Register tiles the search chose that ptxas refuses (spills) go back
+    // to the shared-memory phases; otherwise TMA's registers are given up.
+    bool tilesChosen =
+        pipeline.generator == "tiles" && requestedGenerator == "auto";
+    if (!tilesChosen && (pipeline.tma != "auto" || spills == 0))
       return fail(error);
     module.getBodyRegion().takeBody(pristine->getBodyRegion());
     module->setAttrs(pristine.get()->getAttrDictionary());
-    pipeline.tma = "off";
+    if (tilesChosen) {
+      pipeline.generator = "phases";
+      pipeline.chunkSize = requestedChunk;
+    } else {
+      pipeline.tma = "off";
+    }
     pipeline.schedule = requestedSchedule;
     pipeline.mma = requestedMma;
     ptx.clear();

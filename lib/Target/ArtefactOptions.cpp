@@ -145,6 +145,11 @@ const std::vector<Knob> &knobs() {
        "sm_90a, mma.sync elsewhere; wgmma; mma.sync)",
        show(&O::cudaMma),
        text(&O::cudaMma, "cuda-mma", {"auto", "wgmma", "mma.sync"})},
+      {"cuda-generator",
+       "CUDA: chunk-loop code generator (auto: register tiles where they "
+       "apply, else shared-memory phases; tiles; phases)",
+       show(&O::cudaGenerator),
+       text(&O::cudaGenerator, "cuda-generator", {"auto", "tiles", "phases"})},
       {"cuda-threads",
        "CUDA: threads per thread block (a multiple of 128 for wgmma)",
        show(&O::cudaThreads),

@@ -95,6 +95,7 @@ _OPTIONS = {
     "cuda_threads": ("int", 32),
     "schedule": ("schedule",), "chunk_form": ("choice", CHUNK_FORMS),
     "cuda_mma": ("choice", ("auto", "wgmma", "mma.sync")),
+    "cuda_generator": ("choice", ("auto", "tiles", "phases")),
     "vectorize": ("bool",), "causal_isolation": ("bool",),
     "linsimp_stable_features": ("bool",),
     "cuda_chip": ("str",), "cuda_features": ("str",), "cuda_toolkit": ("str",),

@@ -132,6 +132,14 @@ struct CUDAPipelineOptions : public PassPipelineOptions<CUDAPipelineOptions> {
                      "(wgmma on sm_90a, mma.sync elsewhere), wgmma or "
                      "mma.sync"),
       llvm::cl::init("auto")};
+  PassOptions::Option<std::string> generator{
+      *this, "generator",
+      llvm::cl::desc("Chunk-loop code generator: auto (register tiles, "
+                     "hla-gpu-lower-register-tiles, for the loops it can "
+                     "place; shared-memory phases for the others), tiles "
+                     "(every chunk loop in registers, else an error) or "
+                     "phases (hla-gpu-map-chunk-loops only)"),
+      llvm::cl::init("auto")};
   PassOptions::Option<std::string> tma{
       *this, "tma",
       llvm::cl::desc("Token tiles loaded with TMA (cp.async.bulk.tensor): "

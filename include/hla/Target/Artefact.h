@@ -59,6 +59,10 @@ struct ArtefactOptions {
   /// CUDA: tensor-core instruction of chunk contractions (auto: wgmma on
   /// sm_90a, mma.sync elsewhere; wgmma; mma.sync).
   std::string cudaMma = "auto";
+  /// CUDA: which generator maps the chunk loops (auto: register tiles where
+  /// they apply, tried first at 64-token chunks when no chunk size is given;
+  /// tiles: register tiles or an error; phases: the shared-memory phases).
+  std::string cudaGenerator = "auto";
   /// CUDA: threads per thread block of the chunk loops' kernels.
   int64_t cudaThreads = 256;
   std::string cudaToolkit;

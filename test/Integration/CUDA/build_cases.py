@@ -88,6 +88,8 @@ def compile_case(hla_opt, outdir, c, emit="shared", suffix=".so"):
            f"--segments={c['segments']}", f"--cuda-mma={c.get('mma', 'auto')}"]
     if c.get("value_tile"):
         cmd.append(f"--value-tile={c['value_tile']}")
+    cmd.append(f"--cuda-generator={c.get('generator', 'auto')}")
+    cmd += c.get("flags", [])
     start = time.time()
     r = subprocess.run(cmd, capture_output=True, text=True)
     return c["name"], r.returncode, r.stderr, time.time() - start

@@ -19,9 +19,9 @@ OPS = ["linear_attention", "hla2", "ahla", "hla3"]
 def case(name, op, T, *, options=None, chunk=64, B=2, hq=2, hkv=2, d=16, dv=16,
          dtype="f32", tol=1e-4, state=False, cu_seqlens=None, positive=False,
          schedule="auto", segments=0, m=0, window=0, mma="auto", misaligned=False,
-         poison=False, value_tile=0):
+         poison=False, value_tile=0, generator="auto", flags=()):
     return dict(name=name, op=op, T=T, options=dict(options or {}), chunk=chunk, mma=mma,
-                value_tile=value_tile,
+                value_tile=value_tile, generator=generator, flags=list(flags),
                 misaligned=misaligned, poison=poison,
                 B=B, hq=hq, hkv=hkv, d=d, dv=dv, dtype=dtype, tol=tol, state=state,
                 cu_seqlens=list(cu_seqlens) if cu_seqlens else None,
@@ -126,7 +126,27 @@ def all_cases():
                           segments=3 if schedule == "segmented" else 0))
     cases.append(case("hla2-d128-f32-state", "hla2", 70, B=1, d=128, dv=128, chunk=16,
                       options=dict(decay=0.9), state=True))
-    return cases + linsimp_cases() + kda_cases() + poison_cases() + value_tile_cases()
+    return (cases + linsimp_cases() + kda_cases() + poison_cases() + value_tile_cases()
+            + register_tile_cases())
+
+
+def register_tile_cases():
+    """hla-gpu-lower-register-tiles pinned (--cuda-generator=tiles: every
+    chunk loop in registers or the compile fails): bf16, 64-token chunks,
+    one warpgroup per (sequence, head, value tile); ragged tails, a single
+    token, grouped heads, decay and scale, value tiles of 32 columns."""
+    cases = []
+    tiles = dict(dtype="bf16", tol=1e-2, chunk=64, d=64, dv=64, schedule="persistent",
+                 generator="tiles", flags=["--causal-isolation=false"])
+    for T in [1, 63, 64, 65, 200, 1000]:
+        for B in [1, 2]:
+            cases.append(case(f"linear_attention-tiles-T{T}-B{B}", "linear_attention", T,
+                              B=B, **tiles))
+    cases.append(case("linear_attention-tiles-grouped", "linear_attention", 300, B=2,
+                      hq=4, hkv=2, options=dict(decay=0.95, scale=0.5), **tiles))
+    cases.append(case("linear_attention-tiles-vt32", "linear_attention", 200, B=1,
+                      options=dict(decay=0.9), value_tile=32, **tiles))
+    return cases
 
 
 def value_tile_cases():

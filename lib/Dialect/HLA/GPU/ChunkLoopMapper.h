@@ -72,6 +72,29 @@ bool defineBefore(Value value, Operation *point);
 /// deallocations, or null.
 Operation *adjacentEffectfulOp(Operation *op, bool before);
 
+/// The dimensions of a 2-D contraction C[m, n] (+)= Σ_k A[m, k] B[k, n],
+/// in any layout of the three operands.
+struct ContractionDims {
+  unsigned m, n, k;
+  int64_t sizeM, sizeN, sizeK;
+  bool accumulates; // the body adds the output's old value
+};
+
+/// Recognises `out = out + a * b` (or `a * b`) generics over two parallel
+/// dimensions and one reduction, each operand a static 2-D tensor or buffer.
+std::optional<ContractionDims> matchContraction(linalg::GenericOp op);
+
+/// A wgmma shared-memory matrix descriptor (inline PTX, side-effecting so
+/// that LLVM keeps it next to its wgmma instead of hoisting every
+/// descriptor of a loop into registers) for the operand tile at
+/// `address + constant` (a shared-memory address, i64): `rows` rows (M or N)
+/// of 8-element core matrices stored K-group-major without swizzling, so
+/// that core matrices adjacent in M/N are 128 bytes apart and those
+/// adjacent in K rows/8 * 128 bytes. Element (row, k) of such a tile sits
+/// at element ((k / 8) * rows + row) * 8 + k % 8.
+Value wgmmaDescriptor(OpBuilder &b, Location loc, Value address,
+                      int64_t constant, int64_t rows);
+
 class ChunkLoopMapper {
 public:
   ChunkLoopMapper(scf::ForallOp forall, int64_t threads, int64_t maxShared,

@@ -33,6 +33,87 @@ using namespace mlir::hla::gpumap;
 
 namespace mlir::hla::gpumap {
 
+std::optional<ContractionDims> matchContraction(linalg::GenericOp op) {
+  if (op.getNumLoops() != 3 || op.getNumDpsInputs() != 2 ||
+      op.getNumDpsInits() != 1 || op.getNumReductionLoops() != 1)
+    return std::nullopt;
+  for (OpOperand &operand : op->getOpOperands()) {
+    auto type = dyn_cast<ShapedType>(operand.get().getType());
+    if (!type || type.getRank() != 2 || !type.hasStaticShape() ||
+        !op.getMatchingIndexingMap(&operand).isProjectedPermutation())
+      return std::nullopt;
+  }
+  // Body: mulf of the two inputs, added to the output.
+  Block &body = op.getRegion().front();
+  auto yield = cast<linalg::YieldOp>(body.getTerminator());
+  auto add = yield.getValues()[0].getDefiningOp<arith::AddFOp>();
+  if (!add || body.getOperations().size() != 3)
+    return std::nullopt;
+  Value out = body.getArgument(2);
+  Value product = add.getLhs() == out ? add.getRhs() : add.getLhs();
+  if ((add.getLhs() != out && add.getRhs() != out))
+    return std::nullopt;
+  auto mul = product.getDefiningOp<arith::MulFOp>();
+  if (!mul || !((mul.getLhs() == body.getArgument(0) &&
+                 mul.getRhs() == body.getArgument(1)) ||
+                (mul.getLhs() == body.getArgument(1) &&
+                 mul.getRhs() == body.getArgument(0))))
+    return std::nullopt;
+
+  ContractionDims dims;
+  unsigned reduction = 0;
+  llvm::SmallVector<unsigned> parallel;
+  for (auto [d, kind] : llvm::enumerate(op.getIteratorTypesArray()))
+    if (kind == utils::IteratorType::reduction)
+      reduction = d;
+    else
+      parallel.push_back(d);
+  AffineMap mapA = op.getMatchingIndexingMap(op.getDpsInputOperand(0));
+  AffineMap mapB = op.getMatchingIndexingMap(op.getDpsInputOperand(1));
+  auto uses = [](AffineMap map, unsigned d) { return map.isFunctionOfDim(d); };
+  if (!uses(mapA, reduction) || !uses(mapB, reduction))
+    return std::nullopt;
+  // m: the parallel dimension of A; n: that of B.
+  if (uses(mapA, parallel[0]) && uses(mapB, parallel[1])) {
+    dims.m = parallel[0];
+    dims.n = parallel[1];
+  } else if (uses(mapA, parallel[1]) && uses(mapB, parallel[0])) {
+    dims.m = parallel[1];
+    dims.n = parallel[0];
+  } else {
+    return std::nullopt;
+  }
+  dims.k = reduction;
+  llvm::SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  dims.sizeM = ranges[dims.m];
+  dims.sizeN = ranges[dims.n];
+  dims.sizeK = ranges[dims.k];
+  dims.accumulates = true;
+  if (dims.sizeM % 16 || dims.sizeN % 8 || dims.sizeK % 16)
+    return std::nullopt;
+  return dims;
+}
+
+Value wgmmaDescriptor(OpBuilder &b, Location loc, Value address,
+                      int64_t constant, int64_t rows) {
+  int64_t leading = rows / 8 * 128, stride = 128;
+  uint64_t fields =
+      (uint64_t(leading >> 4) << 16) | (uint64_t(stride >> 4) << 32);
+  // Start address, leading (K) and stride (M/N) byte offsets, all in units
+  // of 16 bytes; no swizzling (bits 62-63 zero).
+  std::string text = "{ .reg .b64 t; add.s64 t, $1, " +
+                     std::to_string(constant) +
+                     "; shr.b64 t, t, 4; and.b64 t, t, 16383; or.b64 $0, "
+                     "t, " +
+                     std::to_string(fields) + "; }";
+  return LLVM::InlineAsmOp::create(
+             b, loc, b.getI64Type(), ValueRange{address}, text, "=l,l",
+             /*has_side_effects=*/true, /*is_align_stack=*/false,
+             LLVM::tailcallkind::TailCallKind::None,
+             /*asm_dialect=*/nullptr, /*operand_attrs=*/nullptr)
+      .getResult(0);
+}
+
 gpu::AddressSpaceAttr workgroupSpace(MLIRContext *ctx) {
   return gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
 }

@@ -31,77 +31,6 @@ using namespace mlir;
 using namespace mlir::hla;
 using namespace mlir::hla::gpumap;
 
-/// The dimensions of a 2-D contraction C[m, n] (+)= Σ_k A[m, k] B[k, n],
-/// in any layout of the three buffers.
-struct ContractionDims {
-  unsigned m, n, k;
-  int64_t sizeM, sizeN, sizeK;
-  bool accumulates; // the body adds the output's old value
-};
-
-/// Recognises `out = out + a * b` (or `a * b`) generics over two parallel
-/// dimensions and one reduction, each operand a 2-D buffer.
-static std::optional<ContractionDims> matchContraction(linalg::GenericOp op) {
-  if (op.getNumLoops() != 3 || op.getNumDpsInputs() != 2 ||
-      op.getNumDpsInits() != 1 || op.getNumReductionLoops() != 1)
-    return std::nullopt;
-  for (OpOperand &operand : op->getOpOperands()) {
-    auto type = dyn_cast<MemRefType>(operand.get().getType());
-    if (!type || type.getRank() != 2 || !type.hasStaticShape() ||
-        !op.getMatchingIndexingMap(&operand).isProjectedPermutation())
-      return std::nullopt;
-  }
-  // Body: mulf of the two inputs, added to the output.
-  Block &body = op.getRegion().front();
-  auto yield = cast<linalg::YieldOp>(body.getTerminator());
-  auto add = yield.getValues()[0].getDefiningOp<arith::AddFOp>();
-  if (!add || body.getOperations().size() != 3)
-    return std::nullopt;
-  Value out = body.getArgument(2);
-  Value product = add.getLhs() == out ? add.getRhs() : add.getLhs();
-  if ((add.getLhs() != out && add.getRhs() != out))
-    return std::nullopt;
-  auto mul = product.getDefiningOp<arith::MulFOp>();
-  if (!mul || !((mul.getLhs() == body.getArgument(0) &&
-                 mul.getRhs() == body.getArgument(1)) ||
-                (mul.getLhs() == body.getArgument(1) &&
-                 mul.getRhs() == body.getArgument(0))))
-    return std::nullopt;
-
-  ContractionDims dims;
-  unsigned reduction = 0;
-  llvm::SmallVector<unsigned> parallel;
-  for (auto [d, kind] : llvm::enumerate(op.getIteratorTypesArray()))
-    if (kind == utils::IteratorType::reduction)
-      reduction = d;
-    else
-      parallel.push_back(d);
-  AffineMap mapA = op.getMatchingIndexingMap(op.getDpsInputOperand(0));
-  AffineMap mapB = op.getMatchingIndexingMap(op.getDpsInputOperand(1));
-  auto uses = [](AffineMap map, unsigned d) { return map.isFunctionOfDim(d); };
-  if (!uses(mapA, reduction) || !uses(mapB, reduction))
-    return std::nullopt;
-  // m: the parallel dimension of A; n: that of B.
-  if (uses(mapA, parallel[0]) && uses(mapB, parallel[1])) {
-    dims.m = parallel[0];
-    dims.n = parallel[1];
-  } else if (uses(mapA, parallel[1]) && uses(mapB, parallel[0])) {
-    dims.m = parallel[1];
-    dims.n = parallel[0];
-  } else {
-    return std::nullopt;
-  }
-  dims.k = reduction;
-  llvm::SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-  dims.sizeM = ranges[dims.m];
-  dims.sizeN = ranges[dims.n];
-  dims.sizeK = ranges[dims.k];
-  dims.accumulates = true;
-  if (dims.sizeM % 16 || dims.sizeN % 8 || dims.sizeK % 16)
-    return std::nullopt;
-  return dims;
-}
-
 /// Columns of C one warpgroup's wgmma covers: the widest of 64, 32, ... 8
 /// that divides N and still gives every warpgroup of the block a task (when
 /// one does).
@@ -534,21 +463,8 @@ void ChunkLoopMapper::lowerContractionToWgmma(linalg::GenericOp op,
       memref::ExtractAlignedPointerAsIndexOp::create(b, loc, window));
   auto descriptor = [&](OpBuilder &nb, Value rowBytes, int64_t constant,
                         int64_t rows) -> Value {
-    int64_t leading = rows / 8 * 128, stride = 128;
-    uint64_t fields =
-        (uint64_t(leading >> 4) << 16) | (uint64_t(stride >> 4) << 32);
-    std::string text = "{ .reg .b64 t; add.s64 t, $1, " +
-                       std::to_string(constant) +
-                       "; shr.b64 t, t, 4; and.b64 t, t, 16383; or.b64 $0, "
-                       "t, " +
-                       std::to_string(fields) + "; }";
     Value address = arith::AddIOp::create(nb, loc, windowAddress, rowBytes);
-    return LLVM::InlineAsmOp::create(
-               nb, loc, i64, ValueRange{address}, text, "=l,l",
-               /*has_side_effects=*/true, /*is_align_stack=*/false,
-               LLVM::tailcallkind::TailCallKind::None,
-               /*asm_dialect=*/nullptr, /*operand_attrs=*/nullptr)
-        .getResult(0);
+    return wgmmaDescriptor(nb, loc, address, constant, rows);
   };
 
   // 3. A warpgroup's task: 64 rows by `tileN` columns of C.

@@ -9,6 +9,7 @@
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -27,6 +28,12 @@ namespace mlir::hla {
 
 #define GEN_PASS_REGISTRATION
 #include "hla/Dialect/HLA/GPU/Passes.h.inc"
+
+/// Memory effects of gpu.launch_func (it reads and writes its buffer
+/// operands), so that bufferization's deallocation, which refuses ops of
+/// unknown effects, can run after hla-gpu-lower-register-tiles' kernels are
+/// outlined.
+void registerHLAGPUInterfaceModels(DialectRegistry &registry);
 
 } // namespace mlir::hla
 

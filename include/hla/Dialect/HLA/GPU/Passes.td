@@ -130,6 +130,60 @@ def HLAGPUMapChunkLoopsPass : Pass<"hla-gpu-map-chunk-loops",
   ];
 }
 
+def HLAGPULowerRegisterTilesPass : Pass<"hla-gpu-lower-register-tiles",
+                                        "::mlir::func::FuncOp"> {
+  let summary = "Run tensor chunk loops as GPU thread blocks with tiles in registers";
+  let description = [{
+    Runs before bufferization on the fused chunked form (`hla-chunk
+    form=fused`, lowered to linalg on tensors): a top-level `scf.forall`
+    whose chunk math it can place becomes a `gpu.launch` with one warpgroup
+    (128 threads) per iteration, and the chunk body's tiles stay values.
+    Each 2-D tile is given a *placement*:
+
+    * `frag`: a wgmma accumulator fragment, 64 rows by N columns over the
+      warpgroup's registers (thread t holds rows 16(t/32) + (t%32)/4 and
+      8 more, columns 8j + 2(t%4) and the next): every contraction result,
+      every elementwise op reading one (masks, decays, scales and casts run
+      on each thread's elements), and the carried state (loop-carried
+      registers);
+    * `expr`: a tile whose elements any thread can compute on demand (token
+      tiles read from global memory, fills, elementwise ops of those and of
+      indices), never stored as a whole;
+    * `smem`: a bf16 copy in wgmma's K-major core-matrix layout, made for
+      each contraction operand and orientation: from an `expr` tile by the
+      whole block (16-byte loads of token rows), from a `frag` tile by each
+      thread storing its elements — a *conversion*.
+
+    Contractions `C (+)= A·B` whose C has 64 rows and 8 to 256 columns (a
+    multiple of 8), K a multiple of 16, run as `wgmma.mma_async` m64nNk16
+    with both operands' descriptors; their results are waited for at their
+    first reader, so independent contractions overlap. Barriers are emitted
+    only where a shared-memory copy is rewritten after wgmma read it or read
+    by wgmma after threads wrote it (with `fence.proxy.async`). Output rows
+    are stored from the fragments (rows before the chunk's end).
+
+    Loops it cannot place (a reduction other than a contraction, state or
+    tiles of other than 64 rows, non-bf16 inputs, a conditional region,
+    final states) are left for `hla-gpu-map-chunk-loops`; with
+    `generator=tiles` each is an error instead. `report` prints one remark
+    per loop: the placements, the contractions and the conversions.
+  }];
+  let options = [
+    Option<"generator", "generator", "std::string", "\"auto\"",
+           "auto (loops it can place; the others stay) or tiles (every "
+           "chunk loop, else an error)">,
+    Option<"report", "report", "bool", "false",
+           "One remark per chunk loop: placements, contractions, conversions">
+  ];
+  let dependentDialects = [
+    "::mlir::gpu::GPUDialect", "::mlir::arith::ArithDialect",
+    "::mlir::memref::MemRefDialect", "::mlir::scf::SCFDialect",
+    "::mlir::bufferization::BufferizationDialect",
+    "::mlir::NVVM::NVVMDialect", "::mlir::LLVM::LLVMDialect",
+    "::mlir::vector::VectorDialect"
+  ];
+}
+
 def HLAGPUMatmulsToCublasPass : Pass<"hla-gpu-matmuls-to-cublas",
                                       "::mlir::func::FuncOp"> {
   let summary = "Run a model graph's matrix products with cuBLAS";

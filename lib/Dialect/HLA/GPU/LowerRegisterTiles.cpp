@@ -1,0 +1,923 @@
+//===- LowerRegisterTiles.cpp - Chunk loops with tiles in registers -*- C++
+//-*-===//
+//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// hla-gpu-lower-register-tiles: a placed (sequence, head) loop (TilePlan,
+// PlaceTiles.cpp) becomes a gpu.launch with one warpgroup per iteration.
+// The body is emitted op by op in program order:
+//
+//  * fragments are the thread's elements (wgmma's accumulator layout) as
+//    SSA scalars; elementwise ops run on them element by element, reading
+//    on-demand tiles at the element's coordinates;
+//  * a contraction stages its operands as bf16 copies in shared memory
+//    (with the later contractions' operands that are ready, so that one
+//    barrier serves them all) and issues wgmma with descriptors; its result
+//    is waited for at its first reader;
+//  * barriers: before rewriting a copy that wgmma may still read, and
+//    before wgmma reads a copy threads wrote (after fence.proxy.async);
+//  * output rows are stored from the fragments, rows before the chunk end.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ChunkLoopMapper.h"
+#include "RegisterTiles.h"
+
+#include "hla/Dialect/HLA/GPU/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "llvm/ADT/DenseSet.h"
+
+#include <functional>
+
+namespace mlir::hla {
+#define GEN_PASS_DEF_HLAGPULOWERREGISTERTILESPASS
+#include "hla/Dialect/HLA/GPU/Passes.h.inc"
+} // namespace mlir::hla
+
+using namespace mlir;
+using namespace mlir::hla;
+using namespace mlir::hla::gpumap;
+
+namespace {
+
+/// The calling thread's elements of a 64 x `cols` fragment, or the wgmma
+/// accumulator they are still being computed into.
+struct Fragment {
+  int64_t cols = 0;
+  Value pending; // the accumulator struct of a wgmma not yet waited for
+  llvm::SmallVector<Value> elements;
+};
+
+class TileEmitter {
+public:
+  explicit TileEmitter(TilePlan &plan)
+      : plan(plan), b(plan.forall), loc(plan.forall.getLoc()) {}
+  void run();
+
+private:
+  Value index(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+  Value scalar(Value v);
+  Value scalar(OpFoldResult v) {
+    if (auto value = dyn_cast<Value>(v))
+      return scalar(value);
+    return index(*getConstantIntValue(v));
+  }
+  // A fragment element's tile coordinates: slot i of a thread holds row
+  // rowLo (+ 8 for the second pair of each 8 columns) and column
+  // 8 (i / 4) + pairCol (+ 1 for odd i).
+  Value slotRow(int64_t i) {
+    return (i / 2) % 2 ? arith::AddIOp::create(b, loc, rowLo, index(8)) : rowLo;
+  }
+  Value slotCol(int64_t i) {
+    return arith::AddIOp::create(b, loc, pairCol, index(8 * (i / 4) + i % 2));
+  }
+
+  Value evalAt(Value tile, Value row, Value col);
+  llvm::SmallVector<Value> evalRow8(Value tile, Value row, Value col0);
+  /// The indices into the global buffer of slice `slice` at its tile
+  /// coordinates (row, col).
+  llvm::SmallVector<Value> sliceIndices(tensor::ExtractSliceOp slice, Value row,
+                                        Value col) {
+    return indicesAt(slice.getMixedOffsets(), slice.getDroppedDims(), row, col);
+  }
+  llvm::SmallVector<Value> indicesAt(llvm::ArrayRef<OpFoldResult> offsets,
+                                     const llvm::SmallBitVector &dropped,
+                                     Value row, Value col);
+  llvm::SmallVector<Value> cloneBody(linalg::GenericOp op,
+                                     llvm::ArrayRef<Value> ivs,
+                                     llvm::function_ref<Value(OpOperand &)> in);
+  /// A fragment's elements (waiting for its wgmma), or an on-demand tile's
+  /// at the fragment coordinates.
+  llvm::SmallVector<Value> elements(Value tile);
+  void setFragment(Value tile, Fragment f) {
+    fragmentOf[tile] = fragments.size();
+    fragments.push_back(std::move(f));
+  }
+
+  void emitBlock(Block &block);
+  void emitOp(Operation *op);
+  void emitElementwise(linalg::GenericOp op);
+  void emitContraction(linalg::GenericOp op);
+  void emitRows(tensor::InsertSliceOp op);
+  void emitRows(tensor::ParallelInsertSliceOp op);
+  /// Stores rows [0, length) of `tile` at `indices(row, col)` of `buffer`.
+  void emitTileRows(
+      Value tile, Value length, Value buffer,
+      llvm::function_ref<llvm::SmallVector<Value>(Value, Value)> indices);
+  void emitLoop(scf::ForOp loop);
+
+  /// Makes the shared-memory copies `needed` (and those of later
+  /// contractions of `op`'s block that are ready).
+  void stage(Operation *op, llvm::ArrayRef<unsigned> needed);
+  void materialize(unsigned staged);
+  void waitAll();
+  void barrier();
+  void beforeWrite(unsigned staged) {
+    if (unknownState || readSince.contains(staged)) {
+      waitAll();
+      barrier();
+    }
+  }
+  void beforeRead(unsigned staged) {
+    if (unknownState || writtenSince.contains(staged))
+      barrier();
+  }
+
+  TilePlan &plan;
+  OpBuilder b;
+  Location loc;
+  IRMapping scalars;
+  llvm::DenseMap<Value, unsigned> fragmentOf;
+  llvm::SmallVector<Fragment> fragments;
+  llvm::SmallVector<unsigned> pendingFragments;
+  llvm::DenseMap<Value, Value> buffers; // global tensors -> memrefs
+  llvm::SmallVector<Value> stagedViews;
+  llvm::DenseSet<unsigned> materialized, readSince, writtenSince;
+  bool unknownState = false;
+  Value windowAddress, threadId, rowLo, pairCol;
+  Block *kernelEntry = nullptr;
+};
+
+} // namespace
+
+Value TileEmitter::scalar(Value v) {
+  if (Value mapped = scalars.lookupOrNull(v))
+    return mapped;
+  Operation *def = v.getDefiningOp();
+  if (def && def->hasTrait<OpTrait::ConstantLike>() &&
+      !plan.forall->isAncestor(def)) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(kernelEntry);
+    Value copy = b.clone(*def)->getResult(0);
+    scalars.map(v, copy);
+    return copy;
+  }
+  return v;
+}
+
+llvm::SmallVector<Value>
+TileEmitter::indicesAt(llvm::ArrayRef<OpFoldResult> offsets,
+                       const llvm::SmallBitVector &dropped, Value row,
+                       Value col) {
+  llvm::SmallVector<Value> indices;
+  int kept = 0;
+  for (auto [d, offset] : llvm::enumerate(offsets)) {
+    Value at = scalar(offset);
+    if (!dropped.test(d))
+      at = arith::AddIOp::create(b, loc, at, kept++ == 0 ? row : col);
+    indices.push_back(at);
+  }
+  return indices;
+}
+
+llvm::SmallVector<Value>
+TileEmitter::cloneBody(linalg::GenericOp op, llvm::ArrayRef<Value> ivs,
+                       llvm::function_ref<Value(OpOperand &)> in) {
+  Block &body = op.getRegion().front();
+  IRMapping mapping;
+  for (OpOperand &operand : op->getOpOperands()) {
+    BlockArgument arg = op.getMatchingBlockArgument(&operand);
+    if (arg.use_empty())
+      continue;
+    // A 0-d tensor of a scalar is that scalar everywhere.
+    if (auto scalarTensor =
+            operand.get().getDefiningOp<tensor::FromElementsOp>()) {
+      mapping.map(arg, scalar(scalarTensor.getElements()[0]));
+      continue;
+    }
+    mapping.map(arg, in(operand));
+  }
+  for (Operation &inner : body.without_terminator()) {
+    if (auto idx = dyn_cast<linalg::IndexOp>(inner)) {
+      mapping.map(idx.getResult(), ivs[idx.getDim()]);
+      continue;
+    }
+    for (Value operand : inner.getOperands())
+      if (!mapping.contains(operand) &&
+          !op.getRegion().isAncestor(operand.getParentRegion()))
+        mapping.map(operand, scalar(operand));
+    b.clone(inner, mapping);
+  }
+  llvm::SmallVector<Value> results;
+  for (Value v : body.getTerminator()->getOperands())
+    results.push_back(mapping.lookupOrDefault(v));
+  return results;
+}
+
+Value TileEmitter::evalAt(Value tile, Value row, Value col) {
+  Operation *def = tile.getDefiningOp();
+  if (auto constant = dyn_cast_or_null<arith::ConstantOp>(def)) {
+    auto dense = cast<DenseElementsAttr>(constant.getValue());
+    return arith::ConstantOp::create(b, loc, dense.getSplatValue<TypedAttr>());
+  }
+  if (auto fill = dyn_cast<linalg::FillOp>(def))
+    return scalar(fill.value());
+  if (auto copy = dyn_cast<linalg::CopyOp>(def))
+    return evalAt(copy.getInputs()[0], row, col);
+  if (auto slice = dyn_cast<tensor::ExtractSliceOp>(def))
+    return memref::LoadOp::create(b, loc, buffers[slice.getSource()],
+                                  sliceIndices(slice, row, col));
+  if (auto insert = dyn_cast<tensor::InsertSliceOp>(def)) {
+    // Token rows [0, len) of the chunk, the destination's elements below.
+    auto slice = insert.getSource().getDefiningOp<tensor::ExtractSliceOp>();
+    Value length = scalar(insert.getMixedSizes()[0]);
+    Value inside =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row, length);
+    Value safeRow = arith::SelectOp::create(b, loc, inside, row, index(0));
+    Value loaded = memref::LoadOp::create(b, loc, buffers[slice.getSource()],
+                                          sliceIndices(slice, safeRow, col));
+    return arith::SelectOp::create(b, loc, inside, loaded,
+                                   evalAt(insert.getDest(), row, col));
+  }
+  auto generic = cast<linalg::GenericOp>(def);
+  AffineMap outMap =
+      generic.getMatchingIndexingMap(generic.getDpsInitOperand(0));
+  llvm::SmallVector<Value> ivs(2);
+  ivs[outMap.getDimPosition(0)] = row;
+  ivs[outMap.getDimPosition(1)] = col;
+  return cloneBody(generic, ivs, [&](OpOperand &operand) {
+    AffineMap map = generic.getMatchingIndexingMap(&operand);
+    return evalAt(operand.get(), ivs[map.getDimPosition(0)],
+                  ivs[map.getDimPosition(1)]);
+  })[0];
+}
+
+llvm::SmallVector<Value> TileEmitter::evalRow8(Value tile, Value row,
+                                               Value col0) {
+  Operation *def = tile.getDefiningOp();
+  llvm::SmallVector<Value> values;
+  auto colAt = [&](int64_t j) -> Value {
+    return arith::AddIOp::create(b, loc, col0, index(j));
+  };
+  if (auto insert = dyn_cast_or_null<tensor::InsertSliceOp>(def)) {
+    // One 16-byte load of the token row (a row before the chunk start when
+    // past its end, selected away).
+    auto slice = insert.getSource().getDefiningOp<tensor::ExtractSliceOp>();
+    Value length = scalar(insert.getMixedSizes()[0]);
+    Value inside =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row, length);
+    Value safeRow = arith::SelectOp::create(b, loc, inside, row, index(0));
+    auto type = VectorType::get({8}, slice.getType().getElementType());
+    Value vec = vector::LoadOp::create(b, loc, type, buffers[slice.getSource()],
+                                       sliceIndices(slice, safeRow, col0),
+                                       /*nontemporal=*/false,
+                                       /*alignment=*/llvm::MaybeAlign(16));
+    for (int64_t j = 0; j < 8; ++j) {
+      Value v = vector::ExtractOp::create(b, loc, vec, j);
+      values.push_back(arith::SelectOp::create(
+          b, loc, inside, v, evalAt(insert.getDest(), row, colAt(j))));
+    }
+    return values;
+  }
+  if (auto slice = dyn_cast_or_null<tensor::ExtractSliceOp>(def)) {
+    auto type = VectorType::get({8}, slice.getType().getElementType());
+    Value vec = vector::LoadOp::create(b, loc, type, buffers[slice.getSource()],
+                                       sliceIndices(slice, row, col0),
+                                       /*nontemporal=*/false,
+                                       /*alignment=*/llvm::MaybeAlign(16));
+    for (int64_t j = 0; j < 8; ++j)
+      values.push_back(vector::ExtractOp::create(b, loc, vec, j));
+    return values;
+  }
+  auto generic = dyn_cast_or_null<linalg::GenericOp>(def);
+  bool identity =
+      generic && llvm::all_of(generic.getIndexingMapsArray(),
+                              [](AffineMap m) { return m.isIdentity(); });
+  if (identity) {
+    llvm::DenseMap<Value, llvm::SmallVector<Value>> inputs;
+    for (OpOperand &operand : generic->getOpOperands())
+      if (!generic.getMatchingBlockArgument(&operand).use_empty())
+        inputs[operand.get()] = evalRow8(operand.get(), row, col0);
+    for (int64_t j = 0; j < 8; ++j) {
+      Value col = colAt(j);
+      values.push_back(cloneBody(generic, {row, col}, [&](OpOperand &operand) {
+        return inputs[operand.get()][j];
+      })[0]);
+    }
+    return values;
+  }
+  for (int64_t j = 0; j < 8; ++j)
+    values.push_back(evalAt(tile, row, colAt(j)));
+  return values;
+}
+
+llvm::SmallVector<Value> TileEmitter::elements(Value tile) {
+  auto it = fragmentOf.find(tile);
+  if (it != fragmentOf.end()) {
+    if (fragments[it->second].pending)
+      waitAll();
+    return fragments[it->second].elements;
+  }
+  int64_t cols = cast<RankedTensorType>(tile.getType()).getDimSize(1);
+  llvm::SmallVector<Value> values;
+  for (int64_t i = 0; i < kFragmentRows * cols / kTileThreads; ++i)
+    values.push_back(evalAt(tile, slotRow(i), slotCol(i)));
+  return values;
+}
+
+void TileEmitter::waitAll() {
+  if (pendingFragments.empty())
+    return;
+  NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
+  for (unsigned id : pendingFragments) {
+    Fragment &f = fragments[id];
+    for (int64_t i = 0; i < kFragmentRows * f.cols / kTileThreads; ++i)
+      f.elements.push_back(LLVM::ExtractValueOp::create(
+          b, loc, f.pending, llvm::ArrayRef<int64_t>{i}));
+    f.pending = nullptr;
+  }
+  pendingFragments.clear();
+}
+
+void TileEmitter::barrier() {
+  // Threads' (generic-proxy) writes are made visible to wgmma's async
+  // proxy before the barrier.
+  if (unknownState || !writtenSince.empty())
+    NVVM::FenceProxyOp::create(
+        b, loc, NVVM::ProxyKind::async_shared,
+        NVVM::SharedSpaceAttr::get(b.getContext(),
+                                   NVVM::SharedSpace::shared_cta));
+  gpu::BarrierOp::create(b, loc);
+  writtenSince.clear();
+  // Reads of wgmma still in flight stay pending past the barrier.
+  if (pendingFragments.empty())
+    readSince.clear();
+  unknownState = false;
+}
+
+void TileEmitter::materialize(unsigned which) {
+  const TilePlan::Staged &s = plan.staged[which];
+  beforeWrite(which);
+  Type bf16 = b.getBF16Type();
+  Value view = stagedViews[which];
+  auto position = [&](Value rowInCopy, Value k) -> Value {
+    // ((k / 8) * rows + row) * 8 + k % 8
+    Value group = arith::DivUIOp::create(b, loc, k, index(8));
+    Value at = arith::AddIOp::create(
+        b, loc, arith::MulIOp::create(b, loc, group, index(s.rows)), rowInCopy);
+    return arith::AddIOp::create(b, loc,
+                                 arith::MulIOp::create(b, loc, at, index(8)),
+                                 arith::RemUIOp::create(b, loc, k, index(8)));
+  };
+  auto toBF16 = [&](Value v) -> Value {
+    if (v.getType() == bf16)
+      return v;
+    if (!v.getType().isF32())
+      v = arith::ExtFOp::create(b, loc, b.getF32Type(), v);
+    return arith::TruncFOp::create(b, loc, bf16, v);
+  };
+  auto type = cast<RankedTensorType>(s.tile.getType());
+  if (plan.of(s.tile) == Placement::Frag) {
+    // A conversion: each thread stores its elements; with K along the
+    // columns, a pair of adjacent columns is one 4-byte store.
+    llvm::SmallVector<Value> values = elements(s.tile);
+    for (int64_t i = 0; i < int64_t(values.size()); i += 2) {
+      Value row = slotRow(i), col = slotCol(i);
+      if (!s.kIsRow) {
+        Value pair = vector::FromElementsOp::create(
+            b, loc, VectorType::get({2}, bf16),
+            ValueRange{toBF16(values[i]), toBF16(values[i + 1])});
+        vector::StoreOp::create(
+            b, loc, pair, view, ValueRange{position(row, col)},
+            /*nontemporal=*/false, /*alignment=*/llvm::MaybeAlign(4));
+        continue;
+      }
+      for (int64_t e = 0; e < 2; ++e) {
+        Value c = e ? slotCol(i + 1) : col;
+        memref::StoreOp::create(b, loc, toBF16(values[i + e]), view,
+                                ValueRange{position(c, row)});
+      }
+    }
+  } else {
+    // The block computes the tile 8 columns at a time; consecutive threads
+    // take consecutive rows.
+    int64_t rows = type.getDimSize(0), groups = type.getDimSize(1) / 8;
+    auto loop = scf::ForOp::create(b, loc, threadId, index(rows * groups),
+                                   index(kTileThreads));
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(loop.getBody()->getTerminator());
+    Value unit = loop.getInductionVar();
+    Value row = arith::RemUIOp::create(b, loc, unit, index(rows));
+    Value col0 = arith::MulIOp::create(
+        b, loc, arith::DivUIOp::create(b, loc, unit, index(rows)), index(8));
+    llvm::SmallVector<Value> values = evalRow8(s.tile, row, col0);
+    for (Value &v : values)
+      v = toBF16(v);
+    if (!s.kIsRow) {
+      Value vec = vector::FromElementsOp::create(
+          b, loc, VectorType::get({8}, bf16), values);
+      vector::StoreOp::create(
+          b, loc, vec, view, ValueRange{position(row, col0)},
+          /*nontemporal=*/false, /*alignment=*/llvm::MaybeAlign(16));
+    } else {
+      for (int64_t j = 0; j < 8; ++j)
+        memref::StoreOp::create(
+            b, loc, values[j], view,
+            ValueRange{
+                position(arith::AddIOp::create(b, loc, col0, index(j)), row)});
+    }
+  }
+  writtenSince.insert(which);
+  materialized.insert(which);
+}
+
+void TileEmitter::stage(Operation *op, llvm::ArrayRef<unsigned> needed) {
+  llvm::SmallVector<unsigned> batch;
+  for (unsigned i : needed)
+    if (!materialized.contains(i) && !llvm::is_contained(batch, i))
+      batch.push_back(i);
+  if (batch.empty())
+    return;
+  // Later contractions' operands that are ready now: fragments already
+  // computed, on-demand tiles whose inputs (tiles, and scalars read by their
+  // bodies) all are.
+  Block *block = op->getBlock();
+  std::function<bool(Value)> ready = [&](Value v) -> bool {
+    if (v.getParentBlock() != block)
+      return true; // from an enclosing scope
+    Operation *def = v.getDefiningOp();
+    if (!def || def->isBeforeInBlock(op))
+      return true;
+    Placement p = plan.of(v);
+    if (p == Placement::Empty)
+      return true; // never read
+    if (p != Placement::Expr && p != Placement::ScalarTensor)
+      return false; // fragments and scalars are emitted in program order
+    bool inputsReady = true;
+    def->walk([&](Operation *inner) {
+      for (Value operand : inner->getOperands())
+        if (!def->isAncestor(operand.getParentRegion()->getParentOp()) &&
+            !ready(operand))
+          inputsReady = false;
+    });
+    return inputsReady;
+  };
+  for (Operation *next = op->getNextNode(); next; next = next->getNextNode()) {
+    auto generic = dyn_cast<linalg::GenericOp>(next);
+    if (!generic || !matchContraction(generic) ||
+        plan.of(generic.getResult(0)) != Placement::Frag)
+      continue;
+    unsigned k = matchContraction(generic)->k;
+    for (OpOperand *input : generic.getDpsInputOperands()) {
+      AffineMap map = generic.getMatchingIndexingMap(input);
+      std::optional<unsigned> i =
+          plan.stagedIndex(input->get(), map.getDimPosition(0) == k);
+      if (i && !materialized.contains(*i) && !llvm::is_contained(batch, *i) &&
+          ready(input->get()))
+        batch.push_back(*i);
+    }
+  }
+  for (unsigned i : batch)
+    materialize(i);
+}
+
+void TileEmitter::emitContraction(linalg::GenericOp op) {
+  MLIRContext *ctx = b.getContext();
+  ContractionDims dims = *matchContraction(op);
+  AffineMap mapC = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
+  unsigned mLoop = mapC.getDimPosition(0);
+  auto out = cast<RankedTensorType>(op.getResult(0).getType());
+  int64_t n = out.getDimSize(1);
+  unsigned stagedA = 0, stagedB = 0;
+  for (OpOperand *input : op.getDpsInputOperands()) {
+    AffineMap map = op.getMatchingIndexingMap(input);
+    unsigned i =
+        *plan.stagedIndex(input->get(), map.getDimPosition(0) == dims.k);
+    (map.isFunctionOfDim(mLoop) ? stagedA : stagedB) = i;
+  }
+  stage(op, {stagedA, stagedB});
+  beforeRead(stagedA);
+  beforeRead(stagedB);
+
+  // The accumulator starts from C's initial value (zero for a zero fill).
+  Value init = op.getDpsInitOperand(0)->get();
+  llvm::SmallVector<Value> start;
+  auto fill = init.getDefiningOp<linalg::FillOp>();
+  int64_t count = kFragmentRows * n / kTileThreads;
+  if (fill && matchPattern(fill.value(), m_AnyZeroFloat())) {
+    Value z = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0));
+    start.assign(count, z);
+  } else {
+    start = elements(init);
+    for (Value &v : start)
+      if (!v.getType().isF32())
+        v = arith::ExtFOp::create(b, loc, b.getF32Type(), v);
+  }
+  Type f32 = b.getF32Type();
+  Type accType = LLVM::LLVMStructType::getLiteral(
+      ctx, llvm::SmallVector<Type>(count, f32));
+  Value acc = LLVM::UndefOp::create(b, loc, accType);
+  for (auto [i, v] : llvm::enumerate(start))
+    acc = LLVM::InsertValueOp::create(b, loc, acc, v,
+                                      llvm::ArrayRef<int64_t>{int64_t(i)});
+  const TilePlan::Staged &a = plan.staged[stagedA], &bOp = plan.staged[stagedB];
+  NVVM::WgmmaFenceAlignedOp::create(b, loc);
+  for (int64_t k0 = 0; k0 < dims.sizeK; k0 += 16) {
+    // K groups of 8 before k0: rows / 8 core matrices of 128 bytes each.
+    Value descA =
+        wgmmaDescriptor(b, loc, windowAddress,
+                        a.offset + (k0 / 8) * (a.rows / 8) * 128, a.rows);
+    Value descB =
+        wgmmaDescriptor(b, loc, windowAddress,
+                        bOp.offset + (k0 / 8) * (bOp.rows / 8) * 128, bOp.rows);
+    acc = NVVM::WgmmaMmaAsyncOp::create(
+        b, loc, accType, acc, descA, descB,
+        NVVM::MMAShapeAttr::get(ctx, kFragmentRows, n, 16),
+        NVVM::WGMMATypes::bf16, NVVM::WGMMATypes::bf16, NVVM::WGMMATypes::f32,
+        NVVM::WGMMAScaleOut::one, NVVM::WGMMAScaleIn::one,
+        NVVM::WGMMAScaleIn::one, NVVM::MMALayout::row, NVVM::MMALayout::col,
+        /*satfinite=*/nullptr);
+  }
+  NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+  readSince.insert(stagedA);
+  readSince.insert(stagedB);
+  Fragment f;
+  f.cols = n;
+  f.pending = acc;
+  setFragment(op.getResult(0), f);
+  pendingFragments.push_back(fragmentOf[op.getResult(0)]);
+}
+
+void TileEmitter::emitElementwise(linalg::GenericOp op) {
+  AffineMap outMap = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
+  int64_t cols =
+      cast<RankedTensorType>(op.getResult(0).getType()).getDimSize(1);
+  llvm::DenseMap<Value, llvm::SmallVector<Value>> fragmentInputs;
+  for (OpOperand &operand : op->getOpOperands())
+    if (!op.getMatchingBlockArgument(&operand).use_empty() &&
+        plan.of(operand.get()) == Placement::Frag)
+      fragmentInputs[operand.get()] = elements(operand.get());
+  Fragment f;
+  f.cols = cols;
+  for (int64_t i = 0; i < kFragmentRows * cols / kTileThreads; ++i) {
+    llvm::SmallVector<Value> ivs(2);
+    ivs[outMap.getDimPosition(0)] = slotRow(i);
+    ivs[outMap.getDimPosition(1)] = slotCol(i);
+    f.elements.push_back(cloneBody(op, ivs, [&](OpOperand &operand) {
+      auto it = fragmentInputs.find(operand.get());
+      if (it != fragmentInputs.end())
+        return it->second[i];
+      AffineMap map = op.getMatchingIndexingMap(&operand);
+      return evalAt(operand.get(), ivs[map.getDimPosition(0)],
+                    ivs[map.getDimPosition(1)]);
+    })[0]);
+  }
+  setFragment(op.getResult(0), f);
+}
+
+void TileEmitter::emitRows(tensor::InsertSliceOp op) {
+  auto prefix = op.getSource().getDefiningOp<tensor::ExtractSliceOp>();
+  tensor::ExtractSliceOp slice = plan.rowsSlice.lookup(op.getDest());
+  Value rowOffset = scalar(op.getMixedOffsets()[0]);
+  Value colOffset = scalar(op.getMixedOffsets()[1]);
+  emitTileRows(prefix.getSource(), scalar(op.getMixedSizes()[0]),
+               buffers[slice.getSource()], [&](Value row, Value col) {
+                 return sliceIndices(
+                     slice, arith::AddIOp::create(b, loc, rowOffset, row),
+                     arith::AddIOp::create(b, loc, colOffset, col));
+               });
+}
+
+void TileEmitter::emitRows(tensor::ParallelInsertSliceOp op) {
+  Value tile = op.getSource();
+  Value length = index(op.getSourceType().getDimSize(0));
+  if (plan.of(tile) == Placement::Prefix) {
+    auto prefix = tile.getDefiningOp<tensor::ExtractSliceOp>();
+    tile = prefix.getSource();
+    length = scalar(prefix.getMixedSizes()[0]);
+  }
+  llvm::SmallBitVector dropped = op.getDroppedDims();
+  llvm::SmallVector<OpFoldResult> offsets = op.getMixedOffsets();
+  emitTileRows(tile, length, buffers[op.getDest()], [&](Value row, Value col) {
+    return indicesAt(offsets, dropped, row, col);
+  });
+}
+
+void TileEmitter::emitTileRows(
+    Value tile, Value length, Value buffer,
+    llvm::function_ref<llvm::SmallVector<Value>(Value, Value)> indices) {
+  Type element = cast<MemRefType>(buffer.getType()).getElementType();
+  auto convert = [&](Value v) -> Value {
+    if (v.getType() == element)
+      return v;
+    if (!v.getType().isF32())
+      v = arith::ExtFOp::create(b, loc, b.getF32Type(), v);
+    return element.isF32() ? v : arith::TruncFOp::create(b, loc, element, v);
+  };
+  if (plan.of(tile) == Placement::Frag) {
+    llvm::SmallVector<Value> values = elements(tile);
+    for (int64_t half = 0; half < 2; ++half) {
+      Value row = slotRow(2 * half);
+      Value inside =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row, length);
+      auto guard = scf::IfOp::create(b, loc, inside, /*withElseRegion=*/false);
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPoint(guard.thenBlock()->getTerminator());
+      for (int64_t i = 2 * half; i < int64_t(values.size()); i += 4) {
+        Value pair = vector::FromElementsOp::create(
+            b, loc, VectorType::get({2}, element),
+            ValueRange{convert(values[i]), convert(values[i + 1])});
+        vector::StoreOp::create(
+            b, loc, pair, buffer, indices(row, slotCol(i)),
+            /*nontemporal=*/false,
+            /*alignment=*/
+            llvm::MaybeAlign(2 * element.getIntOrFloatBitWidth() / 8));
+      }
+    }
+    return;
+  }
+  // An on-demand tile: the block stores it 8 columns at a time.
+  auto type = cast<RankedTensorType>(tile.getType());
+  int64_t rows = type.getDimSize(0), groups = type.getDimSize(1) / 8;
+  auto loop = scf::ForOp::create(b, loc, threadId, index(rows * groups),
+                                 index(kTileThreads));
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(loop.getBody()->getTerminator());
+  Value unit = loop.getInductionVar();
+  Value row = arith::RemUIOp::create(b, loc, unit, index(rows));
+  Value col0 = arith::MulIOp::create(
+      b, loc, arith::DivUIOp::create(b, loc, unit, index(rows)), index(8));
+  Value inside =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row, length);
+  auto ifInside = scf::IfOp::create(b, loc, inside, /*withElseRegion=*/false);
+  b.setInsertionPoint(ifInside.thenBlock()->getTerminator());
+  llvm::SmallVector<Value> values = evalRow8(tile, row, col0);
+  for (Value &v : values)
+    v = convert(v);
+  Value vec = vector::FromElementsOp::create(
+      b, loc, VectorType::get({8}, element), values);
+  vector::StoreOp::create(
+      b, loc, vec, buffer, indices(row, col0),
+      /*nontemporal=*/false,
+      /*alignment=*/llvm::MaybeAlign(8 * element.getIntOrFloatBitWidth() / 8));
+}
+
+void TileEmitter::emitLoop(scf::ForOp loop) {
+  waitAll();
+  llvm::SmallVector<Value> inits;
+  llvm::SmallVector<std::pair<unsigned, int64_t>> carried; // arg, elements
+  for (auto [i, init] : llvm::enumerate(loop.getInitArgs())) {
+    if (plan.of(loop.getRegionIterArgs()[i]) != Placement::Frag)
+      continue;
+    llvm::SmallVector<Value> values = elements(init);
+    carried.push_back({unsigned(i), int64_t(values.size())});
+    llvm::append_range(inits, values);
+  }
+  auto newLoop = scf::ForOp::create(b, loc, scalar(loop.getLowerBound()),
+                                    scalar(loop.getUpperBound()),
+                                    scalar(loop.getStep()), inits);
+  Block *body = newLoop.getBody();
+  if (body->mightHaveTerminator())
+    b.setInsertionPoint(body->getTerminator());
+  else
+    b.setInsertionPointToEnd(body);
+  scalars.map(loop.getInductionVar(), newLoop.getInductionVar());
+  int64_t next = 0;
+  for (auto [arg, count] : carried) {
+    Fragment f;
+    f.cols = cast<RankedTensorType>(loop.getRegionIterArgs()[arg].getType())
+                 .getDimSize(1);
+    for (int64_t j = 0; j < count; ++j)
+      f.elements.push_back(body->getArgument(1 + next++));
+    setFragment(loop.getRegionIterArgs()[arg], f);
+  }
+  // What the previous iteration left in shared memory is unknown here.
+  llvm::DenseSet<unsigned> outside = materialized;
+  unknownState = true;
+  emitBlock(*loop.getBody());
+  auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
+  llvm::SmallVector<Value> yielded;
+  for (auto [arg, count] : carried)
+    llvm::append_range(yielded, elements(yield.getOperand(arg)));
+  waitAll();
+  if (body->mightHaveTerminator())
+    body->getTerminator()->erase();
+  b.setInsertionPointToEnd(body);
+  scf::YieldOp::create(b, loc, yielded);
+  b.setInsertionPointAfter(newLoop);
+  next = 0;
+  for (auto [arg, count] : carried) {
+    Fragment f;
+    f.cols =
+        cast<RankedTensorType>(loop.getResult(arg).getType()).getDimSize(1);
+    for (int64_t j = 0; j < count; ++j)
+      f.elements.push_back(newLoop.getResult(next++));
+    setFragment(loop.getResult(arg), f);
+  }
+  materialized = outside;
+  unknownState = true;
+}
+
+void TileEmitter::emitOp(Operation *op) {
+  if (auto generic = dyn_cast<linalg::GenericOp>(op)) {
+    if (plan.of(generic.getResult(0)) != Placement::Frag)
+      return;
+    if (matchContraction(generic))
+      return emitContraction(generic);
+    return emitElementwise(generic);
+  }
+  if (auto copy = dyn_cast<linalg::CopyOp>(op)) {
+    auto it = fragmentOf.find(copy.getInputs()[0]);
+    if (it != fragmentOf.end())
+      fragmentOf[copy.getResult(0)] = it->second;
+    return;
+  }
+  if (auto insert = dyn_cast<tensor::InsertSliceOp>(op)) {
+    if (plan.of(insert.getResult()) == Placement::Rows)
+      emitRows(insert);
+    return;
+  }
+  if (auto loop = dyn_cast<scf::ForOp>(op))
+    return emitLoop(loop);
+  if (isa<scf::YieldOp, tensor::ExtractSliceOp, tensor::EmptyOp, linalg::FillOp,
+          tensor::FromElementsOp>(op))
+    return;
+  if (llvm::any_of(op->getResults(),
+                   [&](Value r) { return plan.of(r) != Placement::Scalar; }))
+    return;
+  for (Value operand : op->getOperands())
+    scalar(operand);
+  b.clone(*op, scalars);
+}
+
+void TileEmitter::emitBlock(Block &block) {
+  for (Operation &op : block.without_terminator())
+    emitOp(&op);
+}
+
+void TileEmitter::run() {
+  scf::ForallOp forall = plan.forall;
+  MLIRContext *ctx = b.getContext();
+  // Global memory: the function's tensors as buffers, a fresh buffer per
+  // shared output (the loop's results).
+  forall.getBody()->walk([&](tensor::ExtractSliceOp slice) {
+    Value source = slice.getSource();
+    if (!isa<FunctionOpInterface>(source.getParentRegion()->getParentOp()) ||
+        buffers.count(source))
+      return;
+    auto type = cast<RankedTensorType>(source.getType());
+    buffers[source] = bufferization::ToBufferOp::create(
+        b, loc, MemRefType::get(type.getShape(), type.getElementType()), source,
+        /*read_only=*/true);
+  });
+  llvm::SmallVector<Value> results;
+  for (auto [init, arg] :
+       llvm::zip(forall.getOutputs(), forall.getRegionIterArgs())) {
+    auto type = cast<RankedTensorType>(init.getType());
+    Value buffer = memref::AllocOp::create(
+        b, loc, MemRefType::get(type.getShape(), type.getElementType()));
+    buffers[arg] = buffer;
+    results.push_back(bufferization::ToTensorOp::create(
+        b, loc, type, buffer, /*restrict=*/b.getUnitAttr(),
+        /*writable=*/b.getUnitAttr()));
+  }
+
+  llvm::SmallVector<int64_t> bounds;
+  int64_t blocks = 1;
+  for (OpFoldResult ub : forall.getMixedUpperBound()) {
+    bounds.push_back(*getConstantIntValue(ub));
+    blocks *= bounds.back();
+  }
+  Value one = index(1);
+  Value sharedBytes =
+      arith::ConstantIntOp::create(b, loc, plan.sharedBytes, 32);
+  auto launch =
+      gpu::LaunchOp::create(b, loc, index(blocks), one, one,
+                            index(kTileThreads), one, one, sharedBytes);
+  kernelEntry = &launch.getBody().front();
+  b.setInsertionPointToStart(kernelEntry);
+  gpu::TerminatorOp::create(b, loc);
+  b.setInsertionPointToStart(kernelEntry);
+
+  // The forall's induction variables, row-major from the block index.
+  Value linear = launch.getBlockIds().x;
+  for (size_t d = bounds.size(); d-- > 0;) {
+    Value iv = linear;
+    if (d > 0) {
+      iv = arith::RemUIOp::create(b, loc, linear, index(bounds[d]));
+      linear = arith::DivUIOp::create(b, loc, linear, index(bounds[d]));
+    }
+    scalars.map(forall.getInductionVars()[d], iv);
+  }
+  threadId = launch.getThreadIds().x;
+  Value lane = arith::RemUIOp::create(b, loc, threadId, index(32));
+  Value warp = arith::DivUIOp::create(b, loc, threadId, index(32));
+  rowLo = arith::AddIOp::create(b, loc,
+                                arith::MulIOp::create(b, loc, warp, index(16)),
+                                arith::DivUIOp::create(b, loc, lane, index(4)));
+  pairCol = arith::MulIOp::create(
+      b, loc, arith::RemUIOp::create(b, loc, lane, index(4)), index(2));
+  auto window = gpu::DynamicSharedMemoryOp::create(
+      b, loc,
+      MemRefType::get({ShapedType::kDynamic}, b.getI8Type(), AffineMap(),
+                      workgroupSpace(ctx)));
+  windowAddress = arith::IndexCastUIOp::create(
+      b, loc, b.getI64Type(),
+      memref::ExtractAlignedPointerAsIndexOp::create(b, loc, window));
+  for (const TilePlan::Staged &s : plan.staged)
+    stagedViews.push_back(memref::ViewOp::create(
+        b, loc,
+        MemRefType::get({s.rows * s.k}, b.getBF16Type(), AffineMap(),
+                        workgroupSpace(ctx)),
+        window, index(s.offset), ValueRange{}));
+
+  emitBlock(*forall.getBody());
+  for (Operation &op : forall.getTerminator().getYieldingOps())
+    if (auto insert = dyn_cast<tensor::ParallelInsertSliceOp>(op))
+      if (plan.of(insert.getSource()) != Placement::Rows)
+        emitRows(insert);
+  waitAll();
+  forall.replaceAllUsesWith(results);
+  forall.erase();
+}
+
+void mlir::hla::gpumap::lowerRegisterTiles(TilePlan &plan) {
+  TileEmitter(plan).run();
+}
+
+namespace {
+
+/// A launch reads and writes every buffer it is given.
+struct LaunchFuncEffects
+    : public MemoryEffectOpInterface::ExternalModel<LaunchFuncEffects,
+                                                    gpu::LaunchFuncOp> {
+  void getEffects(
+      Operation *op,
+      llvm::SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+          &effects) const {
+    // Kernels write through their buffer operands, and may touch memory
+    // they reach otherwise (globals, the stream's state): effects on the
+    // default resource too, so that nothing deems a launch dead.
+    effects.emplace_back(MemoryEffects::Read::get());
+    effects.emplace_back(MemoryEffects::Write::get());
+    for (OpOperand &operand : op->getOpOperands()) {
+      if (!isa<BaseMemRefType>(operand.get().getType()))
+        continue;
+      effects.emplace_back(MemoryEffects::Read::get(), &operand);
+      effects.emplace_back(MemoryEffects::Write::get(), &operand);
+    }
+  }
+};
+
+} // namespace
+
+void mlir::hla::registerHLAGPUInterfaceModels(DialectRegistry &registry) {
+  registry.addExtension(+[](MLIRContext *ctx, gpu::GPUDialect *) {
+    gpu::LaunchFuncOp::attachInterface<LaunchFuncEffects>(*ctx);
+  });
+}
+
+namespace {
+
+struct HLAGPULowerRegisterTilesPass
+    : public hla::impl::HLAGPULowerRegisterTilesPassBase<
+          HLAGPULowerRegisterTilesPass> {
+  using HLAGPULowerRegisterTilesPassBase::HLAGPULowerRegisterTilesPassBase;
+
+  void runOnOperation() override {
+    if (generator != "auto" && generator != "tiles") {
+      getOperation().emitError()
+          << "hla-gpu-lower-register-tiles: generator must be auto or tiles, "
+             "got '"
+          << generator << "'";
+      return signalPassFailure();
+    }
+    llvm::SmallVector<scf::ForallOp> loops(
+        getOperation().getBody().getOps<scf::ForallOp>());
+    for (scf::ForallOp forall : loops) {
+      std::string why;
+      std::optional<TilePlan> plan = planRegisterTiles(forall, why);
+      if (!plan) {
+        if (generator == "tiles") {
+          forall.emitOpError("hla-gpu-lower-register-tiles: cannot keep this "
+                             "loop's tiles in registers: ")
+              << why;
+          return signalPassFailure();
+        }
+        if (report)
+          forall.emitRemark("left to hla-gpu-map-chunk-loops: ") << why;
+        continue;
+      }
+      if (report)
+        forall.emitRemark(plan->summary());
+      lowerRegisterTiles(*plan);
+    }
+  }
+};
+
+} // namespace

@@ -1,0 +1,416 @@
+//===- PlaceTiles.cpp - Where each chunk tile lives -------------*- C++ -*-===//
+//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// The placement step of hla-gpu-lower-register-tiles: walks a fused-form
+// (sequence, head) loop on tensors in program order and gives every value a
+// Placement (RegisterTiles.h). Contraction results are fragments; an
+// elementwise op is a fragment when it reads one, else an on-demand tile;
+// each contraction operand gets a shared-memory copy in the orientation
+// the contraction reads it. Anything else refuses the loop, with the reason.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ChunkLoopMapper.h"
+#include "RegisterTiles.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace mlir;
+using namespace mlir::hla;
+using namespace mlir::hla::gpumap;
+
+namespace {
+
+class Placer {
+public:
+  Placer(scf::ForallOp forall, TilePlan &plan, std::string &why)
+      : forall(forall), plan(plan), why(why) {}
+
+  LogicalResult run();
+
+private:
+  LogicalResult refuse(Operation *op, const llvm::Twine &reason) {
+    why = (op->getName().getStringRef() + ": " + reason).str();
+    return failure();
+  }
+  /// The placement of an operand (values from outside the loop included),
+  /// or nullopt for one a kernel cannot take.
+  std::optional<Placement> of(Value v);
+  LogicalResult placeBlock(Block &block);
+  LogicalResult placeOp(Operation *op);
+  LogicalResult placeGeneric(linalg::GenericOp op);
+  LogicalResult placeContraction(linalg::GenericOp op,
+                                 const ContractionDims &dims);
+  LogicalResult placeLoop(scf::ForOp loop);
+  void stage(Value tile, bool kIsRow, int64_t rows, int64_t k);
+  /// Whether a tile of `type` can be a fragment.
+  static bool fragmentShape(Type type) {
+    auto t = dyn_cast<RankedTensorType>(type);
+    return t && t.getRank() == 2 && t.hasStaticShape() &&
+           t.getDimSize(0) == kFragmentRows && t.getDimSize(1) % 8 == 0 &&
+           t.getDimSize(1) >= 8 && t.getDimSize(1) <= 256;
+  }
+
+  scf::ForallOp forall;
+  TilePlan &plan;
+  std::string &why;
+};
+
+} // namespace
+
+std::optional<Placement> Placer::of(Value v) {
+  auto it = plan.placement.find(v);
+  if (it != plan.placement.end())
+    return it->second;
+  if (forall.getRegion().isAncestor(v.getParentRegion()))
+    return std::nullopt; // defined inside by an op not placed
+  if (!isa<TensorType>(v.getType())) {
+    // Scalars from outside: constants (cloned into the kernel).
+    if (Operation *def = v.getDefiningOp();
+        def && def->hasTrait<OpTrait::ConstantLike>())
+      return Placement::Scalar;
+    return std::nullopt;
+  }
+  if (auto arg = dyn_cast<BlockArgument>(v))
+    if (isa<FunctionOpInterface>(arg.getOwner()->getParentOp()))
+      return Placement::Global;
+  if (auto constant = v.getDefiningOp<arith::ConstantOp>())
+    if (auto dense = dyn_cast<DenseElementsAttr>(constant.getValue()))
+      if (dense.isSplat() && cast<ShapedType>(v.getType()).getRank() == 2)
+        return Placement::Expr;
+  return std::nullopt;
+}
+
+void Placer::stage(Value tile, bool kIsRow, int64_t rows, int64_t k) {
+  if (plan.stagedIndex(tile, kIsRow))
+    return;
+  plan.staged.push_back({tile, kIsRow, rows, k, plan.sharedBytes});
+  plan.sharedBytes += llvm::alignTo(rows * k * 2, 128);
+}
+
+LogicalResult Placer::placeContraction(linalg::GenericOp op,
+                                       const ContractionDims &dims) {
+  auto out = cast<RankedTensorType>(op.getResult(0).getType());
+  if (!fragmentShape(out))
+    return refuse(op, "a contraction whose result is not 64 rows by 8 to 256 "
+                      "columns (a multiple of 8)");
+  if (dims.sizeK % 16)
+    return refuse(op, "a contraction over a length that is not a multiple "
+                      "of 16");
+  // The fragment's rows are C's first dimension, its columns the second.
+  AffineMap mapC = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
+  unsigned mLoop = mapC.getDimPosition(0), nLoop = mapC.getDimPosition(1);
+  for (OpOperand *input : op.getDpsInputOperands()) {
+    std::optional<Placement> p = of(input->get());
+    if (!p || (*p != Placement::Expr && *p != Placement::Frag))
+      return refuse(op, "a contraction operand that is not a tile");
+    AffineMap map = op.getMatchingIndexingMap(input);
+    bool isA = map.isFunctionOfDim(mLoop);
+    if (isA == map.isFunctionOfDim(nLoop))
+      return refuse(op, "a contraction operand of both or neither of C's "
+                        "dimensions");
+    // M and N are C's rows and columns, whichever operand linalg lists
+    // first.
+    bool kIsRow = map.getDimPosition(0) == dims.k;
+    stage(input->get(), kIsRow, out.getDimSize(isA ? 0 : 1), dims.sizeK);
+  }
+  std::optional<Placement> init = of(op.getDpsInitOperand(0)->get());
+  if (!init || (*init != Placement::Expr && *init != Placement::Frag))
+    return refuse(op, "a contraction accumulating into a non-tile");
+  ++plan.contractions;
+  plan.placement[op.getResult(0)] = Placement::Frag;
+  return success();
+}
+
+LogicalResult Placer::placeGeneric(linalg::GenericOp op) {
+  for (Operation &inner : op.getRegion().front().without_terminator())
+    if (inner.getNumRegions() || !isMemoryEffectFree(&inner))
+      return refuse(op, "a body op with regions or memory effects");
+  if (op.getNumResults() != 1)
+    return refuse(op, "more than one result");
+  if (std::optional<ContractionDims> dims = matchContraction(op))
+    return placeContraction(op, *dims);
+  if (op.getNumLoops() != 2 || op.getNumReductionLoops() != 0)
+    return refuse(op, "a reduction that is not a 2-D contraction");
+  for (OpOperand &operand : op->getOpOperands()) {
+    auto type = dyn_cast<RankedTensorType>(operand.get().getType());
+    if (type && type.getRank() == 0 &&
+        of(operand.get()) == Placement::ScalarTensor)
+      continue;
+    if (!type || type.getRank() != 2 || !type.hasStaticShape() ||
+        !op.getMatchingIndexingMap(&operand).isPermutation())
+      return refuse(op, "an elementwise op on other than whole 2-D tiles");
+  }
+  AffineMap outMap = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
+  bool readsFragment = false;
+  for (OpOperand &operand : op->getOpOperands()) {
+    if (op.isDpsInit(&operand) &&
+        op.getMatchingBlockArgument(&operand).use_empty())
+      continue;
+    std::optional<Placement> p = of(operand.get());
+    if (p == Placement::ScalarTensor)
+      continue;
+    if (!p || (*p != Placement::Expr && *p != Placement::Frag))
+      return refuse(op, "an elementwise op reading a non-tile");
+    if (*p == Placement::Frag) {
+      readsFragment = true;
+      if (op.getMatchingIndexingMap(&operand) != outMap)
+        return refuse(op, "a fragment read transposed (a layout conversion "
+                          "in registers)");
+    }
+  }
+  if (readsFragment && !fragmentShape(op.getResult(0).getType()))
+    return refuse(op, "a fragment that is not 64 rows by 8 to 256 columns");
+  plan.placement[op.getResult(0)] =
+      readsFragment ? Placement::Frag : Placement::Expr;
+  return success();
+}
+
+LogicalResult Placer::placeLoop(scf::ForOp loop) {
+  for (Value bound :
+       {loop.getLowerBound(), loop.getUpperBound(), loop.getStep()})
+    if (of(bound) != Placement::Scalar)
+      return refuse(loop, "bounds computed by ops not placed");
+  plan.placement[loop.getInductionVar()] = Placement::Scalar;
+  for (auto [init, arg, result] : llvm::zip(
+           loop.getInitArgs(), loop.getRegionIterArgs(), loop.getResults())) {
+    if (!isa<TensorType>(init.getType()))
+      return refuse(loop, "a non-tensor loop-carried value");
+    std::optional<Placement> p = of(init);
+    if (p == Placement::Rows) {
+      plan.placement[arg] = plan.placement[result] = Placement::Rows;
+      plan.rowsSlice[arg] = plan.rowsSlice[result] = plan.rowsSlice[init];
+      continue;
+    }
+    if ((p != Placement::Expr && p != Placement::Frag) ||
+        !fragmentShape(init.getType()))
+      return refuse(loop, "a carried tensor that is neither output rows nor "
+                          "a 64-row tile");
+    plan.placement[arg] = plan.placement[result] = Placement::Frag;
+  }
+  if (failed(placeBlock(*loop.getBody())))
+    return failure();
+  auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
+  for (auto [value, arg] :
+       llvm::zip(yield.getOperands(), loop.getRegionIterArgs())) {
+    std::optional<Placement> p = of(value);
+    if (plan.of(arg) == Placement::Rows
+            ? p != Placement::Rows ||
+                  plan.rowsSlice[value] != plan.rowsSlice[arg]
+            : p != Placement::Frag && p != Placement::Expr)
+      return refuse(loop, "a carried value that changes placement");
+  }
+  return success();
+}
+
+LogicalResult Placer::placeOp(Operation *op) {
+  auto operandPlacements = [&]() -> bool {
+    return llvm::all_of(op->getOperands(),
+                        [&](Value v) { return of(v).has_value(); });
+  };
+  if (auto generic = dyn_cast<linalg::GenericOp>(op))
+    return placeGeneric(generic);
+  if (auto loop = dyn_cast<scf::ForOp>(op))
+    return placeLoop(loop);
+  if (auto scalarTensor = dyn_cast<tensor::FromElementsOp>(op)) {
+    if (scalarTensor.getType().getRank() != 0 ||
+        of(scalarTensor.getElements()[0]) != Placement::Scalar)
+      return refuse(op, "a tensor built of elements");
+    plan.placement[scalarTensor] = Placement::ScalarTensor;
+    return success();
+  }
+  if (isa<tensor::EmptyOp>(op)) {
+    plan.placement[op->getResult(0)] = Placement::Empty;
+    return success();
+  }
+  if (auto fill = dyn_cast<linalg::FillOp>(op)) {
+    auto type = dyn_cast<RankedTensorType>(fill.getResult(0).getType());
+    if (!type || type.getRank() != 2 || !type.hasStaticShape() ||
+        of(fill.value()) != Placement::Scalar)
+      return refuse(op, "a fill of other than a 2-D tile");
+    plan.placement[fill.getResult(0)] = Placement::Expr;
+    return success();
+  }
+  if (auto copy = dyn_cast<linalg::CopyOp>(op)) {
+    std::optional<Placement> p = of(copy.getInputs()[0]);
+    if (p != Placement::Frag && p != Placement::Expr)
+      return refuse(op, "a copy of a non-tile");
+    plan.placement[copy.getResult(0)] = *p;
+    return success();
+  }
+  if (auto extract = dyn_cast<tensor::ExtractSliceOp>(op)) {
+    if (!extract.hasUnitStride() || extract.getType().getRank() != 2)
+      return refuse(op, "a strided or non-2-D slice");
+    std::optional<Placement> p = of(extract.getSource());
+    if (p == Placement::Global) {
+      Type element = extract.getType().getElementType();
+      if (!element.isBF16())
+        return refuse(op, "a slice of a tensor that is not bf16 (float32 "
+                          "tokens keep exact float32 arithmetic on the phase "
+                          "mapper; initial states are not read into "
+                          "fragments yet)");
+      if (extract.getType().isDynamicDim(1))
+        return refuse(op, "token tiles of a dynamic width");
+      // A whole static tile of tokens is read where it is needed; rows of a
+      // dynamic count go into a zero tile first.
+      plan.placement[extract] = extract.getType().hasStaticShape()
+                                    ? Placement::Expr
+                                    : Placement::GlobalSlice;
+      return success();
+    }
+    if (p == Placement::Rows) {
+      // A slice of a shared output stands for itself; a slice of a slice
+      // is not written (rows go in by insertion).
+      if (!llvm::is_contained(forall.getRegionIterArgs(), extract.getSource()))
+        return refuse(op, "a slice of output rows");
+      plan.placement[extract] = Placement::Rows;
+      plan.rowsSlice[extract] = extract;
+      return success();
+    }
+    if ((p == Placement::Frag || p == Placement::Expr) &&
+        llvm::all_of(extract.getMixedOffsets(),
+                     [](OpFoldResult o) { return isZeroInteger(o); })) {
+      plan.placement[extract] = Placement::Prefix;
+      return success();
+    }
+    return refuse(op, "a slice of something other than tokens, output rows "
+                      "or a tile's leading rows");
+  }
+  if (auto insert = dyn_cast<tensor::InsertSliceOp>(op)) {
+    std::optional<Placement> src = of(insert.getSource());
+    std::optional<Placement> dest = of(insert.getDest());
+    if (!insert.hasUnitStride() || insert.getSourceType().getRank() != 2)
+      return refuse(op, "a strided or non-2-D slice");
+    auto tokens = insert.getSource().getDefiningOp<tensor::ExtractSliceOp>();
+    bool global = tokens && of(tokens.getSource()) == Placement::Global;
+    if (global && dest == Placement::Expr &&
+        llvm::all_of(insert.getMixedOffsets(),
+                     [](OpFoldResult o) { return isZeroInteger(o); }) &&
+        getConstantIntValue(insert.getMixedSizes()[1]) ==
+            insert.getDestType().getDimSize(1)) {
+      plan.placement[insert] = Placement::Expr;
+      return success();
+    }
+    if (src == Placement::Prefix && dest == Placement::Rows) {
+      auto prefix = insert.getSource().getDefiningOp<tensor::ExtractSliceOp>();
+      if (prefix.getMixedSizes() != insert.getMixedSizes() ||
+          insert.getSourceType().isDynamicDim(1))
+        return refuse(op, "output rows that are not a tile's leading rows");
+      plan.placement[insert] = Placement::Rows;
+      plan.rowsSlice[insert] = plan.rowsSlice[insert.getDest()];
+      return success();
+    }
+    return refuse(op, "an insertion other than token rows into a zero tile "
+                      "or a tile's rows into the output");
+  }
+  if (isa<scf::YieldOp, scf::InParallelOp>(op))
+    return success(); // checked by placeLoop and run
+  // Scalar code: index arithmetic, chunk bounds.
+  if (op->getNumRegions() == 0 && isMemoryEffectFree(op) &&
+      llvm::none_of(op->getResultTypes(),
+                    [](Type t) { return isa<ShapedType>(t); }) &&
+      operandPlacements() && llvm::all_of(op->getOperands(), [&](Value v) {
+        return of(v) == Placement::Scalar;
+      })) {
+    for (Value result : op->getResults())
+      plan.placement[result] = Placement::Scalar;
+    return success();
+  }
+  return refuse(op, "an op the register-tile mapping does not place");
+}
+
+LogicalResult Placer::placeBlock(Block &block) {
+  for (Operation &op : block)
+    if (failed(placeOp(&op)))
+      return failure();
+  return success();
+}
+
+LogicalResult Placer::run() {
+  for (auto [lb, ub, step] :
+       llvm::zip(forall.getMixedLowerBound(), forall.getMixedUpperBound(),
+                 forall.getMixedStep()))
+    if (!isZeroInteger(lb) || !getConstantIntValue(ub) ||
+        getConstantIntValue(step) != 1)
+      return refuse(forall, "bounds that are not static from 0, step 1");
+  for (Value iv : forall.getInductionVars())
+    plan.placement[iv] = Placement::Scalar;
+  for (auto [init, arg] :
+       llvm::zip(forall.getOutputs(), forall.getRegionIterArgs())) {
+    if (!init.getDefiningOp<tensor::EmptyOp>() ||
+        !cast<RankedTensorType>(init.getType()).hasStaticShape())
+      return refuse(forall, "a shared output that is not a fresh static "
+                            "tensor");
+    plan.placement[arg] = Placement::Rows;
+  }
+  if (failed(placeBlock(*forall.getBody())))
+    return failure();
+  for (Operation &op : forall.getTerminator().getYieldingOps()) {
+    auto insert = dyn_cast<tensor::ParallelInsertSliceOp>(op);
+    // A single chunk: its tile's (leading) rows go straight into the
+    // output.
+    Placement source = insert ? plan.of(insert.getSource()) : Placement::Empty;
+    if (insert && insert.hasUnitStride() &&
+        (source == Placement::Prefix || source == Placement::Frag ||
+         source == Placement::Expr)) {
+      auto prefix = insert.getSource().getDefiningOp<tensor::ExtractSliceOp>();
+      Value tile =
+          source == Placement::Prefix ? prefix.getSource() : insert.getSource();
+      if (insert.getSourceType().getRank() != 2 ||
+          insert.getSourceType().isDynamicDim(1) ||
+          insert.getSourceType().getDimSize(1) !=
+              cast<RankedTensorType>(tile.getType()).getDimSize(1))
+        return refuse(&op, "output rows that are not a tile's leading rows");
+      continue;
+    }
+    tensor::ExtractSliceOp slice =
+        insert ? plan.rowsSlice.lookup(insert.getSource()) : nullptr;
+    if (!slice || slice.getSource() != insert.getDest() ||
+        slice.getMixedOffsets() != insert.getMixedOffsets() ||
+        slice.getMixedSizes() != insert.getMixedSizes())
+      return refuse(&op, "a result that is not the rows written through "
+                         "its own slice (final states)");
+  }
+  if (plan.contractions == 0)
+    return refuse(forall, "no contraction to put on tensor cores");
+  return success();
+}
+
+int64_t TilePlan::conversions() const {
+  return llvm::count_if(
+      staged, [&](const Staged &s) { return of(s.tile) == Placement::Frag; });
+}
+
+std::string TilePlan::summary() const {
+  int64_t frags = 0, exprs = 0;
+  for (auto &[value, p] : placement) {
+    if (!isa<RankedTensorType>(value.getType()))
+      continue;
+    frags += p == Placement::Frag;
+    exprs += p == Placement::Expr;
+  }
+  return llvm::formatv("register tiles: {0} contractions on wgmma, {1} "
+                       "fragments, {2} on-demand tiles, {3} shared-memory "
+                       "operand copies ({4} conversions from fragments), {5} "
+                       "bytes of shared memory",
+                       contractions, frags, exprs, staged.size(), conversions(),
+                       sharedBytes)
+      .str();
+}
+
+std::optional<TilePlan>
+mlir::hla::gpumap::planRegisterTiles(scf::ForallOp forall, std::string &why) {
+  TilePlan plan;
+  plan.forall = forall;
+  if (failed(Placer(forall, plan, why).run()))
+    return std::nullopt;
+  return plan;
+}

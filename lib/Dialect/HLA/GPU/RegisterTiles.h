@@ -1,0 +1,102 @@
+//===- RegisterTiles.h - Chunk tiles as register values ---------*- C++ -*-===//
+//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// hla-gpu-lower-register-tiles runs a tensor chunk loop as one warpgroup per
+// (sequence, head) with its tiles as values. Two steps, one file each:
+//
+//   PlaceTiles.cpp          where each tile lives (TilePlan), or why the
+//                           loop cannot be placed;
+//   LowerRegisterTiles.cpp  the gpu.launch that runs a plan, and the pass.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef HLA_LIB_DIALECT_HLA_GPU_REGISTERTILES_H
+#define HLA_LIB_DIALECT_HLA_GPU_REGISTERTILES_H
+
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <optional>
+#include <string>
+
+namespace mlir::hla::gpumap {
+
+/// Where a value of the chunk loop lives.
+enum class Placement {
+  /// Not a tensor: scalar code, run by every thread.
+  Scalar,
+  /// A tensor.empty: an output operand whose contents are never read.
+  Empty,
+  /// A tile whose elements any thread computes where it needs them: token
+  /// tiles read from global memory, fills, elementwise ops of those.
+  Expr,
+  /// A wgmma accumulator fragment: 64 rows, the warpgroup's registers.
+  Frag,
+  /// A tensor argument of the function (global memory).
+  Global,
+  /// A slice of a Global tensor (a chunk's token rows).
+  GlobalSlice,
+  /// (A slice of) a loop output in global memory, written row by row.
+  Rows,
+  /// The leading rows of a tile, about to be written into Rows.
+  Prefix,
+  /// A 0-d tensor of a scalar (tensor.from_elements), read by generics.
+  ScalarTensor,
+};
+
+/// The threads of one block: one warpgroup.
+constexpr int64_t kTileThreads = 128;
+/// The rows of every fragment: wgmma's M.
+constexpr int64_t kFragmentRows = 64;
+
+/// Where every tile of one (sequence, head) loop lives.
+struct TilePlan {
+  scf::ForallOp forall;
+  llvm::DenseMap<Value, Placement> placement;
+  /// The slice of a shared output a Rows value stands for.
+  llvm::DenseMap<Value, tensor::ExtractSliceOp> rowsSlice;
+  /// A bf16 copy of a tile in shared memory, as wgmma reads an operand:
+  /// `rows` (M or N) by `k`, the tile's K dimension its rows (`kIsRow`) or
+  /// its columns.
+  struct Staged {
+    Value tile;
+    bool kIsRow;
+    int64_t rows, k, offset;
+  };
+  llvm::SmallVector<Staged> staged;
+  int64_t sharedBytes = 0;
+  int64_t contractions = 0;
+
+  std::optional<unsigned> stagedIndex(Value tile, bool kIsRow) const {
+    for (auto [i, s] : llvm::enumerate(staged))
+      if (s.tile == tile && s.kIsRow == kIsRow)
+        return i;
+    return std::nullopt;
+  }
+  Placement of(Value v) const {
+    auto it = placement.find(v);
+    return it == placement.end() ? Placement::Scalar : it->second;
+  }
+  /// Shared-memory copies made from fragments: the layout conversions.
+  int64_t conversions() const;
+  /// One line: the placements, contractions and conversions.
+  std::string summary() const;
+};
+
+/// Places every tile of `forall`'s body; on failure `why` says what could
+/// not be placed.
+std::optional<TilePlan> planRegisterTiles(scf::ForallOp forall,
+                                          std::string &why);
+
+/// Replaces `plan.forall` by a gpu.launch running it.
+void lowerRegisterTiles(TilePlan &plan);
+
+} // namespace mlir::hla::gpumap
+
+#endif // HLA_LIB_DIALECT_HLA_GPU_REGISTERTILES_H

@@ -1,0 +1,42 @@
+// RUN: hla-opt %s --hla-expand "--hla-chunk=chunk-size=64 form=fused causal-isolation=false value-tile=0" --convert-hla-to-linalg --hla-fuse-tile-elementwise --canonicalize "--hla-gpu-lower-register-tiles=generator=tiles report" --verify-diagnostics | FileCheck %s
+
+// Tests hla-gpu-lower-register-tiles on linear attention (bf16, c = d = dv =
+// 64, four chunks): one warpgroup per (sequence, head) runs the four
+// contractions per chunk as wgmma m64n64k16 (4 instructions each); the state
+// S is 32 fp32 registers per thread carried by the chunk loop; the mask
+// runs on QKᵀ's fragment; two fragments are copied to shared memory as
+// operands (the conversions: S for Q·S, P = mask(QKᵀ) for P·V); token tiles
+// are loaded 16 bytes at a time. Each chunk has three barriers: before
+// rewriting the copies (the previous chunk's wgmma read them), after the
+// token and S copies, after the P copy.
+
+// CHECK-LABEL: func.func @linear
+// CHECK-NOT: scf.forall
+// CHECK: bufferization.to_buffer %{{.*}} read_only
+// CHECK: %[[BUFFER:.+]] = memref.alloc() : memref<1x256x2x64xbf16>
+// CHECK: %[[OUT:.+]] = bufferization.to_tensor %[[BUFFER]] restrict writable
+// CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %{{.*}}, {{.*}}) threads({{.*}}) in ({{[^ ]+}} = %c128
+// CHECK: gpu.dynamic_shared_memory
+// CHECK: scf.for {{.*}} -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32) {
+// CHECK: gpu.barrier
+// CHECK: vector.load {{.*}} {alignment = 16 : i64} : memref<1x256x2x64xbf16>, vector<8xbf16>
+// CHECK: nvvm.fence.proxy
+// CHECK-NEXT: gpu.barrier
+// CHECK-COUNT-8: nvvm.wgmma.mma_async {{.*}}<m = 64, n = 64, k = 16>
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK: vector.store {{.*}} : memref<4096xbf16, #gpu.address_space<workgroup>>, vector<2xbf16>
+// CHECK: nvvm.fence.proxy
+// CHECK-NEXT: gpu.barrier
+// CHECK-COUNT-4: nvvm.wgmma.mma_async
+// CHECK: scf.if
+// CHECK: vector.store {{.*}} : memref<1x256x2x64xbf16>, vector<2xbf16>
+// CHECK-COUNT-4: nvvm.wgmma.mma_async
+// CHECK: scf.yield
+// CHECK-NOT: gpu.barrier
+// CHECK: gpu.terminator
+// CHECK: return %[[OUT]]
+func.func @linear(%q: tensor<1x256x2x64xbf16>, %k: tensor<1x256x2x64xbf16>, %v: tensor<1x256x2x64xbf16>) -> tensor<1x256x2x64xbf16> {
+  // expected-remark @below {{register tiles: 4 contractions on wgmma, 10 fragments, 15 on-demand tiles, 6 shared-memory operand copies (2 conversions from fragments), 49152 bytes of shared memory}}
+  %o = hla.linear_attention %q, %k, %v {decay = 0.9 : f64} : (tensor<1x256x2x64xbf16>, tensor<1x256x2x64xbf16>, tensor<1x256x2x64xbf16>) -> tensor<1x256x2x64xbf16>
+  return %o : tensor<1x256x2x64xbf16>
+}
