@@ -3,6 +3,7 @@
 
     peers_bench.py build OUTDIR [NAME=HLA_OPT[,FLAG...] ...]   # here
     peers_bench.py run OUTDIR                                   # on the GPU
+    peers_bench.py profile OUTDIR NAME OP B H T D  # 3 calls of one (for ncu)
 
 `build` compiles every (op, shape) of issue 12's table with each given
 variant, a compiler and its flags (default: `current=build/bin/hla-opt`, the
@@ -166,7 +167,23 @@ def run(outdir):
         print(line)
 
 
+def profile(outdir, compiler, op, B, H, T, d):
+    """Calls one artefact three times on fresh inputs: a target for
+    `ncu --launch-skip 2 --launch-count 1`."""
+    import torch
+    ins = inputs(op, B, H, T, d)
+    o = torch.empty_like(ins[2])
+    path = os.path.join(outdir, name_of(compiler, op, B, H, T, d) + ".so")
+    call = hla_call(path, ins, (o,))
+    for _ in range(3):
+        call()
+    torch.cuda.synchronize()
+
+
 if __name__ == "__main__":
+    if len(sys.argv) == 9 and sys.argv[1] == "profile":
+        profile(sys.argv[2], sys.argv[3], sys.argv[4], *map(int, sys.argv[5:]))
+        sys.exit(0)
     if len(sys.argv) < 3 or sys.argv[1] not in ("build", "run"):
         print(__doc__)
         sys.exit(2)

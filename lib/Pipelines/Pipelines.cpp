@@ -233,6 +233,9 @@ void mlir::hla::buildCUDADevicePipeline(OpPassManager &pm,
   // 32-bit index arithmetic: 64-bit integer math is emulated on GPUs. The
   // artefact driver picks 64 for tensors of 2^31 elements or more.
   nvvm.indexBitwidth = options.indexBitwidth;
+  // cp.async of the register-tile kernels (nvgpu.device_async_copy).
+  kernels.addPass(createHLAGPULowerAsyncCopiesPass(
+      HLAGPULowerAsyncCopiesPassOptions{unsigned(options.indexBitwidth)}));
   kernels.addPass(createConvertGpuOpsToNVVMOps(nvvm));
   // NVVM ops that LLVM has no intrinsics for (wgmma with descriptors, proxy
   // fences) as inline PTX.

@@ -34,6 +34,7 @@
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
@@ -120,6 +121,19 @@ private:
       Value tile, Value length, Value buffer,
       llvm::function_ref<llvm::SmallVector<Value>(Value, Value)> indices);
   void emitLoop(scf::ForOp loop);
+  /// The landing buffer pair of a token insertion, if it has one.
+  std::optional<unsigned> landingOf(tensor::InsertSliceOp insert) {
+    for (auto [i, l] : llvm::enumerate(plan.landing))
+      if (l.tokens == insert)
+        return i;
+    return std::nullopt;
+  }
+  /// `v` (a scalar of `loop`'s body) recomputed with the induction variable
+  /// mapped as in `mapping`.
+  Value cloneAt(Value v, scf::ForOp loop, IRMapping &mapping);
+  /// Starts copying the token rows of landing pair `l` for the chunk whose
+  /// induction variable is `iv` into its buffer at element `base`.
+  void issueLanding(unsigned l, scf::ForOp loop, Value iv, Value base);
 
   /// Makes the shared-memory copies `needed` (and those of later
   /// contractions of `op`'s block that are ready).
@@ -147,6 +161,10 @@ private:
   llvm::SmallVector<unsigned> pendingFragments;
   llvm::DenseMap<Value, Value> buffers; // global tensors -> memrefs
   llvm::SmallVector<Value> stagedViews;
+  /// Per landing buffer pair (TilePlan::Landing): its view, and inside its
+  /// loop the offset of the current chunk's buffer.
+  llvm::SmallVector<Value> landingViews;
+  llvm::DenseMap<unsigned, Value> landingCurrent;
   llvm::DenseSet<unsigned> materialized, readSince, writtenSince;
   bool unknownState = false;
   Value windowAddress, threadId, rowLo, pairCol;
@@ -233,6 +251,17 @@ Value TileEmitter::evalAt(Value tile, Value row, Value col) {
     return memref::LoadOp::create(b, loc, buffers[slice.getSource()],
                                   sliceIndices(slice, row, col));
   if (auto insert = dyn_cast<tensor::InsertSliceOp>(def)) {
+    if (std::optional<unsigned> l = landingOf(insert);
+        l && landingCurrent.count(*l)) {
+      // Copied ahead, rows past the chunk's end zero-filled.
+      Value at = arith::AddIOp::create(
+          b, loc, landingCurrent[*l],
+          arith::AddIOp::create(
+              b, loc,
+              arith::MulIOp::create(b, loc, row, index(plan.landing[*l].cols)),
+              col));
+      return memref::LoadOp::create(b, loc, landingViews[*l], ValueRange{at});
+    }
     // Token rows [0, len) of the chunk, the destination's elements below.
     auto slice = insert.getSource().getDefiningOp<tensor::ExtractSliceOp>();
     Value length = scalar(insert.getMixedSizes()[0]);
@@ -264,6 +293,24 @@ llvm::SmallVector<Value> TileEmitter::evalRow8(Value tile, Value row,
   auto colAt = [&](int64_t j) -> Value {
     return arith::AddIOp::create(b, loc, col0, index(j));
   };
+  auto insertForLanding = dyn_cast_or_null<tensor::InsertSliceOp>(def);
+  if (std::optional<unsigned> l =
+          insertForLanding ? landingOf(insertForLanding) : std::nullopt;
+      l && landingCurrent.count(*l)) {
+    Value at = arith::AddIOp::create(
+        b, loc, landingCurrent[*l],
+        arith::AddIOp::create(
+            b, loc,
+            arith::MulIOp::create(b, loc, row, index(plan.landing[*l].cols)),
+            col0));
+    auto type = VectorType::get({8}, b.getBF16Type());
+    Value vec = vector::LoadOp::create(b, loc, type, landingViews[*l],
+                                       ValueRange{at}, /*nontemporal=*/false,
+                                       /*alignment=*/llvm::MaybeAlign(16));
+    for (int64_t j = 0; j < 8; ++j)
+      values.push_back(vector::ExtractOp::create(b, loc, vec, j));
+    return values;
+  }
   if (auto insert = dyn_cast_or_null<tensor::InsertSliceOp>(def)) {
     // One 16-byte load of the token row (a row before the chunk start when
     // past its end, selected away).
@@ -667,8 +714,72 @@ void TileEmitter::emitTileRows(
       /*alignment=*/llvm::MaybeAlign(8 * element.getIntOrFloatBitWidth() / 8));
 }
 
+Value TileEmitter::cloneAt(Value v, scf::ForOp loop, IRMapping &mapping) {
+  if (Value mapped = mapping.lookupOrNull(v))
+    return mapped;
+  Operation *def = v.getDefiningOp();
+  if (!def || def->getBlock() != loop.getBody())
+    return scalar(v);
+  for (Value operand : def->getOperands())
+    mapping.map(operand, cloneAt(operand, loop, mapping));
+  b.clone(*def, mapping);
+  return mapping.lookup(v);
+}
+
+void TileEmitter::issueLanding(unsigned l, scf::ForOp loop, Value iv,
+                               Value base) {
+  const TilePlan::Landing &landing = plan.landing[l];
+  tensor::InsertSliceOp insert = landing.tokens;
+  auto slice = insert.getSource().getDefiningOp<tensor::ExtractSliceOp>();
+  IRMapping mapping;
+  mapping.map(loop.getInductionVar(), iv);
+  llvm::SmallVector<OpFoldResult> offsets;
+  for (OpFoldResult offset : slice.getMixedOffsets())
+    offsets.push_back(
+        isa<Value>(offset)
+            ? OpFoldResult(cloneAt(cast<Value>(offset), loop, mapping))
+            : offset);
+  OpFoldResult size = insert.getMixedSizes()[0];
+  Value length = isa<Value>(size) ? cloneAt(cast<Value>(size), loop, mapping)
+                                  : scalar(size);
+  // Consecutive threads take consecutive 16 bytes of a row (coalesced).
+  int64_t groups = landing.cols / 8;
+  auto copies = scf::ForOp::create(
+      b, loc, threadId, index(landing.rows * groups), index(kTileThreads));
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(copies.getBody()->getTerminator());
+  Value unit = copies.getInductionVar();
+  Value row = arith::DivUIOp::create(b, loc, unit, index(groups));
+  Value col = arith::MulIOp::create(
+      b, loc, arith::RemUIOp::create(b, loc, unit, index(groups)), index(8));
+  Value inside =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row, length);
+  Value safeRow = arith::SelectOp::create(b, loc, inside, row, index(0));
+  // Rows past the chunk's end: nothing read, 16 zero bytes written.
+  Value elements = arith::SelectOp::create(b, loc, inside, index(8), index(0));
+  Value at = arith::AddIOp::create(
+      b, loc, base,
+      arith::AddIOp::create(
+          b, loc, arith::MulIOp::create(b, loc, row, index(landing.cols)),
+          col));
+  nvgpu::DeviceAsyncCopyOp::create(
+      b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), landingViews[l],
+      ValueRange{at}, buffers[slice.getSource()],
+      indicesAt(offsets, slice.getDroppedDims(), safeRow, col),
+      b.getIndexAttr(8), elements, b.getUnitAttr());
+}
+
 void TileEmitter::emitLoop(scf::ForOp loop) {
   waitAll();
+  // Token rows copied a chunk ahead: the first chunk's before the loop.
+  llvm::SmallVector<unsigned> landings;
+  for (auto [i, l] : llvm::enumerate(plan.landing))
+    if (l.tokens->getParentOp() == loop)
+      landings.push_back(i);
+  for (unsigned l : landings)
+    issueLanding(l, loop, scalar(loop.getLowerBound()), index(0));
+  if (!landings.empty())
+    NVVM::CpAsyncCommitGroupOp::create(b, loc);
   llvm::SmallVector<Value> inits;
   llvm::SmallVector<std::pair<unsigned, int64_t>> carried; // arg, elements
   for (auto [i, init] : llvm::enumerate(loop.getInitArgs())) {
@@ -699,7 +810,37 @@ void TileEmitter::emitLoop(scf::ForOp loop) {
   // What the previous iteration left in shared memory is unknown here.
   llvm::DenseSet<unsigned> outside = materialized;
   unknownState = true;
+  if (!landings.empty()) {
+    // This chunk's rows have landed (this thread's copies, then everyone's);
+    // the next chunk's go to the other buffer, last read before this
+    // barrier.
+    NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
+    barrier();
+    Value iv = newLoop.getInductionVar();
+    Value lb = scalar(loop.getLowerBound()), step = scalar(loop.getStep());
+    Value parity = arith::RemUIOp::create(
+        b, loc,
+        arith::DivUIOp::create(b, loc, arith::SubIOp::create(b, loc, iv, lb),
+                               step),
+        index(2));
+    Value next = arith::AddIOp::create(b, loc, iv, step);
+    Value more = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, next,
+                                       scalar(loop.getUpperBound()));
+    auto ahead = scf::IfOp::create(b, loc, more, /*withElseRegion=*/false);
+    for (unsigned l : landings) {
+      int64_t size = plan.landing[l].rows * plan.landing[l].cols;
+      landingCurrent[l] = arith::MulIOp::create(b, loc, parity, index(size));
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPoint(ahead.thenBlock()->getTerminator());
+      Value other = arith::MulIOp::create(
+          b, loc, arith::SubIOp::create(b, loc, index(1), parity), index(size));
+      issueLanding(l, loop, next, other);
+    }
+    NVVM::CpAsyncCommitGroupOp::create(b, loc);
+  }
   emitBlock(*loop.getBody());
+  for (unsigned l : landings)
+    landingCurrent.erase(l);
   auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
   llvm::SmallVector<Value> yielded;
   for (auto [arg, count] : carried)
@@ -835,6 +976,13 @@ void TileEmitter::run() {
         MemRefType::get({s.rows * s.k}, b.getBF16Type(), AffineMap(),
                         workgroupSpace(ctx)),
         window, index(s.offset), ValueRange{}));
+
+  for (const TilePlan::Landing &l : plan.landing)
+    landingViews.push_back(memref::ViewOp::create(
+        b, loc,
+        MemRefType::get({2 * l.rows * l.cols}, b.getBF16Type(), AffineMap(),
+                        workgroupSpace(ctx)),
+        window, index(l.offset), ValueRange{}));
 
   emitBlock(*forall.getBody());
   for (Operation &op : forall.getTerminator().getYieldingOps())

@@ -18,6 +18,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
@@ -297,6 +298,18 @@ LogicalResult Placer::placeOp(Operation *op) {
         getConstantIntValue(insert.getMixedSizes()[1]) ==
             insert.getDestType().getDimSize(1)) {
       plan.placement[insert] = Placement::Expr;
+      // In a chunk loop, rows of 16-byte multiples into a zero tile are
+      // copied one chunk ahead.
+      auto fill = insert.getDest().getDefiningOp<linalg::FillOp>();
+      RankedTensorType tile = insert.getDestType();
+      if (isa<scf::ForOp>(insert->getParentOp()) && fill &&
+          matchPattern(fill.value(), m_AnyZeroFloat()) &&
+          tile.getElementType().isBF16() && tile.getDimSize(1) % 8 == 0) {
+        plan.landing.push_back(
+            {insert, tile.getDimSize(0), tile.getDimSize(1), plan.sharedBytes});
+        plan.sharedBytes +=
+            llvm::alignTo(2 * tile.getNumElements() * 2, int64_t(128));
+      }
       return success();
     }
     if (src == Placement::Prefix && dest == Placement::Rows) {

@@ -70,6 +70,14 @@ struct TilePlan {
     int64_t rows, k, offset;
   };
   llvm::SmallVector<Staged> staged;
+  /// Token rows read inside a chunk loop, copied a chunk ahead (cp.async)
+  /// into two `rows` x `cols` bf16 buffers at `offset`: the insertion of
+  /// the rows into a zero tile.
+  struct Landing {
+    tensor::InsertSliceOp tokens;
+    int64_t rows, cols, offset;
+  };
+  llvm::SmallVector<Landing> landing;
   int64_t sharedBytes = 0;
   int64_t contractions = 0;
 

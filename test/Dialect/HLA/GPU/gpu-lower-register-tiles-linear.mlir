@@ -5,10 +5,12 @@
 // contractions per chunk as wgmma m64n64k16 (4 instructions each); the state
 // S is 32 fp32 registers per thread carried by the chunk loop; the mask
 // runs on QKᵀ's fragment; two fragments are copied to shared memory as
-// operands (the conversions: S for Q·S, P = mask(QKᵀ) for P·V); token tiles
-// are loaded 16 bytes at a time. Each chunk has three barriers: before
-// rewriting the copies (the previous chunk's wgmma read them), after the
-// token and S copies, after the P copy.
+// operands (the conversions: S for Q·S, P = mask(QKᵀ) for P·V). The q, k
+// and v rows are copied a chunk ahead (cp.async into two buffers each, rows
+// past the end zero-filled): the first chunk's before the loop, the next
+// one's right after the barrier that opens each chunk. Each chunk has three
+// barriers: that one (its rows landed, the other buffers free), after the
+// operand copies, after the P copy.
 
 // CHECK-LABEL: func.func @linear
 // CHECK-NOT: scf.forall
@@ -17,9 +19,16 @@
 // CHECK: %[[OUT:.+]] = bufferization.to_tensor %[[BUFFER]] restrict writable
 // CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %{{.*}}, {{.*}}) threads({{.*}}) in ({{[^ ]+}} = %c128
 // CHECK: gpu.dynamic_shared_memory
+// CHECK-COUNT-3: nvgpu.device_async_copy {{.*}}, 8, %{{.*}} {bypassL1} : memref<1x256x2x64xbf16> to memref<8192xbf16, #gpu.address_space<workgroup>>
+// CHECK: nvvm.cp.async.commit.group
 // CHECK: scf.for {{.*}} -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32) {
-// CHECK: gpu.barrier
-// CHECK: vector.load {{.*}} {alignment = 16 : i64} : memref<1x256x2x64xbf16>, vector<8xbf16>
+// CHECK-NEXT: nvvm.cp.async.wait.group 0
+// CHECK-NEXT: nvvm.fence.proxy
+// CHECK-NEXT: gpu.barrier
+// CHECK: scf.if
+// CHECK-COUNT-3: nvgpu.device_async_copy
+// CHECK: nvvm.cp.async.commit.group
+// CHECK: vector.load {{.*}} {alignment = 16 : i64} : memref<8192xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
 // CHECK: nvvm.fence.proxy
 // CHECK-NEXT: gpu.barrier
 // CHECK-COUNT-8: nvvm.wgmma.mma_async {{.*}}<m = 64, n = 64, k = 16>
@@ -31,12 +40,13 @@
 // CHECK: scf.if
 // CHECK: vector.store {{.*}} : memref<1x256x2x64xbf16>, vector<2xbf16>
 // CHECK-COUNT-4: nvvm.wgmma.mma_async
+// CHECK-NOT: gpu.barrier
 // CHECK: scf.yield
 // CHECK-NOT: gpu.barrier
 // CHECK: gpu.terminator
 // CHECK: return %[[OUT]]
 func.func @linear(%q: tensor<1x256x2x64xbf16>, %k: tensor<1x256x2x64xbf16>, %v: tensor<1x256x2x64xbf16>) -> tensor<1x256x2x64xbf16> {
-  // expected-remark @below {{register tiles: 4 contractions on wgmma, 10 fragments, 15 on-demand tiles, 6 shared-memory operand copies (2 conversions from fragments), 49152 bytes of shared memory}}
+  // expected-remark @below {{register tiles: 4 contractions on wgmma, 10 fragments, 15 on-demand tiles, 6 shared-memory operand copies (2 conversions from fragments), 98304 bytes of shared memory}}
   %o = hla.linear_attention %q, %k, %v {decay = 0.9 : f64} : (tensor<1x256x2x64xbf16>, tensor<1x256x2x64xbf16>, tensor<1x256x2x64xbf16>) -> tensor<1x256x2x64xbf16>
   return %o : tensor<1x256x2x64xbf16>
 }

@@ -179,8 +179,29 @@ def HLAGPULowerRegisterTilesPass : Pass<"hla-gpu-lower-register-tiles",
     "::mlir::gpu::GPUDialect", "::mlir::arith::ArithDialect",
     "::mlir::memref::MemRefDialect", "::mlir::scf::SCFDialect",
     "::mlir::bufferization::BufferizationDialect",
+    "::mlir::nvgpu::NVGPUDialect",
     "::mlir::NVVM::NVVMDialect", "::mlir::LLVM::LLVMDialect",
     "::mlir::vector::VectorDialect"
+  ];
+}
+
+def HLAGPULowerAsyncCopiesPass
+    : Pass<"hla-gpu-lower-async-copies", "::mlir::gpu::GPUModuleOp"> {
+  let summary = "Lower nvgpu async copies to NVVM with the kernels' index width";
+  let description = [{
+    Lowers `nvgpu.device_async_copy` (what hla-gpu-lower-register-tiles
+    emits to copy token rows a chunk ahead) to `nvvm.cp.async.shared.global`,
+    with `index-bitwidth`-bit indices: upstream's convert-nvgpu-to-nvvm
+    always uses the machine word, and the buffer descriptors it expects then
+    differ from convert-gpu-to-nvvm's at 32 bits. Runs before
+    convert-gpu-to-nvvm; the memref casts it leaves are reconciled after.
+  }];
+  let options = [
+    Option<"indexBitwidth", "index-bitwidth", "unsigned", "0",
+           "Bitwidth of the index type (0: the machine word)">
+  ];
+  let dependentDialects = [
+    "::mlir::NVVM::NVVMDialect", "::mlir::LLVM::LLVMDialect"
   ];
 }
 
