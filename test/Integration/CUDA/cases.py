@@ -134,18 +134,26 @@ def register_tile_cases():
     """hla-gpu-lower-register-tiles pinned (--cuda-generator=tiles: every
     chunk loop in registers or the compile fails): bf16, 64-token chunks,
     one warpgroup per (sequence, head, value tile); ragged tails, a single
-    token, grouped heads, decay and scale, value tiles of 32 columns."""
+    token, grouped heads, decay and scale, value tiles of 32 columns; causal
+    isolation on (the default: poisoned tokens checked) and off."""
     cases = []
     tiles = dict(dtype="bf16", tol=1e-2, chunk=64, d=64, dv=64, schedule="persistent",
-                 generator="tiles", flags=["--causal-isolation=false"])
+                 generator="tiles")
+    off = ["--causal-isolation=false"]
     for T in [1, 63, 64, 65, 200, 1000]:
         for B in [1, 2]:
             cases.append(case(f"linear_attention-tiles-T{T}-B{B}", "linear_attention", T,
                               B=B, **tiles))
+            cases.append(case(f"linear_attention-tiles-T{T}-B{B}-noiso", "linear_attention",
+                              T, B=B, flags=off, **tiles))
     cases.append(case("linear_attention-tiles-grouped", "linear_attention", 300, B=2,
                       hq=4, hkv=2, options=dict(decay=0.95, scale=0.5), **tiles))
     cases.append(case("linear_attention-tiles-vt32", "linear_attention", 200, B=1,
-                      options=dict(decay=0.9), value_tile=32, **tiles))
+                      options=dict(decay=0.9), value_tile=32, flags=off, **tiles))
+    cases.append(case("linear_attention-tiles-poison", "linear_attention", 200, B=2,
+                      options=dict(decay=0.95), poison=True, **tiles))
+    cases.append(case("linear_attention-tiles-poison-nodecay", "linear_attention", 150,
+                      B=1, poison=True, **tiles))
     return cases
 
 

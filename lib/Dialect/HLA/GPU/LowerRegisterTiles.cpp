@@ -88,7 +88,11 @@ private:
     return arith::AddIOp::create(b, loc, pairCol, index(8 * (i / 4) + i % 2));
   }
 
+  /// Element (row, col) of an on-demand tile (`col` null for a vector).
   Value evalAt(Value tile, Value row, Value col);
+  /// `operand` of `op` at the loop position `ivs`.
+  Value evalOperand(linalg::GenericOp op, OpOperand &operand,
+                    llvm::ArrayRef<Value> ivs);
   llvm::SmallVector<Value> evalRow8(Value tile, Value row, Value col0);
   /// The indices into the global buffer of slice `slice` at its tile
   /// coordinates (row, col).
@@ -121,6 +125,30 @@ private:
       Value tile, Value length, Value buffer,
       llvm::function_ref<llvm::SmallVector<Value>(Value, Value)> indices);
   void emitLoop(scf::ForOp loop);
+  void emitReduction(linalg::GenericOp op);
+  void emitIf(scf::IfOp op);
+  /// The value of a 0-d tensor (Placement::ScalarTensor).
+  Value zeroDim(Value tensor) {
+    if (Value v = reduced.lookup(tensor))
+      return v;
+    if (auto fromElements = tensor.getDefiningOp<tensor::FromElementsOp>())
+      return scalar(fromElements.getElements()[0]);
+    return scalar(tensor.getDefiningOp<linalg::FillOp>().value());
+  }
+  /// Sync state saved around a region emitted on its own (a branch).
+  struct SyncState {
+    llvm::DenseSet<unsigned> materialized, readSince, writtenSince;
+    bool unknownState;
+  };
+  SyncState saveSync() {
+    return {materialized, readSince, writtenSince, unknownState};
+  }
+  void restoreSync(const SyncState &s) {
+    materialized = s.materialized;
+    readSince = s.readSince;
+    writtenSince = s.writtenSince;
+    unknownState = s.unknownState;
+  }
   /// The landing buffer pair of a token insertion, if it has one.
   std::optional<unsigned> landingOf(tensor::InsertSliceOp insert) {
     for (auto [i, l] : llvm::enumerate(plan.landing))
@@ -165,6 +193,8 @@ private:
   /// loop the offset of the current chunk's buffer.
   llvm::SmallVector<Value> landingViews;
   llvm::DenseMap<unsigned, Value> landingCurrent;
+  llvm::DenseMap<Value, Value> reduced; // whole-tile reductions' values
+  Value window;
   llvm::DenseSet<unsigned> materialized, readSince, writtenSince;
   bool unknownState = false;
   Value windowAddress, threadId, rowLo, pairCol;
@@ -212,10 +242,12 @@ TileEmitter::cloneBody(linalg::GenericOp op, llvm::ArrayRef<Value> ivs,
     BlockArgument arg = op.getMatchingBlockArgument(&operand);
     if (arg.use_empty())
       continue;
-    // A 0-d tensor of a scalar is that scalar everywhere.
-    if (auto scalarTensor =
-            operand.get().getDefiningOp<tensor::FromElementsOp>()) {
-      mapping.map(arg, scalar(scalarTensor.getElements()[0]));
+    // A 0-d tensor is its one value everywhere (except a reduction's own
+    // running value, which `in` gives).
+    if (plan.of(operand.get()) == Placement::ScalarTensor &&
+        !(op.isDpsInit(&operand) &&
+          op.getNumReductionLoops() == op.getNumLoops())) {
+      mapping.map(arg, zeroDim(operand.get()));
       continue;
     }
     mapping.map(arg, in(operand));
@@ -276,14 +308,22 @@ Value TileEmitter::evalAt(Value tile, Value row, Value col) {
   auto generic = cast<linalg::GenericOp>(def);
   AffineMap outMap =
       generic.getMatchingIndexingMap(generic.getDpsInitOperand(0));
-  llvm::SmallVector<Value> ivs(2);
+  llvm::SmallVector<Value> ivs(generic.getNumLoops());
   ivs[outMap.getDimPosition(0)] = row;
-  ivs[outMap.getDimPosition(1)] = col;
+  if (outMap.getNumResults() == 2)
+    ivs[outMap.getDimPosition(1)] = col;
   return cloneBody(generic, ivs, [&](OpOperand &operand) {
-    AffineMap map = generic.getMatchingIndexingMap(&operand);
-    return evalAt(operand.get(), ivs[map.getDimPosition(0)],
-                  ivs[map.getDimPosition(1)]);
+    return evalOperand(generic, operand, ivs);
   })[0];
+}
+
+Value TileEmitter::evalOperand(linalg::GenericOp op, OpOperand &operand,
+                               llvm::ArrayRef<Value> ivs) {
+  // A row or column vector is read at one coordinate.
+  AffineMap map = op.getMatchingIndexingMap(&operand);
+  return evalAt(operand.get(), ivs[map.getDimPosition(0)],
+                map.getNumResults() == 2 ? ivs[map.getDimPosition(1)]
+                                         : Value());
 }
 
 llvm::SmallVector<Value> TileEmitter::evalRow8(Value tile, Value row,
@@ -503,6 +543,8 @@ void TileEmitter::stage(Operation *op, llvm::ArrayRef<unsigned> needed) {
     Placement p = plan.of(v);
     if (p == Placement::Empty)
       return true; // never read
+    if (p == Placement::ScalarTensor && isa<linalg::GenericOp>(def))
+      return false; // a reduction, emitted in program order
     if (p != Placement::Expr && p != Placement::ScalarTensor)
       return false; // fragments and scalars are emitted in program order
     bool inputsReady = true;
@@ -619,9 +661,7 @@ void TileEmitter::emitElementwise(linalg::GenericOp op) {
       auto it = fragmentInputs.find(operand.get());
       if (it != fragmentInputs.end())
         return it->second[i];
-      AffineMap map = op.getMatchingIndexingMap(&operand);
-      return evalAt(operand.get(), ivs[map.getDimPosition(0)],
-                    ivs[map.getDimPosition(1)]);
+      return evalOperand(op, operand, ivs);
     })[0]);
   }
   setFragment(op.getResult(0), f);
@@ -864,8 +904,196 @@ void TileEmitter::emitLoop(scf::ForOp loop) {
   unknownState = true;
 }
 
+void TileEmitter::emitReduction(linalg::GenericOp op) {
+  Value init = zeroDim(op.getDpsInitOperand(0)->get());
+  Type type = init.getType();
+  llvm::SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  auto scratch = memref::ViewOp::create(
+      b, loc,
+      MemRefType::get({4}, type, AffineMap(), workgroupSpace(b.getContext())),
+      window, index(plan.reductionScratch.lookup(op)), ValueRange{});
+  // The scratch words were read after the last barrier of a previous
+  // iteration, perhaps.
+  if (unknownState)
+    barrier();
+  auto at = [&](OpOperand &operand, llvm::ArrayRef<Value> ivs) {
+    return evalOperand(op, operand, ivs);
+  };
+  if (!isSum(op)) {
+    // One thread folds the elements in order (a rare path: causal
+    // isolation's search for the first non-finite token).
+    Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                        threadId, index(0));
+    auto once = scf::IfOp::create(b, loc, first, /*withElseRegion=*/false);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPoint(once.thenBlock()->getTerminator());
+      auto rows = scf::ForOp::create(b, loc, index(0), index(ranges[0]),
+                                     index(1), ValueRange{init});
+      b.setInsertionPointToStart(rows.getBody());
+      auto cols =
+          scf::ForOp::create(b, loc, index(0), index(ranges[1]), index(1),
+                             ValueRange{rows.getRegionIterArg(0)});
+      b.setInsertionPointToStart(cols.getBody());
+      llvm::SmallVector<Value> ivs = {rows.getInductionVar(),
+                                      cols.getInductionVar()};
+      Value next = cloneBody(op, ivs, [&](OpOperand &operand) -> Value {
+        if (op.isDpsInit(&operand))
+          return cols.getRegionIterArg(0);
+        return at(operand, ivs);
+      })[0];
+      scf::YieldOp::create(b, loc, next);
+      b.setInsertionPointAfter(cols);
+      scf::YieldOp::create(b, loc, cols.getResult(0));
+      b.setInsertionPointAfter(rows);
+      memref::StoreOp::create(b, loc, rows.getResult(0), scratch,
+                              ValueRange{index(0)});
+    }
+    barrier();
+    reduced[op.getResult(0)] =
+        memref::LoadOp::create(b, loc, scratch, ValueRange{index(0)});
+    return;
+  }
+  // A sum: each thread adds its share into a partial sum (from 0), warps
+  // add theirs by shuffles, and the four warp sums are added to the
+  // initial value in a fixed order.
+  Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(type));
+  Value partial = zero;
+  bool fragments = llvm::any_of(op.getDpsInputOperands(), [&](OpOperand *in) {
+    return plan.of(in->get()) == Placement::Frag;
+  });
+  if (fragments) {
+    llvm::DenseMap<Value, llvm::SmallVector<Value>> values;
+    for (OpOperand *in : op.getDpsInputOperands())
+      if (plan.of(in->get()) == Placement::Frag)
+        values[in->get()] = elements(in->get());
+    int64_t count = ranges[0] * ranges[1] / kTileThreads;
+    for (int64_t i = 0; i < count; ++i) {
+      llvm::SmallVector<Value> ivs = {slotRow(i), slotCol(i)};
+      partial = cloneBody(op, ivs, [&](OpOperand &operand) -> Value {
+        if (op.isDpsInit(&operand))
+          return partial;
+        auto it = values.find(operand.get());
+        return it != values.end() ? it->second[i] : at(operand, ivs);
+      })[0];
+    }
+  } else {
+    int64_t rows = ranges[0], groups = ranges[1] / 8;
+    auto loop = scf::ForOp::create(b, loc, threadId, index(rows * groups),
+                                   index(kTileThreads), ValueRange{zero});
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value unit = loop.getInductionVar();
+    Value row = arith::RemUIOp::create(b, loc, unit, index(rows));
+    Value col0 = arith::MulIOp::create(
+        b, loc, arith::DivUIOp::create(b, loc, unit, index(rows)), index(8));
+    bool identity = llvm::all_of(op.getDpsInputOperands(), [&](OpOperand *in) {
+      return op.getMatchingIndexingMap(in).isIdentity();
+    });
+    llvm::DenseMap<Value, llvm::SmallVector<Value>> values;
+    if (identity)
+      for (OpOperand *in : op.getDpsInputOperands())
+        values[in->get()] = evalRow8(in->get(), row, col0);
+    Value running = loop.getRegionIterArg(0);
+    for (int64_t j = 0; j < 8; ++j) {
+      llvm::SmallVector<Value> ivs = {
+          row, arith::AddIOp::create(b, loc, col0, index(j))};
+      running = cloneBody(op, ivs, [&](OpOperand &operand) -> Value {
+        if (op.isDpsInit(&operand))
+          return running;
+        return identity ? values[operand.get()][j] : at(operand, ivs);
+      })[0];
+    }
+    scf::YieldOp::create(b, loc, running);
+    b.setInsertionPointAfter(loop);
+    partial = loop.getResult(0);
+  }
+  Value width = arith::ConstantIntOp::create(b, loc, 32, 32);
+  for (int64_t offset : {16, 8, 4, 2, 1}) {
+    Value other =
+        gpu::ShuffleOp::create(b, loc, partial,
+                               arith::ConstantIntOp::create(b, loc, offset, 32),
+                               width, gpu::ShuffleMode::XOR)
+            .getShuffleResult();
+    partial = arith::AddFOp::create(b, loc, partial, other);
+  }
+  Value lane = arith::RemUIOp::create(b, loc, threadId, index(32));
+  Value warp = arith::DivUIOp::create(b, loc, threadId, index(32));
+  Value leader =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane, index(0));
+  auto write = scf::IfOp::create(b, loc, leader, /*withElseRegion=*/false);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(write.thenBlock()->getTerminator());
+    memref::StoreOp::create(b, loc, partial, scratch, ValueRange{warp});
+  }
+  barrier();
+  Value total = init;
+  for (int64_t w = 0; w < kTileThreads / 32; ++w)
+    total = arith::AddFOp::create(
+        b, loc, total,
+        memref::LoadOp::create(b, loc, scratch, ValueRange{index(w)}));
+  reduced[op.getResult(0)] = total;
+}
+
+void TileEmitter::emitIf(scf::IfOp op) {
+  waitAll();
+  llvm::SmallVector<Type> types;
+  llvm::SmallVector<int64_t> counts;
+  for (Value result : op.getResults()) {
+    auto tile = dyn_cast<RankedTensorType>(result.getType());
+    int64_t count =
+        tile ? kFragmentRows * tile.getDimSize(1) / kTileThreads : 1;
+    counts.push_back(count);
+    types.append(count, tile ? tile.getElementType() : result.getType());
+  }
+  auto branch = scf::IfOp::create(b, loc, types, scalar(op.getCondition()),
+                                  /*withElseRegion=*/op.elseBlock() != nullptr);
+  SyncState before = saveSync();
+  auto emitSide = [&](Block *from, Block *to) {
+    OpBuilder::InsertionGuard guard(b);
+    if (to->mightHaveTerminator())
+      b.setInsertionPoint(to->getTerminator());
+    else
+      b.setInsertionPointToEnd(to);
+    restoreSync(before);
+    emitBlock(*from);
+    llvm::SmallVector<Value> yielded;
+    for (Value v : from->getTerminator()->getOperands()) {
+      if (isa<RankedTensorType>(v.getType()))
+        llvm::append_range(yielded, elements(v));
+      else
+        yielded.push_back(scalar(v));
+    }
+    waitAll();
+    if (to->mightHaveTerminator())
+      to->getTerminator()->erase();
+    b.setInsertionPointToEnd(to);
+    scf::YieldOp::create(b, loc, yielded);
+  };
+  emitSide(op.thenBlock(), branch.thenBlock());
+  if (op.elseBlock())
+    emitSide(op.elseBlock(), branch.elseBlock());
+  restoreSync(before);
+  unknownState = true; // what either side left is not known here
+  int64_t next = 0;
+  for (auto [result, count] : llvm::zip(op.getResults(), counts)) {
+    if (!isa<RankedTensorType>(result.getType())) {
+      scalars.map(result, branch.getResult(next++));
+      continue;
+    }
+    Fragment f;
+    f.cols = cast<RankedTensorType>(result.getType()).getDimSize(1);
+    for (int64_t j = 0; j < count; ++j)
+      f.elements.push_back(branch.getResult(next++));
+    setFragment(result, f);
+  }
+}
+
 void TileEmitter::emitOp(Operation *op) {
   if (auto generic = dyn_cast<linalg::GenericOp>(op)) {
+    if (plan.of(generic.getResult(0)) == Placement::ScalarTensor)
+      return emitReduction(generic);
     if (plan.of(generic.getResult(0)) != Placement::Frag)
       return;
     if (matchContraction(generic))
@@ -885,6 +1113,12 @@ void TileEmitter::emitOp(Operation *op) {
   }
   if (auto loop = dyn_cast<scf::ForOp>(op))
     return emitLoop(loop);
+  if (auto branch = dyn_cast<scf::IfOp>(op))
+    return emitIf(branch);
+  if (auto extract = dyn_cast<tensor::ExtractOp>(op)) {
+    scalars.map(extract.getResult(), zeroDim(extract.getTensor()));
+    return;
+  }
   if (isa<scf::YieldOp, tensor::ExtractSliceOp, tensor::EmptyOp, linalg::FillOp,
           tensor::FromElementsOp>(op))
     return;
@@ -963,7 +1197,7 @@ void TileEmitter::run() {
                                 arith::DivUIOp::create(b, loc, lane, index(4)));
   pairCol = arith::MulIOp::create(
       b, loc, arith::RemUIOp::create(b, loc, lane, index(4)), index(2));
-  auto window = gpu::DynamicSharedMemoryOp::create(
+  window = gpu::DynamicSharedMemoryOp::create(
       b, loc,
       MemRefType::get({ShapedType::kDynamic}, b.getI8Type(), AffineMap(),
                       workgroupSpace(ctx)));

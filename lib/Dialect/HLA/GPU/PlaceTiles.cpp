@@ -28,6 +28,25 @@ using namespace mlir;
 using namespace mlir::hla;
 using namespace mlir::hla::gpumap;
 
+bool mlir::hla::gpumap::isSum(linalg::GenericOp op) {
+  Block &body = op.getRegion().front();
+  auto add = body.getTerminator()->getOperand(0).getDefiningOp<arith::AddFOp>();
+  Value out = body.getArguments().back();
+  if (!add || (add.getLhs() != out && add.getRhs() != out))
+    return false;
+  Value term = add.getLhs() == out ? add.getRhs() : add.getLhs();
+  // The term must not read the running value.
+  llvm::SmallVector<Value> work = {term};
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    if (v == out)
+      return false;
+    if (Operation *def = v.getDefiningOp(); def && def->getBlock() == &body)
+      llvm::append_range(work, def->getOperands());
+  }
+  return out.hasOneUse();
+}
+
 namespace {
 
 class Placer {
@@ -51,6 +70,8 @@ private:
   LogicalResult placeContraction(linalg::GenericOp op,
                                  const ContractionDims &dims);
   LogicalResult placeLoop(scf::ForOp loop);
+  LogicalResult placeReduction(linalg::GenericOp op);
+  LogicalResult placeIf(scf::IfOp op);
   void stage(Value tile, bool kIsRow, int64_t rows, int64_t k);
   /// Whether a tile of `type` can be a fragment.
   static bool fragmentShape(Type type) {
@@ -139,12 +160,36 @@ LogicalResult Placer::placeGeneric(linalg::GenericOp op) {
     return refuse(op, "more than one result");
   if (std::optional<ContractionDims> dims = matchContraction(op))
     return placeContraction(op, *dims);
-  if (op.getNumLoops() != 2 || op.getNumReductionLoops() != 0)
+  if (op.getNumReductionLoops() == op.getNumLoops() &&
+      cast<RankedTensorType>(op.getResult(0).getType()).getRank() == 0)
+    return placeReduction(op);
+  if (op.getNumReductionLoops() != 0)
     return refuse(op, "a reduction that is not a 2-D contraction");
+  // A vector of on-demand values (decay powers of a chunk's tokens).
+  if (op.getNumLoops() == 1) {
+    for (OpOperand &operand : op->getOpOperands()) {
+      auto type = dyn_cast<RankedTensorType>(operand.get().getType());
+      bool read = !op.isDpsInit(&operand) ||
+                  !op.getMatchingBlockArgument(&operand).use_empty();
+      if (!type || !type.hasStaticShape() || type.getRank() > 1 ||
+          (read && of(operand.get()) != Placement::Expr &&
+           of(operand.get()) != Placement::ScalarTensor))
+        return refuse(op, "a vector op on other than on-demand vectors");
+    }
+    plan.placement[op.getResult(0)] = Placement::Expr;
+    return success();
+  }
+  if (op.getNumLoops() != 2)
+    return refuse(op, "an elementwise op of more than two dimensions");
   for (OpOperand &operand : op->getOpOperands()) {
     auto type = dyn_cast<RankedTensorType>(operand.get().getType());
     if (type && type.getRank() == 0 &&
         of(operand.get()) == Placement::ScalarTensor)
+      continue;
+    // Row and column vectors, broadcast.
+    if (type && type.getRank() == 1 && type.hasStaticShape() &&
+        of(operand.get()) == Placement::Expr && !op.isDpsInit(&operand) &&
+        op.getMatchingIndexingMap(&operand).isProjectedPermutation())
       continue;
     if (!type || type.getRank() != 2 || !type.hasStaticShape() ||
         !op.getMatchingIndexingMap(&operand).isPermutation())
@@ -172,6 +217,57 @@ LogicalResult Placer::placeGeneric(linalg::GenericOp op) {
     return refuse(op, "a fragment that is not 64 rows by 8 to 256 columns");
   plan.placement[op.getResult(0)] =
       readsFragment ? Placement::Frag : Placement::Expr;
+  return success();
+}
+
+/// A reduction of whole tiles to one value: on-demand tiles (any body: one
+/// thread folds them when it is not a sum) or fragments (sums only: each
+/// thread folds its elements, the block adds the partial sums).
+LogicalResult Placer::placeReduction(linalg::GenericOp op) {
+  if (op.getNumLoops() != 2)
+    return refuse(op, "a reduction of other than 2-D tiles");
+  bool fragments = false;
+  for (OpOperand *input : op.getDpsInputOperands()) {
+    std::optional<Placement> p = of(input->get());
+    if ((p != Placement::Expr && p != Placement::Frag) ||
+        !op.getMatchingIndexingMap(input).isPermutation())
+      return refuse(op, "a reduction of other than whole tiles");
+    fragments |= p == Placement::Frag;
+  }
+  if (of(op.getDpsInitOperand(0)->get()) != Placement::ScalarTensor)
+    return refuse(op, "a reduction into an unknown value");
+  if (fragments && !isSum(op))
+    return refuse(op, "a reduction of fragments that is not a sum");
+  plan.reductionScratch[op] = plan.sharedBytes;
+  plan.sharedBytes += 128;
+  plan.placement[op.getResult(0)] = Placement::ScalarTensor;
+  return success();
+}
+
+/// A branch on a scalar whose results are scalars or 64-row tiles (causal
+/// isolation's second readout of a chunk holding a non-finite token).
+LogicalResult Placer::placeIf(scf::IfOp op) {
+  if (of(op.getCondition()) != Placement::Scalar)
+    return refuse(op, "a condition computed by ops not placed");
+  for (Region *region : {&op.getThenRegion(), &op.getElseRegion()})
+    if (!region->empty() && failed(placeBlock(region->front())))
+      return failure();
+  for (auto [i, result] : llvm::enumerate(op.getResults())) {
+    if (!isa<TensorType>(result.getType())) {
+      plan.placement[result] = Placement::Scalar;
+      continue;
+    }
+    if (!fragmentShape(result.getType()))
+      return refuse(op, "a tile result that is not 64 rows by 8 to 256 "
+                        "columns");
+    for (Block *block : {op.thenBlock(), op.elseBlock()}) {
+      std::optional<Placement> p =
+          of(cast<scf::YieldOp>(block->getTerminator()).getOperand(i));
+      if (p != Placement::Frag && p != Placement::Expr)
+        return refuse(op, "a yielded value that is not a tile");
+    }
+    plan.placement[result] = Placement::Frag;
+  }
   return success();
 }
 
@@ -221,6 +317,14 @@ LogicalResult Placer::placeOp(Operation *op) {
     return placeGeneric(generic);
   if (auto loop = dyn_cast<scf::ForOp>(op))
     return placeLoop(loop);
+  if (auto branch = dyn_cast<scf::IfOp>(op))
+    return placeIf(branch);
+  if (auto extract = dyn_cast<tensor::ExtractOp>(op)) {
+    if (of(extract.getTensor()) != Placement::ScalarTensor)
+      return refuse(op, "an element read of a tensor that is not 0-d");
+    plan.placement[extract] = Placement::Scalar;
+    return success();
+  }
   if (auto scalarTensor = dyn_cast<tensor::FromElementsOp>(op)) {
     if (scalarTensor.getType().getRank() != 0 ||
         of(scalarTensor.getElements()[0]) != Placement::Scalar)
@@ -234,6 +338,10 @@ LogicalResult Placer::placeOp(Operation *op) {
   }
   if (auto fill = dyn_cast<linalg::FillOp>(op)) {
     auto type = dyn_cast<RankedTensorType>(fill.getResult(0).getType());
+    if (type && type.getRank() == 0 && of(fill.value()) == Placement::Scalar) {
+      plan.placement[fill.getResult(0)] = Placement::ScalarTensor;
+      return success();
+    }
     if (!type || type.getRank() != 2 || !type.hasStaticShape() ||
         of(fill.value()) != Placement::Scalar)
       return refuse(op, "a fill of other than a 2-D tile");

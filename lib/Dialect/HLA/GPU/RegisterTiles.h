@@ -16,6 +16,7 @@
 #ifndef HLA_LIB_DIALECT_HLA_GPU_REGISTERTILES_H
 #define HLA_LIB_DIALECT_HLA_GPU_REGISTERTILES_H
 
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
@@ -46,7 +47,9 @@ enum class Placement {
   Rows,
   /// The leading rows of a tile, about to be written into Rows.
   Prefix,
-  /// A 0-d tensor of a scalar (tensor.from_elements), read by generics.
+  /// A 0-d tensor every thread knows the value of: a scalar
+  /// (tensor.from_elements, a fill), or a reduction of whole tiles by the
+  /// block.
   ScalarTensor,
 };
 
@@ -78,6 +81,8 @@ struct TilePlan {
     int64_t rows, cols, offset;
   };
   llvm::SmallVector<Landing> landing;
+  /// Shared-memory words of each whole-tile reduction (one per warp).
+  llvm::DenseMap<Operation *, int64_t> reductionScratch;
   int64_t sharedBytes = 0;
   int64_t contractions = 0;
 
@@ -96,6 +101,10 @@ struct TilePlan {
   /// One line: the placements, contractions and conversions.
   std::string summary() const;
 };
+
+/// Whether a whole-tile reduction is a sum: `out + f(inputs)`, f not
+/// reading `out`, so that partial sums can be added in any order.
+bool isSum(linalg::GenericOp op);
 
 /// Places every tile of `forall`'s body; on failure `why` says what could
 /// not be placed.

@@ -77,6 +77,10 @@ Value DecayTiles::fromStart(double w) {
 }
 
 Value DecayTiles::decayOf(OpBuilder &b, Location l, Value n, double rate) {
+  // No decay: e^(n * 0) is 1 for every (finite) n; folding x * 0.0 is not
+  // legal in general, so it is done here, where n is a token count.
+  if (rate == 0.0)
+    return arith::ConstantOp::create(b, l, b.getF32FloatAttr(1.0f));
   Value asInt = arith::IndexCastOp::create(b, l, b.getI64Type(), n);
   Value asFloat = arith::SIToFPOp::create(b, l, b.getF32Type(), asInt);
   Value scaled = arith::MulFOp::create(
