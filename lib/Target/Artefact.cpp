@@ -597,33 +597,35 @@ LogicalResult mlir::hla::compileToArtefact(ModuleOp module,
       for (Attribute attr : binary.getObjects())
         ptx.push_back(cast<gpu::ObjectAttr>(attr).getObject().getValue().str());
     });
-  } else if (TimingScope assembly = phase(options, "ptxas");
-             failed(assembleKernels(module, pipeline, options.ptxasLog, ptx,
-                                    cubins, spills, error))) {
-    // Register tiles the search chose that ptxas refuses (spills) go back
-    // to the shared-memory phases; otherwise TMA's registers are given up.
-    bool tilesChosen =
-        pipeline.generator == "tiles" && requestedGenerator == "auto";
-    if (!tilesChosen && (pipeline.tma != "auto" || spills == 0))
-      return fail(error);
-    module.getBodyRegion().takeBody(pristine->getBodyRegion());
-    module->setAttrs(pristine.get()->getAttrDictionary());
-    if (tilesChosen) {
-      pipeline.generator = "phases";
-      pipeline.chunkSize = requestedChunk;
-    } else {
-      pipeline.tma = "off";
+  } else {
+    TimingScope assembly = phase(options, "ptxas");
+    while (failed(assembleKernels(module, pipeline, options.ptxasLog, ptx,
+                                  cubins, spills, error))) {
+      // Kernels ptxas refuses (spills): register tiles (chosen by the
+      // search, or placed where they could be) go back to the shared-memory
+      // phases first; then TMA's registers are given up.
+      bool tiles =
+          pipeline.generator == "auto" ||
+          (pipeline.generator == "tiles" && requestedGenerator == "auto");
+      if (!tiles && (pipeline.tma != "auto" || spills == 0))
+        return fail(error);
+      OwningOpRef<ModuleOp> copy = pristine->clone();
+      module.getBodyRegion().takeBody(copy->getBodyRegion());
+      module->setAttrs(copy.get()->getAttrDictionary());
+      if (tiles) {
+        pipeline.generator = "phases";
+        pipeline.chunkSize = requestedChunk;
+      } else {
+        pipeline.tma = "off";
+      }
+      pipeline.schedule = requestedSchedule;
+      pipeline.mma = requestedMma;
+      ptx.clear();
+      cubins.clear();
+      error.clear();
+      if (failed(buildDevice(pipeline)))
+        return failure();
     }
-    pipeline.schedule = requestedSchedule;
-    pipeline.mma = requestedMma;
-    ptx.clear();
-    cubins.clear();
-    error.clear();
-    if (failed(buildDevice(pipeline)))
-      return failure();
-    if (failed(assembleKernels(module, pipeline, options.ptxasLog, ptx, cubins,
-                               spills, error)))
-      return fail(error);
   }
   // The search's decision: the device pipeline with exactly these options
   // (hla-opt --hla-cuda-pipeline="...") rebuilds these kernels. Recorded on

@@ -154,6 +154,13 @@ def register_tile_cases():
                       options=dict(decay=0.95), poison=True, **tiles))
     cases.append(case("linear_attention-tiles-poison-nodecay", "linear_attention", 150,
                       B=1, poison=True, **tiles))
+    # ahla places too (its row sums are on-demand vectors); its kernel fits
+    # without spills only with value tiles of 16 columns and no isolation.
+    for T in [1, 100, 300]:
+        cases.append(case(f"ahla-tiles-vt16-T{T}", "ahla", T, B=2, value_tile=16,
+                          flags=off, **tiles))
+    cases.append(case("ahla-tiles-vt16-options", "ahla", 200, B=1, hq=4, hkv=2,
+                      value_tile=16, options=dict(decay=0.95), flags=off, **tiles))
     return cases
 
 
