@@ -159,6 +159,26 @@ private:
   /// `v` (a scalar of `loop`'s body) recomputed with the induction variable
   /// mapped as in `mapping`.
   Value cloneAt(Value v, scf::ForOp loop, IRMapping &mapping);
+  /// Element (row, col) of landing pair `l`'s current buffer.
+  Value landingIndex(unsigned l, Value row, Value col) {
+    Value at = arith::MulIOp::create(b, loc, row, index(plan.landing[l].cols));
+    return arith::AddIOp::create(b, loc, landingCurrent[l],
+                                 arith::AddIOp::create(b, loc, at, col));
+  }
+  /// A loop of the block over `tile`'s rows, 8 columns at a time
+  /// (consecutive threads on consecutive rows); leaves the builder in its
+  /// body and returns the row and first column there.
+  std::pair<Value, Value> enterRowGroups(RankedTensorType tile) {
+    int64_t rows = tile.getDimSize(0), groups = tile.getDimSize(1) / 8;
+    auto loop = scf::ForOp::create(b, loc, threadId, index(rows * groups),
+                                   index(kTileThreads));
+    b.setInsertionPoint(loop.getBody()->getTerminator());
+    Value unit = loop.getInductionVar();
+    Value row = arith::RemUIOp::create(b, loc, unit, index(rows));
+    Value col0 = arith::MulIOp::create(
+        b, loc, arith::DivUIOp::create(b, loc, unit, index(rows)), index(8));
+    return {row, col0};
+  }
   /// Starts copying the token rows of landing pair `l` for the chunk whose
   /// induction variable is `iv` into its buffer at element `base`.
   void issueLanding(unsigned l, scf::ForOp loop, Value iv, Value base);
@@ -286,13 +306,8 @@ Value TileEmitter::evalAt(Value tile, Value row, Value col) {
     if (std::optional<unsigned> l = landingOf(insert);
         l && landingCurrent.count(*l)) {
       // Copied ahead, rows past the chunk's end zero-filled.
-      Value at = arith::AddIOp::create(
-          b, loc, landingCurrent[*l],
-          arith::AddIOp::create(
-              b, loc,
-              arith::MulIOp::create(b, loc, row, index(plan.landing[*l].cols)),
-              col));
-      return memref::LoadOp::create(b, loc, landingViews[*l], ValueRange{at});
+      return memref::LoadOp::create(b, loc, landingViews[*l],
+                                    ValueRange{landingIndex(*l, row, col)});
     }
     // Token rows [0, len) of the chunk, the destination's elements below.
     auto slice = insert.getSource().getDefiningOp<tensor::ExtractSliceOp>();
@@ -337,15 +352,10 @@ llvm::SmallVector<Value> TileEmitter::evalRow8(Value tile, Value row,
   if (std::optional<unsigned> l =
           insertForLanding ? landingOf(insertForLanding) : std::nullopt;
       l && landingCurrent.count(*l)) {
-    Value at = arith::AddIOp::create(
-        b, loc, landingCurrent[*l],
-        arith::AddIOp::create(
-            b, loc,
-            arith::MulIOp::create(b, loc, row, index(plan.landing[*l].cols)),
-            col0));
     auto type = VectorType::get({8}, b.getBF16Type());
     Value vec = vector::LoadOp::create(b, loc, type, landingViews[*l],
-                                       ValueRange{at}, /*nontemporal=*/false,
+                                       ValueRange{landingIndex(*l, row, col0)},
+                                       /*nontemporal=*/false,
                                        /*alignment=*/llvm::MaybeAlign(16));
     for (int64_t j = 0; j < 8; ++j)
       values.push_back(vector::ExtractOp::create(b, loc, vec, j));
@@ -493,15 +503,8 @@ void TileEmitter::materialize(unsigned which) {
   } else {
     // The block computes the tile 8 columns at a time; consecutive threads
     // take consecutive rows.
-    int64_t rows = type.getDimSize(0), groups = type.getDimSize(1) / 8;
-    auto loop = scf::ForOp::create(b, loc, threadId, index(rows * groups),
-                                   index(kTileThreads));
     OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPoint(loop.getBody()->getTerminator());
-    Value unit = loop.getInductionVar();
-    Value row = arith::RemUIOp::create(b, loc, unit, index(rows));
-    Value col0 = arith::MulIOp::create(
-        b, loc, arith::DivUIOp::create(b, loc, unit, index(rows)), index(8));
+    auto [row, col0] = enterRowGroups(type);
     llvm::SmallVector<Value> values = evalRow8(s.tile, row, col0);
     for (Value &v : values)
       v = toBF16(v);
@@ -730,15 +733,8 @@ void TileEmitter::emitTileRows(
   }
   // An on-demand tile: the block stores it 8 columns at a time.
   auto type = cast<RankedTensorType>(tile.getType());
-  int64_t rows = type.getDimSize(0), groups = type.getDimSize(1) / 8;
-  auto loop = scf::ForOp::create(b, loc, threadId, index(rows * groups),
-                                 index(kTileThreads));
   OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPoint(loop.getBody()->getTerminator());
-  Value unit = loop.getInductionVar();
-  Value row = arith::RemUIOp::create(b, loc, unit, index(rows));
-  Value col0 = arith::MulIOp::create(
-      b, loc, arith::DivUIOp::create(b, loc, unit, index(rows)), index(8));
+  auto [row, col0] = enterRowGroups(type);
   Value inside =
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row, length);
   auto ifInside = scf::IfOp::create(b, loc, inside, /*withElseRegion=*/false);
