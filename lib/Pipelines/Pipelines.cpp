@@ -191,8 +191,9 @@ void mlir::hla::buildCUDADevicePipeline(OpPassManager &pm,
   // values (before bufferization, so that they never get buffers).
   if (options.generator != "phases")
     pm.addNestedPass<func::FuncOp>(createHLAGPULowerRegisterTilesPass(
-        HLAGPULowerRegisterTilesPassOptions{options.generator,
-                                            /*report=*/false}));
+        HLAGPULowerRegisterTilesPassOptions{options.generator, /*report=*/false,
+                                            options.maxSharedMemory,
+                                            options.warpgroups}));
   // Their kernels outlined now: bufferization's deallocation refuses the
   // NVVM ops of a launch body (ops of unknown effects), not the launch.
   pm.addPass(createGpuKernelOutliningPass());

@@ -450,6 +450,7 @@ LogicalResult mlir::hla::compileToArtefact(ModuleOp module,
                 options.cudaChip + ")");
   pipeline.mma = options.cudaMma;
   pipeline.generator = options.cudaGenerator;
+  pipeline.warpgroups = options.cudaWarpgroups;
   pipeline.causalIsolation = options.causalIsolation;
   pipeline.threads = options.cudaThreads;
   pipeline.toolkit = resolveCUDAToolkit(options.cudaToolkit);
@@ -511,11 +512,24 @@ LogicalResult mlir::hla::compileToArtefact(ModuleOp module,
         });
         return few;
       };
-      if (succeeded(device.run(*trial)) && !fewBlocks(*trial)) {
+      bool placed = succeeded(device.run(*trial));
+      // A loop whose copies overflow shared memory at full value width may
+      // fit at 32 columns (hla3: 332 KB at 64).
+      if (!placed && options.valueTile == -1) {
+        trial = module.clone();
+        pipeline.valueTile = 32;
+        PassManager narrower(module.getContext());
+        buildCUDADevicePipeline(narrower, pipeline);
+        placed = succeeded(narrower.run(*trial));
+        if (!placed)
+          pipeline.valueTile = options.valueTile;
+      }
+      if (placed && !fewBlocks(*trial)) {
         module.getBodyRegion().takeBody(trial->getBodyRegion());
         module->setAttrs(trial.get()->getAttrDictionary());
         compiled = true;
       } else {
+        pipeline.valueTile = options.valueTile;
         pipeline.generator = "phases";
         pipeline.schedule = schedule;
         pipeline.chunkSize = chunk;
@@ -612,14 +626,22 @@ LogicalResult mlir::hla::compileToArtefact(ModuleOp module,
       OwningOpRef<ModuleOp> copy = pristine->clone();
       module.getBodyRegion().takeBody(copy->getBodyRegion());
       module->setAttrs(copy.get()->getAttrDictionary());
-      if (tiles) {
+      pipeline.schedule = requestedSchedule;
+      pipeline.mma = requestedMma;
+      if (tiles && options.valueTile == -1 && pipeline.valueTile != 16) {
+        // Narrower value tiles first: fewer registers for the value-wide
+        // state and outputs (hla2 with causal isolation fits at 32
+        // columns, hla3 at 32).
+        pipeline.generator = "tiles";
+        pipeline.schedule = "persistent";
+        pipeline.valueTile = pipeline.valueTile == 32 ? 16 : 32;
+      } else if (tiles) {
         pipeline.generator = "phases";
         pipeline.chunkSize = requestedChunk;
+        pipeline.valueTile = options.valueTile;
       } else {
         pipeline.tma = "off";
       }
-      pipeline.schedule = requestedSchedule;
-      pipeline.mma = requestedMma;
       ptx.clear();
       cubins.clear();
       error.clear();

@@ -150,6 +150,12 @@ const std::vector<Knob> &knobs() {
        "apply, else shared-memory phases; tiles; phases)",
        show(&O::cudaGenerator),
        text(&O::cudaGenerator, "cuda-generator", {"auto", "tiles", "phases"})},
+      {"cuda-warpgroups",
+       "CUDA register tiles: warpgroups per block, each holding its share of "
+       "every fragment's columns (0: auto, two where one would hold more "
+       "than 128 fragment registers per thread; 1; 2)",
+       show(&O::cudaWarpgroups),
+       integer(&O::cudaWarpgroups, 0, 2, "cuda-warpgroups")},
       {"cuda-threads",
        "CUDA: threads per thread block (a multiple of 128 for wgmma)",
        show(&O::cudaThreads),

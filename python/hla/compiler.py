@@ -92,7 +92,7 @@ def cache_dir():
 _OPTIONS = {
     "chunk_size": ("int", 1), "segments": ("int", 0), "scan_threads": ("int", 1),
     "value_tile": ("int", -1),
-    "cuda_threads": ("int", 32),
+    "cuda_threads": ("int", 32), "cuda_warpgroups": ("int", 0),
     "schedule": ("schedule",), "chunk_form": ("choice", CHUNK_FORMS),
     "cuda_mma": ("choice", ("auto", "wgmma", "mma.sync")),
     "cuda_generator": ("choice", ("auto", "tiles", "phases")),

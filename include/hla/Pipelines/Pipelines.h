@@ -140,6 +140,12 @@ struct CUDAPipelineOptions : public PassPipelineOptions<CUDAPipelineOptions> {
                      "(every chunk loop in registers, else an error) or "
                      "phases (hla-gpu-map-chunk-loops only)"),
       llvm::cl::init("auto")};
+  PassOptions::Option<int64_t> warpgroups{
+      *this, "warpgroups",
+      llvm::cl::desc("Register tiles: warpgroups per block (0: auto, two "
+                     "where one would hold more than 128 fragment registers "
+                     "per thread; 1; 2)"),
+      llvm::cl::init(0)};
   PassOptions::Option<std::string> tma{
       *this, "tma",
       llvm::cl::desc("Token tiles loaded with TMA (cp.async.bulk.tensor): "

@@ -63,6 +63,10 @@ struct ArtefactOptions {
   /// they apply, tried first at 64-token chunks when no chunk size is given;
   /// tiles: register tiles or an error; phases: the shared-memory phases).
   std::string cudaGenerator = "auto";
+  /// CUDA register tiles: warpgroups per block, each holding its share of
+  /// every fragment's columns (0: auto, two where one would hold more than
+  /// 128 fragment registers per thread).
+  int64_t cudaWarpgroups = 0;
   /// CUDA: threads per thread block of the chunk loops' kernels.
   int64_t cudaThreads = 256;
   std::string cudaToolkit;

@@ -133,9 +133,10 @@ def all_cases():
 def register_tile_cases():
     """hla-gpu-lower-register-tiles pinned (--cuda-generator=tiles: every
     chunk loop in registers or the compile fails): bf16, 64-token chunks,
-    one warpgroup per (sequence, head, value tile); ragged tails, a single
-    token, grouped heads, decay and scale, value tiles of 32 columns; causal
-    isolation on (the default: poisoned tokens checked) and off."""
+    one block of one or two warpgroups per (sequence, head, value tile);
+    ragged tails, a single token, grouped heads, decay and scale, value
+    tiles; causal isolation on (the default: poisoned tokens checked) and
+    off; linear attention and the three higher orders."""
     cases = []
     tiles = dict(dtype="bf16", tol=1e-2, chunk=64, d=64, dv=64, schedule="persistent",
                  generator="tiles")
@@ -154,13 +155,46 @@ def register_tile_cases():
                       options=dict(decay=0.95), poison=True, **tiles))
     cases.append(case("linear_attention-tiles-poison-nodecay", "linear_attention", 150,
                       B=1, poison=True, **tiles))
-    # ahla places too (its row sums are on-demand vectors); its kernel fits
-    # without spills only with value tiles of 16 columns and no isolation.
-    for T in [1, 100, 300]:
-        cases.append(case(f"ahla-tiles-vt16-T{T}", "ahla", T, B=2, value_tile=16,
-                          flags=off, **tiles))
-    cases.append(case("ahla-tiles-vt16-options", "ahla", 200, B=1, hq=4, hkv=2,
-                      value_tile=16, options=dict(decay=0.95), flags=off, **tiles))
+    # Two warpgroups per block, each with half of every fragment's columns
+    # (auto picks them for the higher orders; pinned here for linear
+    # attention, which auto runs on one).
+    two = ["--cuda-warpgroups=2"]
+    for T in [1, 65, 200]:
+        cases.append(case(f"linear_attention-tiles-wg2-T{T}", "linear_attention", T, B=2,
+                          flags=two, **tiles))
+    cases.append(case("linear_attention-tiles-wg2-options", "linear_attention", 300, B=1,
+                      hq=4, hkv=2, options=dict(decay=0.95, scale=0.5), flags=two + off,
+                      **tiles))
+    cases.append(case("linear_attention-tiles-wg2-poison", "linear_attention", 200, B=2,
+                      options=dict(decay=0.95), poison=True, flags=two, **tiles))
+    cases.append(case("linear_attention-tiles-wg2-vt16", "linear_attention", 100, B=1,
+                      value_tile=16, flags=two + off, **tiles))
+    # The higher orders: their transposed reads of QKᵀ become products of
+    # KQᵀ, the body is ordered for register pressure, and two warpgroups
+    # share each fragment. Isolation off at full value width; with
+    # isolation (more fragments alive) at value tiles of 32 or 16 columns.
+    for op in ["hla2", "ahla", "hla3"]:
+        wide = ["--value-tile=0"] if op != "hla3" else ["--value-tile=16"]
+        for T in [1, 63, 65, 300]:
+            cases.append(case(f"{op}-tiles-T{T}-noiso", op, T, B=2, flags=off + wide,
+                              **tiles))
+        cases.append(case(f"{op}-tiles-vt32-T200", op, 200, B=2, value_tile=32, **tiles))
+        cases.append(case(f"{op}-tiles-vt32-poison", op, 200, B=2, value_tile=32,
+                          poison=True, **tiles))
+    # Decay and scale: isolation off (with it, hla2 and ahla spill even at
+    # 16 columns; hla3's decay vectors are not placed yet).
+    for op in ["hla2", "ahla"]:
+        cases.append(case(f"{op}-tiles-vt32-options", op, 150, B=1, hq=4, hkv=2,
+                          value_tile=32, options=dict(decay=0.95, scale=0.5), flags=off,
+                          **tiles))
+    # Inputs off a 16-byte boundary: element loads instead of cp.async and
+    # 16-byte loads.
+    cases.append(case("linear_attention-tiles-misaligned", "linear_attention", 200, B=2,
+                      misaligned=True, **tiles))
+    cases.append(case("hla2-tiles-misaligned", "hla2", 150, B=2, misaligned=True,
+                      value_tile=32, **tiles))
+    cases.append(case("ahla-tiles-wg1-vt16", "ahla", 130, B=1, value_tile=16,
+                      flags=off + ["--cuda-warpgroups=1"], **tiles))
     return cases
 
 

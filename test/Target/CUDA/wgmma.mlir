@@ -1,14 +1,16 @@
 // REQUIRES: cuda-toolkit
 // RUN: rm -rf %t && mkdir -p %t
-// RUN: hla-opt %s --hla-target=cuda --chunk-size=64 --schedule=persistent --emit=ptx -o %t/k.ptx
+// RUN: hla-opt %s --hla-target=cuda --cuda-generator=phases --chunk-size=64 --schedule=persistent --emit=ptx -o %t/k.ptx
 // RUN: FileCheck %s < %t/k.ptx
-// RUN: hla-opt %s --hla-target=cuda --chunk-size=64 --schedule=persistent --emit=cubin -o %t/k.cubin
+// RUN: hla-opt %s --hla-target=cuda --cuda-generator=phases --chunk-size=64 --schedule=persistent --emit=cubin -o %t/k.cubin
 // RUN: FileCheck %s --check-prefix=LOG < %t/k.cubin.ptxas.log
-// RUN: hla-opt %s --hla-target=cuda --chunk-size=64 --schedule=persistent --cuda-mma=mma.sync --emit=ptx -o %t/sync.ptx
+// RUN: hla-opt %s --hla-target=cuda --cuda-generator=phases --chunk-size=64 --schedule=persistent --cuda-mma=mma.sync --emit=ptx -o %t/sync.ptx
 // RUN: FileCheck %s --check-prefix=SYNC < %t/sync.ptx
 
-// Tests that on sm_90a (the default chip) the chunk contractions of a bf16
-// hla2 with 64-row tiles run on warpgroup MMA: operands staged as bf16 core
+// Tests that on sm_90a (the default chip) the shared-memory phase mapper
+// (--cuda-generator=phases; by default hla2 now runs on register tiles,
+// tested in gpu-lower-register-tiles-hla2.mlir) puts the chunk
+// contractions of a bf16 hla2 with 64-row tiles on warpgroup MMA: operands staged as bf16 core
 // matrices, made visible to the async proxy, then wgmma m64nNk16 (f32
 // accumulators) committed and waited for, with shared-memory descriptors
 // built in inline PTX (leading byte offset 64 x 16 = 1024 bytes for

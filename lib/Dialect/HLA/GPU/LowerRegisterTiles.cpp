@@ -42,6 +42,7 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/Support/FormatVariadic.h"
 
 #include <functional>
 
@@ -80,12 +81,23 @@ private:
   }
   // A fragment element's tile coordinates: slot i of a thread holds row
   // rowLo (+ 8 for the second pair of each 8 columns) and column
-  // 8 (i / 4) + pairCol (+ 1 for odd i).
+  // 8 (i / 4) + pairCol (+ 1 for odd i) of its warpgroup's share of the
+  // `cols` columns (warpgroup g holds columns [g cols / W, (g + 1) cols / W)).
   Value slotRow(int64_t i) {
     return (i / 2) % 2 ? arith::AddIOp::create(b, loc, rowLo, index(8)) : rowLo;
   }
-  Value slotCol(int64_t i) {
-    return arith::AddIOp::create(b, loc, pairCol, index(8 * (i / 4) + i % 2));
+  Value slotCol(int64_t i, int64_t cols) {
+    Value col =
+        arith::AddIOp::create(b, loc, pairCol, index(8 * (i / 4) + i % 2));
+    if (plan.warpgroups == 1)
+      return col;
+    return arith::AddIOp::create(
+        b, loc, col,
+        arith::MulIOp::create(b, loc, warpgroup,
+                              index(cols / plan.warpgroups)));
+  }
+  static int64_t columns(Value tile) {
+    return cast<RankedTensorType>(tile.getType()).getDimSize(1);
   }
 
   /// Element (row, col) of an on-demand tile (`col` null for a vector).
@@ -94,6 +106,16 @@ private:
   Value evalOperand(linalg::GenericOp op, OpOperand &operand,
                     llvm::ArrayRef<Value> ivs);
   llvm::SmallVector<Value> evalRow8(Value tile, Value row, Value col0);
+  /// Eight consecutive elements of global `buffer` from `indices`: one
+  /// 16-byte load where the buffer starts on a 16-byte boundary, else eight
+  /// (zeros where `inside`, if given, is false).
+  llvm::SmallVector<Value> loadRow8(Value buffer, llvm::ArrayRef<Value> indices,
+                                    Value inside);
+  llvm::SmallVector<Value>
+  loadElements8(Value buffer, llvm::ArrayRef<Value> indices, Value inside);
+  /// Whether global `buffer` starts on a 16-byte boundary (computed once at
+  /// the kernel's start: rows of 8-element multiples keep it).
+  Value alignedOf(Value buffer);
   /// The indices into the global buffer of slice `slice` at its tile
   /// coordinates (row, col).
   llvm::SmallVector<Value> sliceIndices(tensor::ExtractSliceOp slice, Value row,
@@ -171,7 +193,7 @@ private:
   std::pair<Value, Value> enterRowGroups(RankedTensorType tile) {
     int64_t rows = tile.getDimSize(0), groups = tile.getDimSize(1) / 8;
     auto loop = scf::ForOp::create(b, loc, threadId, index(rows * groups),
-                                   index(kTileThreads));
+                                   index(plan.threads()));
     b.setInsertionPoint(loop.getBody()->getTerminator());
     Value unit = loop.getInductionVar();
     Value row = arith::RemUIOp::create(b, loc, unit, index(rows));
@@ -189,8 +211,17 @@ private:
   void materialize(unsigned staged);
   void waitAll();
   void barrier();
+  /// Whether copies `a` and `b` share bytes (shareSharedMemory).
+  bool overlap(unsigned a, unsigned b) const {
+    const TilePlan::Staged &x = plan.staged[a], &y = plan.staged[b];
+    return x.offset < y.offset + y.rows * y.k * 2 &&
+           y.offset < x.offset + x.rows * x.k * 2;
+  }
   void beforeWrite(unsigned staged) {
-    if (unknownState || readSince.contains(staged)) {
+    // wgmma may still read this copy, or another in the same bytes.
+    if (unknownState || llvm::any_of(readSince, [&](unsigned read) {
+          return overlap(read, staged);
+        })) {
       waitAll();
       barrier();
     }
@@ -217,7 +248,8 @@ private:
   Value window;
   llvm::DenseSet<unsigned> materialized, readSince, writtenSince;
   bool unknownState = false;
-  Value windowAddress, threadId, rowLo, pairCol;
+  Value windowAddress, threadId, warpgroup, rowLo, pairCol;
+  llvm::DenseMap<Value, Value> alignment; // global buffer -> i1
   Block *kernelEntry = nullptr;
 };
 
@@ -369,28 +401,17 @@ llvm::SmallVector<Value> TileEmitter::evalRow8(Value tile, Value row,
     Value inside =
         arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row, length);
     Value safeRow = arith::SelectOp::create(b, loc, inside, row, index(0));
-    auto type = VectorType::get({8}, slice.getType().getElementType());
-    Value vec = vector::LoadOp::create(b, loc, type, buffers[slice.getSource()],
-                                       sliceIndices(slice, safeRow, col0),
-                                       /*nontemporal=*/false,
-                                       /*alignment=*/llvm::MaybeAlign(16));
-    for (int64_t j = 0; j < 8; ++j) {
-      Value v = vector::ExtractOp::create(b, loc, vec, j);
-      values.push_back(arith::SelectOp::create(
-          b, loc, inside, v, evalAt(insert.getDest(), row, colAt(j))));
-    }
-    return values;
-  }
-  if (auto slice = dyn_cast_or_null<tensor::ExtractSliceOp>(def)) {
-    auto type = VectorType::get({8}, slice.getType().getElementType());
-    Value vec = vector::LoadOp::create(b, loc, type, buffers[slice.getSource()],
-                                       sliceIndices(slice, row, col0),
-                                       /*nontemporal=*/false,
-                                       /*alignment=*/llvm::MaybeAlign(16));
+    llvm::SmallVector<Value> loaded =
+        loadRow8(buffers[slice.getSource()], sliceIndices(slice, safeRow, col0),
+                 Value());
     for (int64_t j = 0; j < 8; ++j)
-      values.push_back(vector::ExtractOp::create(b, loc, vec, j));
+      values.push_back(arith::SelectOp::create(
+          b, loc, inside, loaded[j], evalAt(insert.getDest(), row, colAt(j))));
     return values;
   }
+  if (auto slice = dyn_cast_or_null<tensor::ExtractSliceOp>(def))
+    return loadRow8(buffers[slice.getSource()], sliceIndices(slice, row, col0),
+                    Value());
   auto generic = dyn_cast_or_null<linalg::GenericOp>(def);
   bool identity =
       generic && llvm::all_of(generic.getIndexingMapsArray(),
@@ -413,6 +434,64 @@ llvm::SmallVector<Value> TileEmitter::evalRow8(Value tile, Value row,
   return values;
 }
 
+Value TileEmitter::alignedOf(Value buffer) {
+  Value &flag = alignment[buffer];
+  if (!flag) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointAfterValue(windowAddress);
+    Value address =
+        memref::ExtractAlignedPointerAsIndexOp::create(b, loc, buffer);
+    flag = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::eq,
+        arith::RemUIOp::create(b, loc, address, index(16)), index(0));
+  }
+  return flag;
+}
+
+llvm::SmallVector<Value>
+TileEmitter::loadElements8(Value buffer, llvm::ArrayRef<Value> indices,
+                           Value inside) {
+  Type element = cast<MemRefType>(buffer.getType()).getElementType();
+  llvm::SmallVector<Value> elements;
+  for (int64_t j = 0; j < 8; ++j) {
+    llvm::SmallVector<Value> at(indices);
+    at.back() = arith::AddIOp::create(b, loc, at.back(), index(j));
+    Value v = memref::LoadOp::create(b, loc, buffer, at);
+    if (inside)
+      v = arith::SelectOp::create(
+          b, loc, inside, v,
+          arith::ConstantOp::create(b, loc, b.getZeroAttr(element)));
+    elements.push_back(v);
+  }
+  return elements;
+}
+
+llvm::SmallVector<Value> TileEmitter::loadRow8(Value buffer,
+                                               llvm::ArrayRef<Value> indices,
+                                               Value inside) {
+  Type element = cast<MemRefType>(buffer.getType()).getElementType();
+  auto type = VectorType::get({8}, element);
+  auto branch = scf::IfOp::create(b, loc, TypeRange{type}, alignedOf(buffer),
+                                  /*withElseRegion=*/true);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(branch.thenBlock());
+    Value vec = vector::LoadOp::create(b, loc, type, buffer, indices,
+                                       /*nontemporal=*/false,
+                                       /*alignment=*/llvm::MaybeAlign(16));
+    scf::YieldOp::create(b, loc, vec);
+    b.setInsertionPointToStart(branch.elseBlock());
+    scf::YieldOp::create(
+        b, loc,
+        ValueRange{vector::FromElementsOp::create(
+            b, loc, type, loadElements8(buffer, indices, inside))});
+  }
+  llvm::SmallVector<Value> values;
+  for (int64_t j = 0; j < 8; ++j)
+    values.push_back(vector::ExtractOp::create(b, loc, branch.getResult(0), j));
+  return values;
+}
+
 llvm::SmallVector<Value> TileEmitter::elements(Value tile) {
   auto it = fragmentOf.find(tile);
   if (it != fragmentOf.end()) {
@@ -420,10 +499,10 @@ llvm::SmallVector<Value> TileEmitter::elements(Value tile) {
       waitAll();
     return fragments[it->second].elements;
   }
-  int64_t cols = cast<RankedTensorType>(tile.getType()).getDimSize(1);
+  int64_t cols = columns(tile);
   llvm::SmallVector<Value> values;
-  for (int64_t i = 0; i < kFragmentRows * cols / kTileThreads; ++i)
-    values.push_back(evalAt(tile, slotRow(i), slotCol(i)));
+  for (int64_t i = 0; i < plan.slots(cols); ++i)
+    values.push_back(evalAt(tile, slotRow(i), slotCol(i, cols)));
   return values;
 }
 
@@ -433,7 +512,7 @@ void TileEmitter::waitAll() {
   NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
   for (unsigned id : pendingFragments) {
     Fragment &f = fragments[id];
-    for (int64_t i = 0; i < kFragmentRows * f.cols / kTileThreads; ++i)
+    for (int64_t i = 0; i < plan.slots(f.cols); ++i)
       f.elements.push_back(LLVM::ExtractValueOp::create(
           b, loc, f.pending, llvm::ArrayRef<int64_t>{i}));
     f.pending = nullptr;
@@ -483,8 +562,9 @@ void TileEmitter::materialize(unsigned which) {
     // A conversion: each thread stores its elements; with K along the
     // columns, a pair of adjacent columns is one 4-byte store.
     llvm::SmallVector<Value> values = elements(s.tile);
+    int64_t cols = columns(s.tile);
     for (int64_t i = 0; i < int64_t(values.size()); i += 2) {
-      Value row = slotRow(i), col = slotCol(i);
+      Value row = slotRow(i), col = slotCol(i, cols);
       if (!s.kIsRow) {
         Value pair = vector::FromElementsOp::create(
             b, loc, VectorType::get({2}, bf16),
@@ -495,7 +575,7 @@ void TileEmitter::materialize(unsigned which) {
         continue;
       }
       for (int64_t e = 0; e < 2; ++e) {
-        Value c = e ? slotCol(i + 1) : col;
+        Value c = e ? slotCol(i + 1, cols) : col;
         memref::StoreOp::create(b, loc, toBF16(values[i + e]), view,
                                 ValueRange{position(c, row)});
       }
@@ -523,6 +603,10 @@ void TileEmitter::materialize(unsigned which) {
     }
   }
   writtenSince.insert(which);
+  // Copies in the same bytes are gone.
+  for (unsigned other = 0; other < plan.staged.size(); ++other)
+    if (other != which && overlap(other, which))
+      materialized.erase(other);
   materialized.insert(which);
 }
 
@@ -600,7 +684,18 @@ void TileEmitter::emitContraction(linalg::GenericOp op) {
   Value init = op.getDpsInitOperand(0)->get();
   llvm::SmallVector<Value> start;
   auto fill = init.getDefiningOp<linalg::FillOp>();
-  int64_t count = kFragmentRows * n / kTileThreads;
+  int64_t count = plan.slots(n);
+  // Each warpgroup computes its share of C's columns: B's rows from
+  // warpgroup g's first, 16 bytes per row of the K-major copy.
+  int64_t share = n / plan.warpgroups;
+  Value addressB = windowAddress;
+  if (plan.warpgroups > 1)
+    addressB = arith::AddIOp::create(
+        b, loc, windowAddress,
+        arith::MulIOp::create(
+            b, loc,
+            arith::IndexCastUIOp::create(b, loc, b.getI64Type(), warpgroup),
+            arith::ConstantIntOp::create(b, loc, share * 16, 64)));
   if (fill && matchPattern(fill.value(), m_AnyZeroFloat())) {
     Value z = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0));
     start.assign(count, z);
@@ -625,11 +720,11 @@ void TileEmitter::emitContraction(linalg::GenericOp op) {
         wgmmaDescriptor(b, loc, windowAddress,
                         a.offset + (k0 / 8) * (a.rows / 8) * 128, a.rows);
     Value descB =
-        wgmmaDescriptor(b, loc, windowAddress,
+        wgmmaDescriptor(b, loc, addressB,
                         bOp.offset + (k0 / 8) * (bOp.rows / 8) * 128, bOp.rows);
     acc = NVVM::WgmmaMmaAsyncOp::create(
         b, loc, accType, acc, descA, descB,
-        NVVM::MMAShapeAttr::get(ctx, kFragmentRows, n, 16),
+        NVVM::MMAShapeAttr::get(ctx, kFragmentRows, share, 16),
         NVVM::WGMMATypes::bf16, NVVM::WGMMATypes::bf16, NVVM::WGMMATypes::f32,
         NVVM::WGMMAScaleOut::one, NVVM::WGMMAScaleIn::one,
         NVVM::WGMMAScaleIn::one, NVVM::MMALayout::row, NVVM::MMALayout::col,
@@ -656,10 +751,10 @@ void TileEmitter::emitElementwise(linalg::GenericOp op) {
       fragmentInputs[operand.get()] = elements(operand.get());
   Fragment f;
   f.cols = cols;
-  for (int64_t i = 0; i < kFragmentRows * cols / kTileThreads; ++i) {
+  for (int64_t i = 0; i < plan.slots(cols); ++i) {
     llvm::SmallVector<Value> ivs(2);
     ivs[outMap.getDimPosition(0)] = slotRow(i);
-    ivs[outMap.getDimPosition(1)] = slotCol(i);
+    ivs[outMap.getDimPosition(1)] = slotCol(i, cols);
     f.elements.push_back(cloneBody(op, ivs, [&](OpOperand &operand) {
       auto it = fragmentInputs.find(operand.get());
       if (it != fragmentInputs.end())
@@ -711,6 +806,7 @@ void TileEmitter::emitTileRows(
   };
   if (plan.of(tile) == Placement::Frag) {
     llvm::SmallVector<Value> values = elements(tile);
+    int64_t cols = columns(tile);
     for (int64_t half = 0; half < 2; ++half) {
       Value row = slotRow(2 * half);
       Value inside =
@@ -723,7 +819,7 @@ void TileEmitter::emitTileRows(
             b, loc, VectorType::get({2}, element),
             ValueRange{convert(values[i]), convert(values[i + 1])});
         vector::StoreOp::create(
-            b, loc, pair, buffer, indices(row, slotCol(i)),
+            b, loc, pair, buffer, indices(row, slotCol(i, cols)),
             /*nontemporal=*/false,
             /*alignment=*/
             llvm::MaybeAlign(2 * element.getIntOrFloatBitWidth() / 8));
@@ -781,7 +877,7 @@ void TileEmitter::issueLanding(unsigned l, scf::ForOp loop, Value iv,
   // Consecutive threads take consecutive 16 bytes of a row (coalesced).
   int64_t groups = landing.cols / 8;
   auto copies = scf::ForOp::create(
-      b, loc, threadId, index(landing.rows * groups), index(kTileThreads));
+      b, loc, threadId, index(landing.rows * groups), index(plan.threads()));
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(copies.getBody()->getTerminator());
   Value unit = copies.getInductionVar();
@@ -798,11 +894,27 @@ void TileEmitter::issueLanding(unsigned l, scf::ForOp loop, Value iv,
       arith::AddIOp::create(
           b, loc, arith::MulIOp::create(b, loc, row, index(landing.cols)),
           col));
+  Value source = buffers[slice.getSource()];
+  llvm::SmallVector<Value> from =
+      indicesAt(offsets, slice.getDroppedDims(), safeRow, col);
+  // cp.async moves 16 aligned bytes; tokens a view leaves off a 16-byte
+  // boundary are read element by element instead (synchronously: the
+  // chunk's opening barrier orders them like the copies).
+  auto aligned = scf::IfOp::create(b, loc, alignedOf(source),
+                                   /*withElseRegion=*/true);
+  b.setInsertionPoint(aligned.thenBlock()->getTerminator());
   nvgpu::DeviceAsyncCopyOp::create(
       b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), landingViews[l],
-      ValueRange{at}, buffers[slice.getSource()],
-      indicesAt(offsets, slice.getDroppedDims(), safeRow, col),
-      b.getIndexAttr(8), elements, b.getUnitAttr());
+      ValueRange{at}, source, from, b.getIndexAttr(8), elements,
+      b.getUnitAttr());
+  b.setInsertionPoint(aligned.elseBlock()->getTerminator());
+  llvm::SmallVector<Value> values = loadElements8(source, from, inside);
+  vector::StoreOp::create(
+      b, loc,
+      vector::FromElementsOp::create(
+          b, loc, VectorType::get({8}, b.getBF16Type()), values),
+      landingViews[l], ValueRange{at}, /*nontemporal=*/false,
+      /*alignment=*/llvm::MaybeAlign(16));
 }
 
 void TileEmitter::emitLoop(scf::ForOp loop) {
@@ -906,7 +1018,8 @@ void TileEmitter::emitReduction(linalg::GenericOp op) {
   llvm::SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   auto scratch = memref::ViewOp::create(
       b, loc,
-      MemRefType::get({4}, type, AffineMap(), workgroupSpace(b.getContext())),
+      MemRefType::get({plan.threads() / 32}, type, AffineMap(),
+                      workgroupSpace(b.getContext())),
       window, index(plan.reductionScratch.lookup(op)), ValueRange{});
   // The scratch words were read after the last barrier of a previous
   // iteration, perhaps.
@@ -963,9 +1076,8 @@ void TileEmitter::emitReduction(linalg::GenericOp op) {
     for (OpOperand *in : op.getDpsInputOperands())
       if (plan.of(in->get()) == Placement::Frag)
         values[in->get()] = elements(in->get());
-    int64_t count = ranges[0] * ranges[1] / kTileThreads;
-    for (int64_t i = 0; i < count; ++i) {
-      llvm::SmallVector<Value> ivs = {slotRow(i), slotCol(i)};
+    for (int64_t i = 0; i < plan.slots(ranges[1]); ++i) {
+      llvm::SmallVector<Value> ivs = {slotRow(i), slotCol(i, ranges[1])};
       partial = cloneBody(op, ivs, [&](OpOperand &operand) -> Value {
         if (op.isDpsInit(&operand))
           return partial;
@@ -976,7 +1088,7 @@ void TileEmitter::emitReduction(linalg::GenericOp op) {
   } else {
     int64_t rows = ranges[0], groups = ranges[1] / 8;
     auto loop = scf::ForOp::create(b, loc, threadId, index(rows * groups),
-                                   index(kTileThreads), ValueRange{zero});
+                                   index(plan.threads()), ValueRange{zero});
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
     Value unit = loop.getInductionVar();
@@ -1025,7 +1137,7 @@ void TileEmitter::emitReduction(linalg::GenericOp op) {
   }
   barrier();
   Value total = init;
-  for (int64_t w = 0; w < kTileThreads / 32; ++w)
+  for (int64_t w = 0; w < plan.threads() / 32; ++w)
     total = arith::AddFOp::create(
         b, loc, total,
         memref::LoadOp::create(b, loc, scratch, ValueRange{index(w)}));
@@ -1038,8 +1150,7 @@ void TileEmitter::emitIf(scf::IfOp op) {
   llvm::SmallVector<int64_t> counts;
   for (Value result : op.getResults()) {
     auto tile = dyn_cast<RankedTensorType>(result.getType());
-    int64_t count =
-        tile ? kFragmentRows * tile.getDimSize(1) / kTileThreads : 1;
+    int64_t count = tile ? plan.slots(tile.getDimSize(1)) : 1;
     counts.push_back(count);
     types.append(count, tile ? tile.getElementType() : result.getType());
   }
@@ -1169,7 +1280,7 @@ void TileEmitter::run() {
       arith::ConstantIntOp::create(b, loc, plan.sharedBytes, 32);
   auto launch =
       gpu::LaunchOp::create(b, loc, index(blocks), one, one,
-                            index(kTileThreads), one, one, sharedBytes);
+                            index(plan.threads()), one, one, sharedBytes);
   kernelEntry = &launch.getBody().front();
   b.setInsertionPointToStart(kernelEntry);
   gpu::TerminatorOp::create(b, loc);
@@ -1187,7 +1298,9 @@ void TileEmitter::run() {
   }
   threadId = launch.getThreadIds().x;
   Value lane = arith::RemUIOp::create(b, loc, threadId, index(32));
-  Value warp = arith::DivUIOp::create(b, loc, threadId, index(32));
+  Value warp = arith::RemUIOp::create(
+      b, loc, arith::DivUIOp::create(b, loc, threadId, index(32)), index(4));
+  warpgroup = arith::DivUIOp::create(b, loc, threadId, index(kTileThreads));
   rowLo = arith::AddIOp::create(b, loc,
                                 arith::MulIOp::create(b, loc, warp, index(16)),
                                 arith::DivUIOp::create(b, loc, lane, index(4)));
@@ -1268,6 +1381,13 @@ struct HLAGPULowerRegisterTilesPass
   using HLAGPULowerRegisterTilesPassBase::HLAGPULowerRegisterTilesPassBase;
 
   void runOnOperation() override {
+    if (warpgroups < 0 || warpgroups > 2) {
+      getOperation().emitError()
+          << "hla-gpu-lower-register-tiles: warpgroups must be 0 (auto), 1 or "
+             "2, got "
+          << static_cast<int64_t>(warpgroups);
+      return signalPassFailure();
+    }
     if (generator != "auto" && generator != "tiles") {
       getOperation().emitError()
           << "hla-gpu-lower-register-tiles: generator must be auto or tiles, "
@@ -1278,8 +1398,35 @@ struct HLAGPULowerRegisterTilesPass
     llvm::SmallVector<scf::ForallOp> loops(
         getOperation().getBody().getOps<scf::ForallOp>());
     for (scf::ForallOp forall : loops) {
+      // Rewritten on a copy, kept only if the copy can be placed: the
+      // phase mapper transposes in shared memory for free.
+      OpBuilder builder(forall);
+      auto candidate = cast<scf::ForallOp>(builder.clone(*forall));
+      transposeProductReads(candidate);
+      sinkIntoBranches(candidate);
       std::string why;
-      std::optional<TilePlan> plan = planRegisterTiles(forall, why);
+      std::optional<TilePlan> plan = planRegisterTiles(candidate, why);
+      if (plan) {
+        orderForRegisterPressure(*plan);
+        // Copies share bytes only where they must: sharing adds waits and
+        // barriers before rewrites (hla2 with isolation at 32 value
+        // columns then spills 8 bytes).
+        if (plan->sharedBytes > maxSharedMemory)
+          shareSharedMemory(*plan);
+      }
+      if (plan && plan->sharedBytes > maxSharedMemory) {
+        why = llvm::formatv("its tiles' shared-memory copies and buffers "
+                            "need {0} bytes, more than the {1} of a block",
+                            plan->sharedBytes, maxSharedMemory)
+                  .str();
+        plan.reset();
+      }
+      if (plan) {
+        forall->replaceAllUsesWith(candidate);
+        forall->erase();
+      } else {
+        candidate->erase();
+      }
       if (!plan) {
         if (generator == "tiles") {
           forall.emitOpError("hla-gpu-lower-register-tiles: cannot keep this "
@@ -1291,8 +1438,12 @@ struct HLAGPULowerRegisterTilesPass
           forall.emitRemark("left to hla-gpu-map-chunk-loops: ") << why;
         continue;
       }
+      if (failed(chooseWarpgroups(*plan, warpgroups, why))) {
+        plan->forall.emitOpError("hla-gpu-lower-register-tiles: ") << why;
+        return signalPassFailure();
+      }
       if (report)
-        forall.emitRemark(plan->summary());
+        plan->forall.emitRemark(plan->summary());
       lowerRegisterTiles(*plan);
     }
   }

@@ -521,10 +521,103 @@ std::string TilePlan::summary() const {
   return llvm::formatv("register tiles: {0} contractions on wgmma, {1} "
                        "fragments, {2} on-demand tiles, {3} shared-memory "
                        "operand copies ({4} conversions from fragments), {5} "
-                       "bytes of shared memory",
+                       "bytes of shared memory, {6} warpgroup(s), {7} "
+                       "fragment registers per thread at most",
                        contractions, frags, exprs, staged.size(), conversions(),
-                       sharedBytes)
+                       sharedBytes, warpgroups,
+                       peakFragmentRegisters / warpgroups)
       .str();
+}
+
+/// A product computed again with its output transposed: the same
+/// operands, a fresh fill of the transposed shape (nullptr unless the
+/// product starts from a fill).
+static Value transposedProduct(linalg::GenericOp product) {
+  auto fill =
+      product.getDpsInitOperand(0)->get().getDefiningOp<linalg::FillOp>();
+  if (!fill || product.getNumResults() != 1)
+    return nullptr;
+  auto type = cast<RankedTensorType>(product.getResult(0).getType());
+  auto flipped = RankedTensorType::get({type.getDimSize(1), type.getDimSize(0)},
+                                       type.getElementType());
+  OpBuilder b(product->getContext());
+  b.setInsertionPointAfter(product);
+  Location loc = product.getLoc();
+  Value empty = tensor::EmptyOp::create(b, loc, flipped.getShape(),
+                                        flipped.getElementType());
+  Value init = linalg::FillOp::create(b, loc, fill.value(), empty).getResult(0);
+  auto clone = cast<linalg::GenericOp>(b.clone(*product));
+  clone.getDpsInitOperand(0)->set(init);
+  clone->getResult(0).setType(flipped);
+  SmallVector<AffineMap> maps = clone.getIndexingMapsArray();
+  AffineMap &out = maps.back();
+  out = AffineMap::get(out.getNumDims(), 0,
+                       {out.getResult(1), out.getResult(0)}, b.getContext());
+  clone.setIndexingMapsAttr(b.getAffineMapArrayAttr(maps));
+  return clone.getResult(0);
+}
+
+void mlir::hla::gpumap::transposeProductReads(scf::ForallOp forall) {
+  SmallVector<linalg::GenericOp> readers;
+  forall.walk([&](linalg::GenericOp op) {
+    if (op.getNumLoops() == 2 && op.getNumReductionLoops() == 0 &&
+        op.getNumDpsInits() == 1)
+      readers.push_back(op);
+  });
+  llvm::DenseMap<Operation *, Value> transposed;
+  for (linalg::GenericOp op : readers) {
+    AffineMap outMap = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
+    if (!outMap.isPermutation())
+      continue;
+    SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+    bool changed = false;
+    for (OpOperand *input : op.getDpsInputOperands()) {
+      AffineMap map = op.getMatchingIndexingMap(input);
+      // Two dimensions: a permutation other than the output's is its
+      // transpose.
+      if (map == outMap || !map.isPermutation())
+        continue;
+      auto product = input->get().getDefiningOp<linalg::GenericOp>();
+      if (!product || !forall->isProperAncestor(product) ||
+          !matchContraction(product))
+        continue;
+      Value &flipped = transposed[product];
+      if (!flipped)
+        flipped = transposedProduct(product);
+      if (!flipped)
+        continue;
+      input->set(flipped);
+      maps[input->getOperandNumber()] = outMap;
+      changed = true;
+    }
+    if (changed)
+      op.setIndexingMapsAttr(OpBuilder(op).getAffineMapArrayAttr(maps));
+  }
+}
+
+LogicalResult mlir::hla::gpumap::chooseWarpgroups(TilePlan &plan,
+                                                  int64_t requested,
+                                                  std::string &why) {
+  int64_t count =
+      requested ? requested : (plan.peakFragmentRegisters > 128 ? 2 : 1);
+  for (auto &[value, p] : plan.placement) {
+    if (p != Placement::Frag)
+      continue;
+    int64_t cols = cast<RankedTensorType>(value.getType()).getDimSize(1);
+    if (cols % (8 * count)) {
+      if (!requested) {
+        count = 1;
+        break;
+      }
+      why = llvm::formatv("a fragment of {0} columns cannot be shared by {1} "
+                          "warpgroups (8 columns each at least)",
+                          cols, count)
+                .str();
+      return failure();
+    }
+  }
+  plan.warpgroups = count;
+  return success();
 }
 
 std::optional<TilePlan>

@@ -9,6 +9,7 @@
 //
 //   PlaceTiles.cpp          where each tile lives (TilePlan), or why the
 //                           loop cannot be placed;
+//   OrderTiles.cpp          the chunk body's order, for register pressure;
 //   LowerRegisterTiles.cpp  the gpu.launch that runs a plan, and the pass.
 //
 //===----------------------------------------------------------------------===//
@@ -85,6 +86,16 @@ struct TilePlan {
   llvm::DenseMap<Operation *, int64_t> reductionScratch;
   int64_t sharedBytes = 0;
   int64_t contractions = 0;
+  /// The most fragment registers per thread of one warpgroup alive at once
+  /// in a chunk loop's body, in the order orderForRegisterPressure chose.
+  int64_t peakFragmentRegisters = 0;
+  /// Warpgroups per block; each holds 64 rows by cols / warpgroups columns
+  /// of every fragment (its own wgmma of that width).
+  int64_t warpgroups = 1;
+
+  int64_t threads() const { return kTileThreads * warpgroups; }
+  /// Elements per thread of a fragment of `cols` columns.
+  int64_t slots(int64_t cols) const { return kFragmentRows * cols / threads(); }
 
   std::optional<unsigned> stagedIndex(Value tile, bool kIsRow) const {
     for (auto [i, s] : llvm::enumerate(staged))
@@ -106,10 +117,39 @@ struct TilePlan {
 /// reading `out`, so that partial sums can be added in any order.
 bool isSum(linalg::GenericOp op);
 
+/// Rewrites elementwise reads of a contraction's result in the other
+/// orientation (hla2's masked (QKᵀ)ᵀ) into reads of the same product
+/// computed with its output transposed: a fragment's transpose is a round
+/// trip through shared memory and a barrier, the product again a few more
+/// wgmma on operands already staged.
+void transposeProductReads(scf::ForallOp forall);
+
 /// Places every tile of `forall`'s body; on failure `why` says what could
 /// not be placed.
 std::optional<TilePlan> planRegisterTiles(scf::ForallOp forall,
                                           std::string &why);
+
+/// Moves the side-effect free ops whose results only one region of an
+/// scf.if reads into that region (upstream's control-flow sinking).
+void sinkIntoBranches(scf::ForallOp forall);
+
+/// Reorders each chunk loop's body (side-effect free tensor ops) so that
+/// fewer fragments are alive at once: greedily, the ready op adding the
+/// fewest fragment registers first.
+void orderForRegisterPressure(TilePlan &plan);
+
+/// Lays out the block's shared memory: landing buffers and reduction
+/// scratch, then the operand copies, those alive at different times (in
+/// the body's order) at the same bytes. Sets the offsets and
+/// `plan.sharedBytes`.
+void shareSharedMemory(TilePlan &plan);
+
+/// Sets `plan.warpgroups`: `requested` (1 or 2), or for 0 two warpgroups
+/// where one would hold more than 128 fragment registers per thread (ptxas
+/// has 255 for everything). Fails, saying why, where a fragment's columns
+/// cannot be shared (fewer than 8 per warpgroup).
+LogicalResult chooseWarpgroups(TilePlan &plan, int64_t requested,
+                               std::string &why);
 
 /// Replaces `plan.forall` by a gpu.launch running it.
 void lowerRegisterTiles(TilePlan &plan);

@@ -136,8 +136,9 @@ def HLAGPULowerRegisterTilesPass : Pass<"hla-gpu-lower-register-tiles",
   let description = [{
     Runs before bufferization on the fused chunked form (`hla-chunk
     form=fused`, lowered to linalg on tensors): a top-level `scf.forall`
-    whose chunk math it can place becomes a `gpu.launch` with one warpgroup
-    (128 threads) per iteration, and the chunk body's tiles stay values.
+    whose chunk math it can place becomes a `gpu.launch` with one block of
+    one or two warpgroups per iteration, and the chunk body's tiles stay
+    values.
     Each 2-D tile is given a *placement*:
 
     * `frag`: a wgmma accumulator fragment, 64 rows by N columns over the
@@ -154,6 +155,17 @@ def HLAGPULowerRegisterTilesPass : Pass<"hla-gpu-lower-register-tiles",
       whole block (16-byte loads of token rows), from a `frag` tile by each
       thread storing its elements — a *conversion*.
 
+    An elementwise read of a contraction's result in the other orientation
+    (hla2's masked (QKᵀ)ᵀ) is first rewritten into a read of the same
+    product computed with its output transposed (K·Qᵀ, from operands already
+    staged): a fragment's transpose would be a round trip through shared
+    memory. Once placed, each chunk loop's body (side-effect free tensor
+    ops) is reordered greedily so that few fragments are alive at once, and
+    where one warpgroup would hold more than 128 fragment registers per
+    thread (`warpgroups=0`, auto), two share the block: each holds 64 rows
+    by half the columns of every fragment and issues its own wgmma of that
+    width.
+
     Contractions `C (+)= A·B` whose C has 64 rows and 8 to 256 columns (a
     multiple of 8), K a multiple of 16, run as `wgmma.mma_async` m64nNk16
     with both operands' descriptors; their results are waited for at their
@@ -166,14 +178,22 @@ def HLAGPULowerRegisterTilesPass : Pass<"hla-gpu-lower-register-tiles",
     tiles of other than 64 rows, non-bf16 inputs, a conditional region,
     final states) are left for `hla-gpu-map-chunk-loops`; with
     `generator=tiles` each is an error instead. `report` prints one remark
-    per loop: the placements, the contractions and the conversions.
+    per loop: the placements, the contractions, the conversions, the
+    warpgroups and the most fragment registers a thread holds at once.
   }];
   let options = [
     Option<"generator", "generator", "std::string", "\"auto\"",
            "auto (loops it can place; the others stay) or tiles (every "
            "chunk loop, else an error)">,
     Option<"report", "report", "bool", "false",
-           "One remark per chunk loop: placements, contractions, conversions">
+           "One remark per chunk loop: placements, contractions, conversions">,
+    Option<"maxSharedMemory", "max-shared-memory", "int64_t", "232448",
+           "Bytes of shared memory a block may use (the H200's 227 KiB): "
+           "a loop whose copies and buffers need more is not placed">,
+    Option<"warpgroups", "warpgroups", "int64_t", "0",
+           "Warpgroups per block, each holding its share of every "
+           "fragment's columns: 1, 2, or 0 (auto: 2 where one warpgroup "
+           "would hold more than 128 fragment registers per thread)">
   ];
   let dependentDialects = [
     "::mlir::gpu::GPUDialect", "::mlir::arith::ArithDialect",
