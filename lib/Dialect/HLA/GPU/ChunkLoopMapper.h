@@ -91,9 +91,11 @@ std::optional<ContractionDims> matchContraction(linalg::GenericOp op);
 /// of 8-element core matrices stored K-group-major without swizzling, so
 /// that core matrices adjacent in M/N are 128 bytes apart and those
 /// adjacent in K rows/8 * 128 bytes. Element (row, k) of such a tile sits
-/// at element ((k / 8) * rows + row) * 8 + k % 8.
+/// at element ((k / 8) * rows + row) * 8 + k % 8. `kGroupBytes`, when
+/// given, is the distance of K-adjacent core matrices instead (a padded
+/// layout).
 Value wgmmaDescriptor(OpBuilder &b, Location loc, Value address,
-                      int64_t constant, int64_t rows);
+                      int64_t constant, int64_t rows, int64_t kGroupBytes = 0);
 
 class ChunkLoopMapper {
 public:

@@ -214,8 +214,7 @@ private:
   /// Whether copies `a` and `b` share bytes (shareSharedMemory).
   bool overlap(unsigned a, unsigned b) const {
     const TilePlan::Staged &x = plan.staged[a], &y = plan.staged[b];
-    return x.offset < y.offset + y.rows * y.k * 2 &&
-           y.offset < x.offset + x.rows * x.k * 2;
+    return x.offset < y.offset + y.bytes() && y.offset < x.offset + x.bytes();
   }
   void beforeWrite(unsigned staged) {
     // wgmma may still read this copy, or another in the same bytes.
@@ -542,12 +541,13 @@ void TileEmitter::materialize(unsigned which) {
   Type bf16 = b.getBF16Type();
   Value view = stagedViews[which];
   auto position = [&](Value rowInCopy, Value k) -> Value {
-    // ((k / 8) * rows + row) * 8 + k % 8
+    // (k / 8) * kGroupBytes / 2 + row * 8 + k % 8
     Value group = arith::DivUIOp::create(b, loc, k, index(8));
     Value at = arith::AddIOp::create(
-        b, loc, arith::MulIOp::create(b, loc, group, index(s.rows)), rowInCopy);
-    return arith::AddIOp::create(b, loc,
-                                 arith::MulIOp::create(b, loc, at, index(8)),
+        b, loc,
+        arith::MulIOp::create(b, loc, group, index(s.kGroupBytes() / 2)),
+        arith::MulIOp::create(b, loc, rowInCopy, index(8)));
+    return arith::AddIOp::create(b, loc, at,
                                  arith::RemUIOp::create(b, loc, k, index(8)));
   };
   auto toBF16 = [&](Value v) -> Value {
@@ -715,13 +715,13 @@ void TileEmitter::emitContraction(linalg::GenericOp op) {
   const TilePlan::Staged &a = plan.staged[stagedA], &bOp = plan.staged[stagedB];
   NVVM::WgmmaFenceAlignedOp::create(b, loc);
   for (int64_t k0 = 0; k0 < dims.sizeK; k0 += 16) {
-    // K groups of 8 before k0: rows / 8 core matrices of 128 bytes each.
-    Value descA =
-        wgmmaDescriptor(b, loc, windowAddress,
-                        a.offset + (k0 / 8) * (a.rows / 8) * 128, a.rows);
-    Value descB =
-        wgmmaDescriptor(b, loc, addressB,
-                        bOp.offset + (k0 / 8) * (bOp.rows / 8) * 128, bOp.rows);
+    // K groups of 8 before k0, kGroupBytes apart.
+    Value descA = wgmmaDescriptor(b, loc, windowAddress,
+                                  a.offset + (k0 / 8) * a.kGroupBytes(), a.rows,
+                                  a.kGroupBytes());
+    Value descB = wgmmaDescriptor(b, loc, addressB,
+                                  bOp.offset + (k0 / 8) * bOp.kGroupBytes(),
+                                  bOp.rows, bOp.kGroupBytes());
     acc = NVVM::WgmmaMmaAsyncOp::create(
         b, loc, accType, acc, descA, descB,
         NVVM::MMAShapeAttr::get(ctx, kFragmentRows, share, 16),
@@ -1316,7 +1316,7 @@ void TileEmitter::run() {
   for (const TilePlan::Staged &s : plan.staged)
     stagedViews.push_back(memref::ViewOp::create(
         b, loc,
-        MemRefType::get({s.rows * s.k}, b.getBF16Type(), AffineMap(),
+        MemRefType::get({s.bytes() / 2}, b.getBF16Type(), AffineMap(),
                         workgroupSpace(ctx)),
         window, index(s.offset), ValueRange{}));
 

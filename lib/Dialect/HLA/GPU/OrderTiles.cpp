@@ -246,8 +246,7 @@ void mlir::hla::gpumap::shareSharedMemory(TilePlan &plan) {
            std::make_pair(alive[b].start, b);
   });
   auto bytes = [&](unsigned i) -> int64_t {
-    return llvm::alignTo(plan.staged[i].rows * plan.staged[i].k * 2,
-                         int64_t(128));
+    return llvm::alignTo(plan.staged[i].bytes(), int64_t(128));
   };
   llvm::SmallVector<unsigned> placed;
   for (unsigned i : order) {

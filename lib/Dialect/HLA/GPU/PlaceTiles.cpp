@@ -115,7 +115,7 @@ void Placer::stage(Value tile, bool kIsRow, int64_t rows, int64_t k) {
   if (plan.stagedIndex(tile, kIsRow))
     return;
   plan.staged.push_back({tile, kIsRow, rows, k, plan.sharedBytes});
-  plan.sharedBytes += llvm::alignTo(rows * k * 2, 128);
+  plan.sharedBytes += llvm::alignTo(plan.staged.back().bytes(), 128);
 }
 
 LogicalResult Placer::placeContraction(linalg::GenericOp op,

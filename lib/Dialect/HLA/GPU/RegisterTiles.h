@@ -72,6 +72,12 @@ struct TilePlan {
     Value tile;
     bool kIsRow;
     int64_t rows, k, offset;
+    /// Bytes from one group of 8 K columns to the next: the rows' core
+    /// matrices and 16 more, so that a copy's groups start in different
+    /// banks (threads storing a transposed tile down its K dimension
+    /// would otherwise hit one bank group four times per warp).
+    int64_t kGroupBytes() const { return rows * 16 + 16; }
+    int64_t bytes() const { return k / 8 * kGroupBytes(); }
   };
   llvm::SmallVector<Staged> staged;
   /// Token rows read inside a chunk loop, copied a chunk ahead (cp.async)
