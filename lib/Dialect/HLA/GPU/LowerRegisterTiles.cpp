@@ -559,26 +559,72 @@ void TileEmitter::materialize(unsigned which) {
   };
   auto type = cast<RankedTensorType>(s.tile.getType());
   if (plan.of(s.tile) == Placement::Frag) {
-    // A conversion: each thread stores its elements; with K along the
-    // columns, a pair of adjacent columns is one 4-byte store.
+    // A conversion by stmatrix: each 8 x 8 block of the fragment a warp
+    // holds (rows 16 w + 8 h, columns 8 j of its warpgroup's share) is one
+    // core matrix of the copy, its rows 16 contiguous bytes; with K along
+    // the fragment's rows the block is stored transposed. A thread's pair
+    // of slots (i, i + 1) is its register of block (h = i / 2 % 2,
+    // j = i / 4); four blocks per instruction.
     llvm::SmallVector<Value> values = elements(s.tile);
-    int64_t cols = columns(s.tile);
-    for (int64_t i = 0; i < int64_t(values.size()); i += 2) {
-      Value row = slotRow(i), col = slotCol(i, cols);
-      if (!s.kIsRow) {
-        Value pair = vector::FromElementsOp::create(
-            b, loc, VectorType::get({2}, bf16),
-            ValueRange{toBF16(values[i]), toBF16(values[i + 1])});
-        vector::StoreOp::create(
-            b, loc, pair, view, ValueRange{position(row, col)},
-            /*nontemporal=*/false, /*alignment=*/llvm::MaybeAlign(4));
-        continue;
-      }
-      for (int64_t e = 0; e < 2; ++e) {
-        Value c = e ? slotCol(i + 1, cols) : col;
-        memref::StoreOp::create(b, loc, toBF16(values[i + e]), view,
-                                ValueRange{position(c, row)});
-      }
+    int64_t share = columns(s.tile) / plan.warpgroups;
+    int64_t blocks = share / 8;
+    auto i32 = b.getI32Type();
+    auto pack = [&](int64_t i) -> Value {
+      Value pair = vector::FromElementsOp::create(
+          b, loc, VectorType::get({2}, bf16),
+          ValueRange{toBF16(values[i]), toBF16(values[i + 1])});
+      return vector::BitCastOp::create(b, loc, VectorType::get({1}, i32), pair)
+          .getResult();
+    };
+    auto scalarOf = [&](Value v) -> Value {
+      return vector::ExtractOp::create(b, loc, v, 0);
+    };
+    Value lane = arith::RemUIOp::create(b, loc, threadId, index(32));
+    Value warp = arith::RemUIOp::create(
+        b, loc, arith::DivUIOp::create(b, loc, threadId, index(32)), index(4));
+    Value laneRow = arith::RemUIOp::create(b, loc, lane, index(8));
+    Value matrix = arith::DivUIOp::create(b, loc, lane, index(8));
+    Value colBase = arith::MulIOp::create(b, loc, warpgroup, index(share));
+    for (int64_t j0 = 0; j0 < blocks; j0 += 2) {
+      int64_t count = std::min<int64_t>(2, blocks - j0) * 2; // matrices
+      llvm::SmallVector<Value> sources;
+      for (int64_t m = 0; m < count; ++m)
+        sources.push_back(scalarOf(pack(4 * (j0 + m / 2) + 2 * (m % 2))));
+      // Lane l addresses row l % 8 of matrix l / 8 (h = m % 2, j = j0 + m / 2).
+      Value m = count == 4 ? matrix
+                           : arith::RemUIOp::create(b, loc, matrix, index(2));
+      Value r0 = arith::AddIOp::create(
+          b, loc, arith::MulIOp::create(b, loc, warp, index(16)),
+          arith::MulIOp::create(
+              b, loc, arith::RemUIOp::create(b, loc, m, index(2)), index(8)));
+      Value c0 = arith::AddIOp::create(
+          b, loc, colBase,
+          arith::MulIOp::create(b, loc,
+                                arith::AddIOp::create(b, loc, index(j0),
+                                                      arith::DivUIOp::create(
+                                                          b, loc, m, index(2))),
+                                index(8)));
+      // Row l % 8 of the core matrix: fragment row r0 + l % 8 (columns c0..)
+      // or, transposed, fragment column c0 + l % 8 (rows r0..).
+      Value element =
+          s.kIsRow ? position(arith::AddIOp::create(b, loc, c0, laneRow), r0)
+                   : position(arith::AddIOp::create(b, loc, r0, laneRow), c0);
+      Value byte = arith::AddIOp::create(
+          b, loc, index(s.offset),
+          arith::MulIOp::create(b, loc, element, index(2)));
+      Value address = arith::AddIOp::create(
+          b, loc, windowAddress,
+          arith::IndexCastUIOp::create(b, loc, b.getI64Type(), byte));
+      Value pointer = LLVM::IntToPtrOp::create(
+          b, loc, LLVM::LLVMPointerType::get(b.getContext(), 3), address);
+      NVVM::StMatrixOp::create(
+          b, loc, pointer, sources,
+          NVVM::MMALayoutAttr::get(b.getContext(), s.kIsRow
+                                                       ? NVVM::MMALayout::col
+                                                       : NVVM::MMALayout::row),
+          NVVM::LdStMatrixShapeAttr::get(b.getContext(), 8, 8),
+          NVVM::LdStMatrixEltTypeAttr::get(b.getContext(),
+                                           NVVM::LdStMatrixEltType::B16));
     }
   } else {
     // The block computes the tile 8 columns at a time; consecutive threads

@@ -5,7 +5,8 @@
 // contractions per chunk as wgmma m64n64k16 (4 instructions each); the state
 // S is 32 fp32 registers per thread carried by the chunk loop; the mask
 // runs on QKᵀ's fragment; two fragments are copied to shared memory as
-// operands (the conversions: S for Q·S, P = mask(QKᵀ) for P·V). The q, k
+// operands by stmatrix (the conversions: S for Q·S, transposed, and
+// P = mask(QKᵀ) for P·V; four 8 x 8 blocks per instruction). The q, k
 // and v rows are copied a chunk ahead (cp.async into two buffers each, rows
 // past the end zero-filled): the first chunk's before the loop, the next
 // one's right after the barrier that opens each chunk. Each chunk has three
@@ -33,7 +34,7 @@
 // CHECK-NEXT: gpu.barrier
 // CHECK-COUNT-8: nvvm.wgmma.mma_async {{.*}}<m = 64, n = 64, k = 16>
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
-// CHECK: vector.store {{.*}} : memref<4160xbf16, #gpu.address_space<workgroup>>, vector<2xbf16>
+// CHECK: nvvm.stmatrix {{.*}}layout = #nvvm.mma_layout<row>, shape = #nvvm.ld_st_matrix_shape<m = 8, n = 8>} : !llvm.ptr<3>, i32, i32, i32, i32
 // CHECK: nvvm.fence.proxy
 // CHECK-NEXT: gpu.barrier
 // CHECK-COUNT-4: nvvm.wgmma.mma_async

@@ -150,10 +150,13 @@ def HLAGPULowerRegisterTilesPass : Pass<"hla-gpu-lower-register-tiles",
     * `expr`: a tile whose elements any thread can compute on demand (token
       tiles read from global memory, fills, elementwise ops of those and of
       indices), never stored as a whole;
-    * `smem`: a bf16 copy in wgmma's K-major core-matrix layout, made for
-      each contraction operand and orientation: from an `expr` tile by the
-      whole block (16-byte loads of token rows), from a `frag` tile by each
-      thread storing its elements — a *conversion*.
+    * `smem`: a bf16 copy in wgmma's K-major core-matrix layout (groups of
+      8 K columns 16 bytes apart more than their rows need, against bank
+      conflicts), made for each contraction operand and orientation: from
+      an `expr` tile by the whole block (16-byte loads of token rows), from
+      a `frag` tile by `stmatrix` (each warp's 8 x 8 blocks are core
+      matrices; transposed where K runs along the fragment's rows) — a
+      *conversion*.
 
     An elementwise read of a contraction's result in the other orientation
     (hla2's masked (QKᵀ)ᵀ) is first rewritten into a read of the same
