@@ -1,5 +1,4 @@
-//===- OrderTiles.cpp - Chunk bodies ordered for register pressure -*- C++
-//-*-===//
+//===- OrderTiles.cpp - Chunk body order, shared bytes ----------*- C++ -*-===//
 //
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
