@@ -341,16 +341,33 @@ FailureOr<TermEmitter::TermValue> TermEmitter::emit(const IndexTerm &term,
       net.addScalar(carriedTile(f));
   }
 
+  // Indices that index a token tile: such a tile's rows past the chunk's
+  // length are zeros (ChunkRewriter::loadTile), and so is every product
+  // along that index there.
+  llvm::SmallDenseSet<int> tokenIndices;
+  for (const ChainPiece &piece : *pieces)
+    for (int var : {piece.firstVar, piece.lastVar})
+      if (var >= 0)
+        tokenIndices.insert(var);
+  for (const ChainFactor &f : scalarFactors)
+    if (f.kind == ChainFactor::Kind::Token)
+      tokenIndices.insert(f.var);
+
   // The index tree with its decay: masks between indices, weights from the
-  // chunk's start, and (summaries) weights to the chunk's end.
+  // chunk's start, and (summaries) weights to the chunk's end. Without
+  // decay the end weights of a token index are 1 up to the chunk's end and
+  // 0 past it, which its tiles already are: left out (a tile fewer for
+  // every summary, and the token tile itself stays an operand).
   for (size_t v = 1; v < term.vars.size(); ++v) {
     int p = term.vars[v].parent;
     bool strict = term.vars[v].strict;
     double w = decayPlan->edge[v];
-    if (isSummary && p == 0)
-      net.addUnary(v, endWeights(w, strict));
-    else
+    if (isSummary && p == 0) {
+      if (w != 0.0 || strict || !tokenIndices.contains(int(v)))
+        net.addUnary(v, endWeights(w, strict));
+    } else {
       net.addPair(p, v, decay.mask(w, strict));
+    }
   }
   for (size_t v = 0; v < term.vars.size(); ++v) {
     double u = decayPlan->fromStart[v];
@@ -435,7 +452,9 @@ FailureOr<TermEmitter::TermValue> TermEmitter::emit(const IndexTerm &term,
   }
   Value leftSum, rightSum;
   if (leftVar >= 0 && rightVar >= 0 && leftVar == rightVar) {
-    Value l = tb.scaleRows(leftTile, unaryOrOnes(leftVar));
+    Value l = leftTile;
+    if (Value ul = net.getUnary(leftVar))
+      l = tb.scaleRows(l, ul);
     result = tb.matmul(l, rightTile, true, false);
   } else if (leftVar >= 0 && rightVar >= 0 && net.hasPair(leftVar, rightVar)) {
     Value w = net.getPair(leftVar, rightVar);
