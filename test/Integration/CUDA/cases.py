@@ -178,8 +178,9 @@ def register_tile_cases():
         for T in [1, 63, 65, 300]:
             cases.append(case(f"{op}-tiles-T{T}-noiso", op, T, B=2, flags=off + wide,
                               **tiles))
-        # hla3 with isolation fits at 16 columns (ptxas spills at 32 here).
-        narrow = 32 if op != "hla3" else 16
+        # With isolation hla2 fits at 16 columns (ptxas spills 24 bytes at
+        # 32), ahla and hla3 at 32.
+        narrow = 16 if op == "hla2" else 32
         cases.append(case(f"{op}-tiles-vt{narrow}-T200", op, 200, B=2, value_tile=narrow,
                           **tiles))
         cases.append(case(f"{op}-tiles-vt{narrow}-poison", op, 200, B=2,
@@ -196,9 +197,26 @@ def register_tile_cases():
     cases.append(case("linear_attention-tiles-misaligned", "linear_attention", 200, B=2,
                       misaligned=True, **tiles))
     cases.append(case("hla2-tiles-misaligned", "hla2", 150, B=2, misaligned=True,
-                      value_tile=32, **tiles))
+                      value_tile=16, **tiles))
     cases.append(case("ahla-tiles-wg1-vt16", "ahla", 130, B=1, value_tile=16,
                       flags=off + ["--cuda-warpgroups=1"], **tiles))
+    # d = 128: states of 128 rows (two wgmma row blocks per product, A's
+    # second block 64 rows into its copy). Linear attention at full value
+    # width (two warpgroups) and at 64 and 32 columns; ahla at 32 and 16.
+    wide = dict(tiles, d=128, dv=128)
+    for T in [1, 65, 300]:
+        cases.append(case(f"linear_attention-tiles-d128-T{T}", "linear_attention", T, B=2,
+                          **wide))
+    cases.append(case("linear_attention-tiles-d128-vt64-noiso", "linear_attention", 200,
+                      B=1, value_tile=64, flags=off, **wide))
+    cases.append(case("linear_attention-tiles-d128-vt32-options", "linear_attention", 200,
+                      B=1, hq=4, hkv=2, value_tile=32,
+                      options=dict(decay=0.95, scale=0.5), **wide))
+    cases.append(case("linear_attention-tiles-d128-poison", "linear_attention", 150, B=1,
+                      value_tile=32, poison=True, **wide))
+    cases.append(case("ahla-tiles-d128-vt32", "ahla", 200, B=1, value_tile=32, **wide))
+    cases.append(case("ahla-tiles-d128-vt16-noiso", "ahla", 130, B=2, value_tile=16,
+                      flags=off, **wide))
     return cases
 
 

@@ -96,6 +96,12 @@ std::optional<ContractionDims> matchContraction(linalg::GenericOp op);
 /// layout).
 Value wgmmaDescriptor(OpBuilder &b, Location loc, Value address,
                       int64_t constant, int64_t rows, int64_t kGroupBytes = 0);
+/// The same with the descriptor's two strides given: `leadingBytes`
+/// between core matrices adjacent in K, `strideBytes` between those
+/// adjacent in M/N (both K-major and MN-major operands, PTX ISA 9.7.15.5.1.2).
+Value wgmmaDescriptorStrides(OpBuilder &b, Location loc, Value address,
+                             int64_t constant, int64_t leadingBytes,
+                             int64_t strideBytes);
 
 class ChunkLoopMapper {
 public:

@@ -57,12 +57,22 @@ using namespace mlir::hla::gpumap;
 
 namespace {
 
-/// The calling thread's elements of a 64 x `cols` fragment, or the wgmma
-/// accumulator they are still being computed into.
+/// The calling thread's elements of a `rows` x `cols` fragment (rows / 64
+/// row blocks, each a wgmma accumulator), or the accumulators they are
+/// still being computed into.
 struct Fragment {
-  int64_t cols = 0;
-  Value pending; // the accumulator struct of a wgmma not yet waited for
+  int64_t rows = 0, cols = 0;
+  /// Per row block, the accumulator struct of a wgmma not yet waited for.
+  llvm::SmallVector<Value> pending;
   llvm::SmallVector<Value> elements;
+
+  static Fragment of(Value tile) {
+    auto type = cast<RankedTensorType>(tile.getType());
+    Fragment f;
+    f.rows = type.getDimSize(0);
+    f.cols = type.getDimSize(1);
+    return f;
+  }
 };
 
 class TileEmitter {
@@ -79,16 +89,22 @@ private:
       return scalar(value);
     return index(*getConstantIntValue(v));
   }
-  // A fragment element's tile coordinates: slot i of a thread holds row
-  // rowLo (+ 8 for the second pair of each 8 columns) and column
-  // 8 (i / 4) + pairCol (+ 1 for odd i) of its warpgroup's share of the
-  // `cols` columns (warpgroup g holds columns [g cols / W, (g + 1) cols / W)).
-  Value slotRow(int64_t i) {
-    return (i / 2) % 2 ? arith::AddIOp::create(b, loc, rowLo, index(8)) : rowLo;
+  // A fragment element's tile coordinates. The thread's slots run over the
+  // row blocks, plan.slots(64, cols) each; slot j of a block holds row
+  // rowLo (+ 8 for the second pair of each 8 columns) of the block and
+  // column 8 (j / 4) + pairCol (+ 1 for odd j) of its warpgroup's share of
+  // the `cols` columns (warpgroup g holds columns [g cols / W,
+  // (g + 1) cols / W)).
+  Value slotRow(int64_t i, int64_t cols) {
+    int64_t perBlock = plan.slots(kFragmentRows, cols);
+    int64_t block = i / perBlock, j = i % perBlock;
+    int64_t offset = block * kFragmentRows + ((j / 2) % 2 ? 8 : 0);
+    return offset ? arith::AddIOp::create(b, loc, rowLo, index(offset)) : rowLo;
   }
   Value slotCol(int64_t i, int64_t cols) {
+    int64_t j = i % plan.slots(kFragmentRows, cols);
     Value col =
-        arith::AddIOp::create(b, loc, pairCol, index(8 * (i / 4) + i % 2));
+        arith::AddIOp::create(b, loc, pairCol, index(8 * (j / 4) + j % 2));
     if (plan.warpgroups == 1)
       return col;
     return arith::AddIOp::create(
@@ -98,6 +114,10 @@ private:
   }
   static int64_t columns(Value tile) {
     return cast<RankedTensorType>(tile.getType()).getDimSize(1);
+  }
+  int64_t slotsOf(Value tile) {
+    auto type = cast<RankedTensorType>(tile.getType());
+    return plan.slots(type.getDimSize(0), type.getDimSize(1));
   }
 
   /// Element (row, col) of an on-demand tile (`col` null for a vector).
@@ -181,11 +201,22 @@ private:
   /// `v` (a scalar of `loop`'s body) recomputed with the induction variable
   /// mapped as in `mapping`.
   Value cloneAt(Value v, scf::ForOp loop, IRMapping &mapping);
+  /// Element (row, col) of a shared-memory tile of `rows` rows laid out
+  /// as TilePlan::Staged says: (col / 8) groupBytes(rows) / 2 + 8 row +
+  /// col % 8.
+  Value groupedIndex(int64_t rows, Value row, Value col) {
+    Value group = arith::DivUIOp::create(b, loc, col, index(8));
+    Value at = arith::AddIOp::create(
+        b, loc,
+        arith::MulIOp::create(b, loc, group, index(groupBytes(rows) / 2)),
+        arith::MulIOp::create(b, loc, row, index(8)));
+    return arith::AddIOp::create(b, loc, at,
+                                 arith::RemUIOp::create(b, loc, col, index(8)));
+  }
   /// Element (row, col) of landing pair `l`'s current buffer.
   Value landingIndex(unsigned l, Value row, Value col) {
-    Value at = arith::MulIOp::create(b, loc, row, index(plan.landing[l].cols));
     return arith::AddIOp::create(b, loc, landingCurrent[l],
-                                 arith::AddIOp::create(b, loc, at, col));
+                                 groupedIndex(plan.landing[l].rows, row, col));
   }
   /// A loop of the block over `tile`'s rows, 8 columns at a time
   /// (consecutive threads on consecutive rows); leaves the builder in its
@@ -209,12 +240,22 @@ private:
   /// contractions of `op`'s block that are ready).
   void stage(Operation *op, llvm::ArrayRef<unsigned> needed);
   void materialize(unsigned staged);
+  /// How a contraction reads copy `staged` (K along the tile's rows or its
+  /// columns): the descriptor's address (base + offset bytes) and strides.
+  struct Operand {
+    Value base;
+    int64_t offset, kGroupBytes, mnGroupBytes;
+    bool mnMajor;
+  };
+  Operand operandOf(unsigned staged, bool kIsRow);
   void waitAll();
   void barrier();
-  /// Whether copies `a` and `b` share bytes (shareSharedMemory).
+  /// Whether copies `a` and `b` share bytes (shareSharedMemory; tiles
+  /// read from landing buffers have none of their own).
   bool overlap(unsigned a, unsigned b) const {
     const TilePlan::Staged &x = plan.staged[a], &y = plan.staged[b];
-    return x.offset < y.offset + y.bytes() && y.offset < x.offset + x.bytes();
+    return !x.landing && !y.landing && x.offset < y.offset + y.bytes() &&
+           y.offset < x.offset + x.bytes();
   }
   void beforeWrite(unsigned staged) {
     // wgmma may still read this copy, or another in the same bytes.
@@ -494,14 +535,14 @@ llvm::SmallVector<Value> TileEmitter::loadRow8(Value buffer,
 llvm::SmallVector<Value> TileEmitter::elements(Value tile) {
   auto it = fragmentOf.find(tile);
   if (it != fragmentOf.end()) {
-    if (fragments[it->second].pending)
+    if (!fragments[it->second].pending.empty())
       waitAll();
     return fragments[it->second].elements;
   }
   int64_t cols = columns(tile);
   llvm::SmallVector<Value> values;
-  for (int64_t i = 0; i < plan.slots(cols); ++i)
-    values.push_back(evalAt(tile, slotRow(i), slotCol(i, cols)));
+  for (int64_t i = 0; i < slotsOf(tile); ++i)
+    values.push_back(evalAt(tile, slotRow(i, cols), slotCol(i, cols)));
   return values;
 }
 
@@ -511,10 +552,11 @@ void TileEmitter::waitAll() {
   NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
   for (unsigned id : pendingFragments) {
     Fragment &f = fragments[id];
-    for (int64_t i = 0; i < plan.slots(f.cols); ++i)
-      f.elements.push_back(LLVM::ExtractValueOp::create(
-          b, loc, f.pending, llvm::ArrayRef<int64_t>{i}));
-    f.pending = nullptr;
+    for (Value acc : f.pending)
+      for (int64_t i = 0; i < plan.slots(kFragmentRows, f.cols); ++i)
+        f.elements.push_back(LLVM::ExtractValueOp::create(
+            b, loc, acc, llvm::ArrayRef<int64_t>{i}));
+    f.pending.clear();
   }
   pendingFragments.clear();
 }
@@ -540,16 +582,6 @@ void TileEmitter::materialize(unsigned which) {
   beforeWrite(which);
   Type bf16 = b.getBF16Type();
   Value view = stagedViews[which];
-  auto position = [&](Value rowInCopy, Value k) -> Value {
-    // (k / 8) * kGroupBytes / 2 + row * 8 + k % 8
-    Value group = arith::DivUIOp::create(b, loc, k, index(8));
-    Value at = arith::AddIOp::create(
-        b, loc,
-        arith::MulIOp::create(b, loc, group, index(s.kGroupBytes() / 2)),
-        arith::MulIOp::create(b, loc, rowInCopy, index(8)));
-    return arith::AddIOp::create(b, loc, at,
-                                 arith::RemUIOp::create(b, loc, k, index(8)));
-  };
   auto toBF16 = [&](Value v) -> Value {
     if (v.getType() == bf16)
       return v;
@@ -560,14 +592,15 @@ void TileEmitter::materialize(unsigned which) {
   auto type = cast<RankedTensorType>(s.tile.getType());
   if (plan.of(s.tile) == Placement::Frag) {
     // A conversion by stmatrix: each 8 x 8 block of the fragment a warp
-    // holds (rows 16 w + 8 h, columns 8 j of its warpgroup's share) is one
-    // core matrix of the copy, its rows 16 contiguous bytes; with K along
-    // the fragment's rows the block is stored transposed. A thread's pair
-    // of slots (i, i + 1) is its register of block (h = i / 2 % 2,
-    // j = i / 4); four blocks per instruction.
+    // holds (rows 64 r + 16 w + 8 h of row block r, columns 8 j of its
+    // warpgroup's share) is one core matrix of the copy, its rows 16
+    // contiguous bytes. A thread's pair of slots (i, i + 1) of a row block
+    // is its register of block (h = i / 2 % 2, j = i / 4); four blocks per
+    // instruction.
     llvm::SmallVector<Value> values = elements(s.tile);
     int64_t share = columns(s.tile) / plan.warpgroups;
     int64_t blocks = share / 8;
+    int64_t perBlock = plan.slots(kFragmentRows, columns(s.tile));
     auto i32 = b.getI32Type();
     auto pack = [&](int64_t i) -> Value {
       Value pair = vector::FromElementsOp::create(
@@ -585,68 +618,65 @@ void TileEmitter::materialize(unsigned which) {
     Value laneRow = arith::RemUIOp::create(b, loc, lane, index(8));
     Value matrix = arith::DivUIOp::create(b, loc, lane, index(8));
     Value colBase = arith::MulIOp::create(b, loc, warpgroup, index(share));
-    for (int64_t j0 = 0; j0 < blocks; j0 += 2) {
-      int64_t count = std::min<int64_t>(2, blocks - j0) * 2; // matrices
-      llvm::SmallVector<Value> sources;
-      for (int64_t m = 0; m < count; ++m)
-        sources.push_back(scalarOf(pack(4 * (j0 + m / 2) + 2 * (m % 2))));
-      // Lane l addresses row l % 8 of matrix l / 8 (h = m % 2, j = j0 + m / 2).
-      Value m = count == 4 ? matrix
-                           : arith::RemUIOp::create(b, loc, matrix, index(2));
-      Value r0 = arith::AddIOp::create(
-          b, loc, arith::MulIOp::create(b, loc, warp, index(16)),
-          arith::MulIOp::create(
-              b, loc, arith::RemUIOp::create(b, loc, m, index(2)), index(8)));
-      Value c0 = arith::AddIOp::create(
-          b, loc, colBase,
-          arith::MulIOp::create(b, loc,
-                                arith::AddIOp::create(b, loc, index(j0),
-                                                      arith::DivUIOp::create(
-                                                          b, loc, m, index(2))),
-                                index(8)));
-      // Row l % 8 of the core matrix: fragment row r0 + l % 8 (columns c0..)
-      // or, transposed, fragment column c0 + l % 8 (rows r0..).
-      Value element =
-          s.kIsRow ? position(arith::AddIOp::create(b, loc, c0, laneRow), r0)
-                   : position(arith::AddIOp::create(b, loc, r0, laneRow), c0);
-      Value byte = arith::AddIOp::create(
-          b, loc, index(s.offset),
-          arith::MulIOp::create(b, loc, element, index(2)));
-      Value address = arith::AddIOp::create(
-          b, loc, windowAddress,
-          arith::IndexCastUIOp::create(b, loc, b.getI64Type(), byte));
-      Value pointer = LLVM::IntToPtrOp::create(
-          b, loc, LLVM::LLVMPointerType::get(b.getContext(), 3), address);
-      NVVM::StMatrixOp::create(
-          b, loc, pointer, sources,
-          NVVM::MMALayoutAttr::get(b.getContext(), s.kIsRow
-                                                       ? NVVM::MMALayout::col
-                                                       : NVVM::MMALayout::row),
-          NVVM::LdStMatrixShapeAttr::get(b.getContext(), 8, 8),
-          NVVM::LdStMatrixEltTypeAttr::get(b.getContext(),
-                                           NVVM::LdStMatrixEltType::B16));
+    for (int64_t rowBlock = 0; rowBlock < type.getDimSize(0) / kFragmentRows;
+         ++rowBlock) {
+      for (int64_t j0 = 0; j0 < blocks; j0 += 2) {
+        int64_t count = std::min<int64_t>(2, blocks - j0) * 2; // matrices
+        llvm::SmallVector<Value> sources;
+        for (int64_t m = 0; m < count; ++m)
+          sources.push_back(scalarOf(
+              pack(rowBlock * perBlock + 4 * (j0 + m / 2) + 2 * (m % 2))));
+        // Lane l addresses row l % 8 of matrix l / 8 (h = m % 2,
+        // j = j0 + m / 2).
+        Value m = count == 4 ? matrix
+                             : arith::RemUIOp::create(b, loc, matrix, index(2));
+        Value r0 = arith::AddIOp::create(
+            b, loc,
+            arith::AddIOp::create(
+                b, loc, arith::MulIOp::create(b, loc, warp, index(16)),
+                index(rowBlock * kFragmentRows)),
+            arith::MulIOp::create(
+                b, loc, arith::RemUIOp::create(b, loc, m, index(2)), index(8)));
+        Value c0 = arith::AddIOp::create(
+            b, loc, colBase,
+            arith::MulIOp::create(
+                b, loc,
+                arith::AddIOp::create(
+                    b, loc, index(j0),
+                    arith::DivUIOp::create(b, loc, m, index(2))),
+                index(8)));
+        Value element = groupedIndex(
+            s.rows, arith::AddIOp::create(b, loc, r0, laneRow), c0);
+        Value byte = arith::AddIOp::create(
+            b, loc, index(s.offset),
+            arith::MulIOp::create(b, loc, element, index(2)));
+        Value address = arith::AddIOp::create(
+            b, loc, windowAddress,
+            arith::IndexCastUIOp::create(b, loc, b.getI64Type(), byte));
+        Value pointer = LLVM::IntToPtrOp::create(
+            b, loc, LLVM::LLVMPointerType::get(b.getContext(), 3), address);
+        NVVM::StMatrixOp::create(
+            b, loc, pointer, sources,
+            NVVM::MMALayoutAttr::get(b.getContext(), NVVM::MMALayout::row),
+            NVVM::LdStMatrixShapeAttr::get(b.getContext(), 8, 8),
+            NVVM::LdStMatrixEltTypeAttr::get(b.getContext(),
+                                             NVVM::LdStMatrixEltType::B16));
+      }
     }
   } else {
-    // The block computes the tile 8 columns at a time; consecutive threads
-    // take consecutive rows.
+    // The block computes the tile 8 columns at a time (one 16-byte row of a
+    // core matrix each); consecutive threads take consecutive rows.
     OpBuilder::InsertionGuard guard(b);
     auto [row, col0] = enterRowGroups(type);
     llvm::SmallVector<Value> values = evalRow8(s.tile, row, col0);
     for (Value &v : values)
       v = toBF16(v);
-    if (!s.kIsRow) {
-      Value vec = vector::FromElementsOp::create(
-          b, loc, VectorType::get({8}, bf16), values);
-      vector::StoreOp::create(
-          b, loc, vec, view, ValueRange{position(row, col0)},
-          /*nontemporal=*/false, /*alignment=*/llvm::MaybeAlign(16));
-    } else {
-      for (int64_t j = 0; j < 8; ++j)
-        memref::StoreOp::create(
-            b, loc, values[j], view,
-            ValueRange{
-                position(arith::AddIOp::create(b, loc, col0, index(j)), row)});
-    }
+    Value vec = vector::FromElementsOp::create(
+        b, loc, VectorType::get({8}, bf16), values);
+    vector::StoreOp::create(b, loc, vec, view,
+                            ValueRange{groupedIndex(s.rows, row, col0)},
+                            /*nontemporal=*/false,
+                            /*alignment=*/llvm::MaybeAlign(16));
   }
   writtenSince.insert(which);
   // Copies in the same bytes are gone.
@@ -659,7 +689,8 @@ void TileEmitter::materialize(unsigned which) {
 void TileEmitter::stage(Operation *op, llvm::ArrayRef<unsigned> needed) {
   llvm::SmallVector<unsigned> batch;
   for (unsigned i : needed)
-    if (!materialized.contains(i) && !llvm::is_contained(batch, i))
+    if (!plan.staged[i].landing && !materialized.contains(i) &&
+        !llvm::is_contained(batch, i))
       batch.push_back(i);
   if (batch.empty())
     return;
@@ -694,18 +725,39 @@ void TileEmitter::stage(Operation *op, llvm::ArrayRef<unsigned> needed) {
     if (!generic || !matchContraction(generic) ||
         plan.of(generic.getResult(0)) != Placement::Frag)
       continue;
-    unsigned k = matchContraction(generic)->k;
     for (OpOperand *input : generic.getDpsInputOperands()) {
-      AffineMap map = generic.getMatchingIndexingMap(input);
-      std::optional<unsigned> i =
-          plan.stagedIndex(input->get(), map.getDimPosition(0) == k);
-      if (i && !materialized.contains(*i) && !llvm::is_contained(batch, *i) &&
-          ready(input->get()))
+      std::optional<unsigned> i = plan.stagedIndex(input->get());
+      if (i && !plan.staged[*i].landing && !materialized.contains(*i) &&
+          !llvm::is_contained(batch, *i) && ready(input->get()))
         batch.push_back(*i);
     }
   }
   for (unsigned i : batch)
     materialize(i);
+}
+
+TileEmitter::Operand TileEmitter::operandOf(unsigned staged, bool kIsRow) {
+  const TilePlan::Staged &s = plan.staged[staged];
+  Operand operand;
+  operand.mnMajor = kIsRow;
+  operand.base = windowAddress;
+  operand.offset = s.offset;
+  if (s.landing) {
+    // The current buffer of the pair, two bytes per element.
+    operand.offset = plan.landing[*s.landing].offset;
+    operand.base = arith::AddIOp::create(
+        b, loc, windowAddress,
+        arith::IndexCastUIOp::create(
+            b, loc, b.getI64Type(),
+            arith::MulIOp::create(b, loc, landingCurrent[*s.landing],
+                                  index(2))));
+  }
+  // Core matrices adjacent in the tile's rows are 16 x 8 = 128 bytes
+  // apart, in its columns groupBytes: K-major (K the columns) the
+  // leading stride is the column groups', MN-major the rows'.
+  operand.kGroupBytes = kIsRow ? 128 : s.kGroupBytes();
+  operand.mnGroupBytes = kIsRow ? s.kGroupBytes() : 128;
+  return operand;
 }
 
 void TileEmitter::emitContraction(linalg::GenericOp op) {
@@ -716,32 +768,41 @@ void TileEmitter::emitContraction(linalg::GenericOp op) {
   auto out = cast<RankedTensorType>(op.getResult(0).getType());
   int64_t n = out.getDimSize(1);
   unsigned stagedA = 0, stagedB = 0;
+  bool kIsRowA = false, kIsRowB = false;
   for (OpOperand *input : op.getDpsInputOperands()) {
     AffineMap map = op.getMatchingIndexingMap(input);
-    unsigned i =
-        *plan.stagedIndex(input->get(), map.getDimPosition(0) == dims.k);
-    (map.isFunctionOfDim(mLoop) ? stagedA : stagedB) = i;
+    unsigned i = *plan.stagedIndex(input->get());
+    bool kIsRow = map.getDimPosition(0) == dims.k;
+    if (map.isFunctionOfDim(mLoop)) {
+      stagedA = i;
+      kIsRowA = kIsRow;
+    } else {
+      stagedB = i;
+      kIsRowB = kIsRow;
+    }
   }
   stage(op, {stagedA, stagedB});
   beforeRead(stagedA);
   beforeRead(stagedB);
+  Operand a = operandOf(stagedA, kIsRowA), bOp = operandOf(stagedB, kIsRowB);
 
   // The accumulator starts from C's initial value (zero for a zero fill).
   Value init = op.getDpsInitOperand(0)->get();
   llvm::SmallVector<Value> start;
   auto fill = init.getDefiningOp<linalg::FillOp>();
-  int64_t count = plan.slots(n);
-  // Each warpgroup computes its share of C's columns: B's rows from
-  // warpgroup g's first, 16 bytes per row of the K-major copy.
+  int64_t count = plan.slots(out.getDimSize(0), n);
+  int64_t perBlock = plan.slots(kFragmentRows, n);
+  // Each warpgroup computes its share of C's columns: B from warpgroup g's
+  // first N group on.
   int64_t share = n / plan.warpgroups;
-  Value addressB = windowAddress;
   if (plan.warpgroups > 1)
-    addressB = arith::AddIOp::create(
-        b, loc, windowAddress,
+    bOp.base = arith::AddIOp::create(
+        b, loc, bOp.base,
         arith::MulIOp::create(
             b, loc,
             arith::IndexCastUIOp::create(b, loc, b.getI64Type(), warpgroup),
-            arith::ConstantIntOp::create(b, loc, share * 16, 64)));
+            arith::ConstantIntOp::create(b, loc, share / 8 * bOp.mnGroupBytes,
+                                         64)));
   if (fill && matchPattern(fill.value(), m_AnyZeroFloat())) {
     Value z = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0));
     start.assign(count, z);
@@ -753,35 +814,43 @@ void TileEmitter::emitContraction(linalg::GenericOp op) {
   }
   Type f32 = b.getF32Type();
   Type accType = LLVM::LLVMStructType::getLiteral(
-      ctx, llvm::SmallVector<Type>(count, f32));
-  Value acc = LLVM::UndefOp::create(b, loc, accType);
-  for (auto [i, v] : llvm::enumerate(start))
-    acc = LLVM::InsertValueOp::create(b, loc, acc, v,
-                                      llvm::ArrayRef<int64_t>{int64_t(i)});
-  const TilePlan::Staged &a = plan.staged[stagedA], &bOp = plan.staged[stagedB];
+      ctx, llvm::SmallVector<Type>(perBlock, f32));
+  Fragment f = Fragment::of(op.getResult(0));
+  auto descriptor = [&](const Operand &operand, int64_t k0, int64_t mn0) {
+    return wgmmaDescriptorStrides(b, loc, operand.base,
+                                  operand.offset +
+                                      (k0 / 8) * operand.kGroupBytes +
+                                      (mn0 / 8) * operand.mnGroupBytes,
+                                  operand.kGroupBytes, operand.mnGroupBytes);
+  };
   NVVM::WgmmaFenceAlignedOp::create(b, loc);
-  for (int64_t k0 = 0; k0 < dims.sizeK; k0 += 16) {
-    // K groups of 8 before k0, kGroupBytes apart.
-    Value descA = wgmmaDescriptor(b, loc, windowAddress,
-                                  a.offset + (k0 / 8) * a.kGroupBytes(), a.rows,
-                                  a.kGroupBytes());
-    Value descB = wgmmaDescriptor(b, loc, addressB,
-                                  bOp.offset + (k0 / 8) * bOp.kGroupBytes(),
-                                  bOp.rows, bOp.kGroupBytes());
-    acc = NVVM::WgmmaMmaAsyncOp::create(
-        b, loc, accType, acc, descA, descB,
-        NVVM::MMAShapeAttr::get(ctx, kFragmentRows, share, 16),
-        NVVM::WGMMATypes::bf16, NVVM::WGMMATypes::bf16, NVVM::WGMMATypes::f32,
-        NVVM::WGMMAScaleOut::one, NVVM::WGMMAScaleIn::one,
-        NVVM::WGMMAScaleIn::one, NVVM::MMALayout::row, NVVM::MMALayout::col,
-        /*satfinite=*/nullptr);
+  // One chain of wgmma per 64-row block of C, from A's rows of the block.
+  for (int64_t rowBlock = 0; rowBlock * kFragmentRows < out.getDimSize(0);
+       ++rowBlock) {
+    Value acc = LLVM::UndefOp::create(b, loc, accType);
+    for (int64_t i = 0; i < perBlock; ++i)
+      acc = LLVM::InsertValueOp::create(b, loc, acc,
+                                        start[rowBlock * perBlock + i],
+                                        llvm::ArrayRef<int64_t>{i});
+    for (int64_t k0 = 0; k0 < dims.sizeK; k0 += 16) {
+      Value descA = descriptor(a, k0, rowBlock * kFragmentRows);
+      Value descB = descriptor(bOp, k0, 0);
+      acc = NVVM::WgmmaMmaAsyncOp::create(
+          b, loc, accType, acc, descA, descB,
+          NVVM::MMAShapeAttr::get(ctx, kFragmentRows, share, 16),
+          NVVM::WGMMATypes::bf16, NVVM::WGMMATypes::bf16, NVVM::WGMMATypes::f32,
+          NVVM::WGMMAScaleOut::one, NVVM::WGMMAScaleIn::one,
+          NVVM::WGMMAScaleIn::one,
+          // A is M x K row-major unless transposed, B K x N column-major.
+          a.mnMajor ? NVVM::MMALayout::col : NVVM::MMALayout::row,
+          bOp.mnMajor ? NVVM::MMALayout::row : NVVM::MMALayout::col,
+          /*satfinite=*/nullptr);
+    }
+    f.pending.push_back(acc);
   }
   NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
   readSince.insert(stagedA);
   readSince.insert(stagedB);
-  Fragment f;
-  f.cols = n;
-  f.pending = acc;
   setFragment(op.getResult(0), f);
   pendingFragments.push_back(fragmentOf[op.getResult(0)]);
 }
@@ -795,11 +864,10 @@ void TileEmitter::emitElementwise(linalg::GenericOp op) {
     if (!op.getMatchingBlockArgument(&operand).use_empty() &&
         plan.of(operand.get()) == Placement::Frag)
       fragmentInputs[operand.get()] = elements(operand.get());
-  Fragment f;
-  f.cols = cols;
-  for (int64_t i = 0; i < plan.slots(cols); ++i) {
+  Fragment f = Fragment::of(op.getResult(0));
+  for (int64_t i = 0; i < slotsOf(op.getResult(0)); ++i) {
     llvm::SmallVector<Value> ivs(2);
-    ivs[outMap.getDimPosition(0)] = slotRow(i);
+    ivs[outMap.getDimPosition(0)] = slotRow(i, cols);
     ivs[outMap.getDimPosition(1)] = slotCol(i, cols);
     f.elements.push_back(cloneBody(op, ivs, [&](OpOperand &operand) {
       auto it = fragmentInputs.find(operand.get());
@@ -853,14 +921,19 @@ void TileEmitter::emitTileRows(
   if (plan.of(tile) == Placement::Frag) {
     llvm::SmallVector<Value> values = elements(tile);
     int64_t cols = columns(tile);
-    for (int64_t half = 0; half < 2; ++half) {
-      Value row = slotRow(2 * half);
+    int64_t perBlock = plan.slots(kFragmentRows, cols);
+    // Per row block, the thread's two rows: slots 0, 1 mod 4 and 2, 3.
+    for (int64_t first = 0; first < int64_t(values.size()); first += 2) {
+      if (first % perBlock >= 4)
+        continue;
+      Value row = slotRow(first, cols);
       Value inside =
           arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row, length);
       auto guard = scf::IfOp::create(b, loc, inside, /*withElseRegion=*/false);
       OpBuilder::InsertionGuard g(b);
       b.setInsertionPoint(guard.thenBlock()->getTerminator());
-      for (int64_t i = 2 * half; i < int64_t(values.size()); i += 4) {
+      int64_t end = (first / perBlock + 1) * perBlock;
+      for (int64_t i = first; i < end; i += 4) {
         Value pair = vector::FromElementsOp::create(
             b, loc, VectorType::get({2}, element),
             ValueRange{convert(values[i]), convert(values[i + 1])});
@@ -935,11 +1008,8 @@ void TileEmitter::issueLanding(unsigned l, scf::ForOp loop, Value iv,
   Value safeRow = arith::SelectOp::create(b, loc, inside, row, index(0));
   // Rows past the chunk's end: nothing read, 16 zero bytes written.
   Value elements = arith::SelectOp::create(b, loc, inside, index(8), index(0));
-  Value at = arith::AddIOp::create(
-      b, loc, base,
-      arith::AddIOp::create(
-          b, loc, arith::MulIOp::create(b, loc, row, index(landing.cols)),
-          col));
+  Value at =
+      arith::AddIOp::create(b, loc, base, groupedIndex(landing.rows, row, col));
   Value source = buffers[slice.getSource()];
   llvm::SmallVector<Value> from =
       indicesAt(offsets, slice.getDroppedDims(), safeRow, col);
@@ -994,9 +1064,7 @@ void TileEmitter::emitLoop(scf::ForOp loop) {
   scalars.map(loop.getInductionVar(), newLoop.getInductionVar());
   int64_t next = 0;
   for (auto [arg, count] : carried) {
-    Fragment f;
-    f.cols = cast<RankedTensorType>(loop.getRegionIterArgs()[arg].getType())
-                 .getDimSize(1);
+    Fragment f = Fragment::of(loop.getRegionIterArgs()[arg]);
     for (int64_t j = 0; j < count; ++j)
       f.elements.push_back(body->getArgument(1 + next++));
     setFragment(loop.getRegionIterArgs()[arg], f);
@@ -1022,7 +1090,7 @@ void TileEmitter::emitLoop(scf::ForOp loop) {
                                        scalar(loop.getUpperBound()));
     auto ahead = scf::IfOp::create(b, loc, more, /*withElseRegion=*/false);
     for (unsigned l : landings) {
-      int64_t size = plan.landing[l].rows * plan.landing[l].cols;
+      int64_t size = plan.landing[l].bufferBytes() / 2; // elements
       landingCurrent[l] = arith::MulIOp::create(b, loc, parity, index(size));
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPoint(ahead.thenBlock()->getTerminator());
@@ -1047,9 +1115,7 @@ void TileEmitter::emitLoop(scf::ForOp loop) {
   b.setInsertionPointAfter(newLoop);
   next = 0;
   for (auto [arg, count] : carried) {
-    Fragment f;
-    f.cols =
-        cast<RankedTensorType>(loop.getResult(arg).getType()).getDimSize(1);
+    Fragment f = Fragment::of(loop.getResult(arg));
     for (int64_t j = 0; j < count; ++j)
       f.elements.push_back(newLoop.getResult(next++));
     setFragment(loop.getResult(arg), f);
@@ -1122,8 +1188,9 @@ void TileEmitter::emitReduction(linalg::GenericOp op) {
     for (OpOperand *in : op.getDpsInputOperands())
       if (plan.of(in->get()) == Placement::Frag)
         values[in->get()] = elements(in->get());
-    for (int64_t i = 0; i < plan.slots(ranges[1]); ++i) {
-      llvm::SmallVector<Value> ivs = {slotRow(i), slotCol(i, ranges[1])};
+    for (int64_t i = 0; i < plan.slots(ranges[0], ranges[1]); ++i) {
+      llvm::SmallVector<Value> ivs = {slotRow(i, ranges[1]),
+                                      slotCol(i, ranges[1])};
       partial = cloneBody(op, ivs, [&](OpOperand &operand) -> Value {
         if (op.isDpsInit(&operand))
           return partial;
@@ -1196,7 +1263,8 @@ void TileEmitter::emitIf(scf::IfOp op) {
   llvm::SmallVector<int64_t> counts;
   for (Value result : op.getResults()) {
     auto tile = dyn_cast<RankedTensorType>(result.getType());
-    int64_t count = tile ? plan.slots(tile.getDimSize(1)) : 1;
+    int64_t count =
+        tile ? plan.slots(tile.getDimSize(0), tile.getDimSize(1)) : 1;
     counts.push_back(count);
     types.append(count, tile ? tile.getElementType() : result.getType());
   }
@@ -1235,8 +1303,7 @@ void TileEmitter::emitIf(scf::IfOp op) {
       scalars.map(result, branch.getResult(next++));
       continue;
     }
-    Fragment f;
-    f.cols = cast<RankedTensorType>(result.getType()).getDimSize(1);
+    Fragment f = Fragment::of(result);
     for (int64_t j = 0; j < count; ++j)
       f.elements.push_back(branch.getResult(next++));
     setFragment(result, f);
@@ -1360,16 +1427,18 @@ void TileEmitter::run() {
       b, loc, b.getI64Type(),
       memref::ExtractAlignedPointerAsIndexOp::create(b, loc, window));
   for (const TilePlan::Staged &s : plan.staged)
-    stagedViews.push_back(memref::ViewOp::create(
-        b, loc,
-        MemRefType::get({s.bytes() / 2}, b.getBF16Type(), AffineMap(),
-                        workgroupSpace(ctx)),
-        window, index(s.offset), ValueRange{}));
+    stagedViews.push_back(
+        s.landing ? Value()
+                  : Value(memref::ViewOp::create(
+                        b, loc,
+                        MemRefType::get({s.bytes() / 2}, b.getBF16Type(),
+                                        AffineMap(), workgroupSpace(ctx)),
+                        window, index(s.offset), ValueRange{})));
 
   for (const TilePlan::Landing &l : plan.landing)
     landingViews.push_back(memref::ViewOp::create(
         b, loc,
-        MemRefType::get({2 * l.rows * l.cols}, b.getBF16Type(), AffineMap(),
+        MemRefType::get({l.bufferBytes()}, b.getBF16Type(), AffineMap(),
                         workgroupSpace(ctx)),
         window, index(l.offset), ValueRange{}));
 

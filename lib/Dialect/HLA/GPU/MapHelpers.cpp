@@ -96,7 +96,14 @@ std::optional<ContractionDims> matchContraction(linalg::GenericOp op) {
 
 Value wgmmaDescriptor(OpBuilder &b, Location loc, Value address,
                       int64_t constant, int64_t rows, int64_t kGroupBytes) {
-  int64_t leading = kGroupBytes ? kGroupBytes : rows / 8 * 128, stride = 128;
+  return wgmmaDescriptorStrides(b, loc, address, constant,
+                                kGroupBytes ? kGroupBytes : rows / 8 * 128,
+                                128);
+}
+
+Value wgmmaDescriptorStrides(OpBuilder &b, Location loc, Value address,
+                             int64_t constant, int64_t leading,
+                             int64_t stride) {
   uint64_t fields =
       (uint64_t(leading >> 4) << 16) | (uint64_t(stride >> 4) << 32);
   // Start address, leading (K) and stride (M/N) byte offsets, all in units

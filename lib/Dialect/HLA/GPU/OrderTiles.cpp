@@ -230,7 +230,7 @@ void mlir::hla::gpumap::shareSharedMemory(TilePlan &plan) {
   int64_t offset = 0;
   for (TilePlan::Landing &l : plan.landing) {
     l.offset = offset;
-    offset += llvm::alignTo(2 * l.rows * l.cols * 2, int64_t(128));
+    offset += llvm::alignTo(2 * l.bufferBytes(), int64_t(128));
   }
   for (auto &[op, words] : plan.reductionScratch) {
     words = offset;
@@ -249,6 +249,8 @@ void mlir::hla::gpumap::shareSharedMemory(TilePlan &plan) {
   };
   llvm::SmallVector<unsigned> placed;
   for (unsigned i : order) {
+    if (plan.staged[i].landing)
+      continue; // no bytes of its own
     int64_t at = base;
     bool moved = true;
     while (moved) {

@@ -72,12 +72,13 @@ private:
   LogicalResult placeLoop(scf::ForOp loop);
   LogicalResult placeReduction(linalg::GenericOp op);
   LogicalResult placeIf(scf::IfOp op);
-  void stage(Value tile, bool kIsRow, int64_t rows, int64_t k);
+  void stage(Value tile);
   /// Whether a tile of `type` can be a fragment.
   static bool fragmentShape(Type type) {
     auto t = dyn_cast<RankedTensorType>(type);
     return t && t.getRank() == 2 && t.hasStaticShape() &&
-           t.getDimSize(0) == kFragmentRows && t.getDimSize(1) % 8 == 0 &&
+           t.getDimSize(0) % kFragmentRows == 0 &&
+           t.getDimSize(0) <= kMaxFragmentRows && t.getDimSize(1) % 8 == 0 &&
            t.getDimSize(1) >= 8 && t.getDimSize(1) <= 256;
   }
 
@@ -111,19 +112,43 @@ std::optional<Placement> Placer::of(Value v) {
   return std::nullopt;
 }
 
-void Placer::stage(Value tile, bool kIsRow, int64_t rows, int64_t k) {
-  if (plan.stagedIndex(tile, kIsRow))
+/// The token insertion whose bf16 values `tile` holds: the insertion
+/// itself, or its elements widened (exactly) to f32.
+static tensor::InsertSliceOp tokensOf(Value tile) {
+  if (auto generic = tile.getDefiningOp<linalg::GenericOp>()) {
+    Block &body = generic.getRegion().front();
+    auto widen =
+        body.getTerminator()->getOperand(0).getDefiningOp<arith::ExtFOp>();
+    if (generic.getNumDpsInputs() != 1 || !widen ||
+        widen.getIn() != body.getArgument(0) ||
+        !llvm::all_of(generic.getIndexingMapsArray(),
+                      [](AffineMap m) { return m.isIdentity(); }))
+      return nullptr;
+    tile = generic.getDpsInputOperand(0)->get();
+  }
+  return tile.getDefiningOp<tensor::InsertSliceOp>();
+}
+
+void Placer::stage(Value tile) {
+  if (plan.stagedIndex(tile))
     return;
-  plan.staged.push_back({tile, kIsRow, rows, k, plan.sharedBytes});
-  plan.sharedBytes += llvm::alignTo(plan.staged.back().bytes(), 128);
+  auto type = cast<RankedTensorType>(tile.getType());
+  TilePlan::Staged copy{tile, type.getDimSize(0), type.getDimSize(1),
+                        plan.sharedBytes, std::nullopt};
+  if (tensor::InsertSliceOp tokens = tokensOf(tile))
+    for (auto [i, l] : llvm::enumerate(plan.landing))
+      if (l.tokens == tokens)
+        copy.landing = i;
+  plan.staged.push_back(copy);
+  plan.sharedBytes += llvm::alignTo(copy.bytes(), 128);
 }
 
 LogicalResult Placer::placeContraction(linalg::GenericOp op,
                                        const ContractionDims &dims) {
   auto out = cast<RankedTensorType>(op.getResult(0).getType());
   if (!fragmentShape(out))
-    return refuse(op, "a contraction whose result is not 64 rows by 8 to 256 "
-                      "columns (a multiple of 8)");
+    return refuse(op, "a contraction whose result is not 64 to 256 rows (a "
+                      "multiple of 64) by 8 to 256 columns (a multiple of 8)");
   if (dims.sizeK % 16)
     return refuse(op, "a contraction over a length that is not a multiple "
                       "of 16");
@@ -139,10 +164,10 @@ LogicalResult Placer::placeContraction(linalg::GenericOp op,
     if (isA == map.isFunctionOfDim(nLoop))
       return refuse(op, "a contraction operand of both or neither of C's "
                         "dimensions");
-    // M and N are C's rows and columns, whichever operand linalg lists
-    // first.
-    bool kIsRow = map.getDimPosition(0) == dims.k;
-    stage(input->get(), kIsRow, out.getDimSize(isA ? 0 : 1), dims.sizeK);
+    if (cast<RankedTensorType>(input->get().getType()).getDimSize(1) % 8)
+      return refuse(op, "a contraction operand whose columns are not whole "
+                        "8-column groups");
+    stage(input->get());
   }
   std::optional<Placement> init = of(op.getDpsInitOperand(0)->get());
   if (!init || (*init != Placement::Expr && *init != Placement::Frag))
@@ -214,7 +239,8 @@ LogicalResult Placer::placeGeneric(linalg::GenericOp op) {
     }
   }
   if (readsFragment && !fragmentShape(op.getResult(0).getType()))
-    return refuse(op, "a fragment that is not 64 rows by 8 to 256 columns");
+    return refuse(op, "a fragment that is not 64 to 256 rows by 8 to 256 "
+                      "columns");
   plan.placement[op.getResult(0)] =
       readsFragment ? Placement::Frag : Placement::Expr;
   return success();
@@ -244,7 +270,7 @@ LogicalResult Placer::placeReduction(linalg::GenericOp op) {
   return success();
 }
 
-/// A branch on a scalar whose results are scalars or 64-row tiles (causal
+/// A branch on a scalar whose results are scalars or fragment tiles (causal
 /// isolation's second readout of a chunk holding a non-finite token).
 LogicalResult Placer::placeIf(scf::IfOp op) {
   if (of(op.getCondition()) != Placement::Scalar)
@@ -258,8 +284,8 @@ LogicalResult Placer::placeIf(scf::IfOp op) {
       continue;
     }
     if (!fragmentShape(result.getType()))
-      return refuse(op, "a tile result that is not 64 rows by 8 to 256 "
-                        "columns");
+      return refuse(op, "a tile result that is not 64 to 256 rows by 8 to "
+                        "256 columns");
     for (Block *block : {op.thenBlock(), op.elseBlock()}) {
       std::optional<Placement> p =
           of(cast<scf::YieldOp>(block->getTerminator()).getOperand(i));
@@ -290,7 +316,7 @@ LogicalResult Placer::placeLoop(scf::ForOp loop) {
     if ((p != Placement::Expr && p != Placement::Frag) ||
         !fragmentShape(init.getType()))
       return refuse(loop, "a carried tensor that is neither output rows nor "
-                          "a 64-row tile");
+                          "a tile of 64 to 256 rows");
     plan.placement[arg] = plan.placement[result] = Placement::Frag;
   }
   if (failed(placeBlock(*loop.getBody())))
@@ -416,7 +442,7 @@ LogicalResult Placer::placeOp(Operation *op) {
         plan.landing.push_back(
             {insert, tile.getDimSize(0), tile.getDimSize(1), plan.sharedBytes});
         plan.sharedBytes +=
-            llvm::alignTo(2 * tile.getNumElements() * 2, int64_t(128));
+            llvm::alignTo(2 * plan.landing.back().bufferBytes(), int64_t(128));
       }
       return success();
     }
@@ -510,6 +536,10 @@ int64_t TilePlan::conversions() const {
       staged, [&](const Staged &s) { return of(s.tile) == Placement::Frag; });
 }
 
+int64_t TilePlan::copies() const {
+  return llvm::count_if(staged, [](const Staged &s) { return !s.landing; });
+}
+
 std::string TilePlan::summary() const {
   int64_t frags = 0, exprs = 0;
   for (auto &[value, p] : placement) {
@@ -520,11 +550,12 @@ std::string TilePlan::summary() const {
   }
   return llvm::formatv("register tiles: {0} contractions on wgmma, {1} "
                        "fragments, {2} on-demand tiles, {3} shared-memory "
-                       "operand copies ({4} conversions from fragments), {5} "
-                       "bytes of shared memory, {6} warpgroup(s), {7} "
-                       "fragment registers per thread at most",
-                       contractions, frags, exprs, staged.size(), conversions(),
-                       sharedBytes, warpgroups,
+                       "operand copies ({4} conversions from fragments; {5} "
+                       "operands read from landing buffers), {6} bytes of "
+                       "shared memory, {7} warpgroup(s), {8} fragment "
+                       "registers per thread at most",
+                       contractions, frags, exprs, copies(), conversions(),
+                       staged.size() - copies(), sharedBytes, warpgroups,
                        peakFragmentRegisters / warpgroups)
       .str();
 }

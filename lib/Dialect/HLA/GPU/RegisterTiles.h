@@ -38,7 +38,8 @@ enum class Placement {
   /// A tile whose elements any thread computes where it needs them: token
   /// tiles read from global memory, fills, elementwise ops of those.
   Expr,
-  /// A wgmma accumulator fragment: 64 rows, the warpgroup's registers.
+  /// A fragment in registers: each 64 rows of it a wgmma accumulator (up to
+  /// kMaxFragmentRows rows: a state of d = 128 rows is two).
   Frag,
   /// A tensor argument of the function (global memory).
   Global,
@@ -56,8 +57,16 @@ enum class Placement {
 
 /// The threads of one block: one warpgroup.
 constexpr int64_t kTileThreads = 128;
-/// The rows of every fragment: wgmma's M.
+/// The rows of a fragment's row block: wgmma's M.
 constexpr int64_t kFragmentRows = 64;
+/// The most rows of a fragment (row blocks of kFragmentRows).
+constexpr int64_t kMaxFragmentRows = 256;
+
+/// Bytes from one group of 8 columns of a shared-memory tile of `rows` rows
+/// to the next: the rows' 16 bytes each and 16 more, so that threads
+/// copying consecutive groups of one token row (coalesced in global
+/// memory) write different banks.
+inline int64_t groupBytes(int64_t rows) { return rows * 16 + 16; }
 
 /// Where every tile of one (sequence, head) loop lives.
 struct TilePlan {
@@ -65,27 +74,29 @@ struct TilePlan {
   llvm::DenseMap<Value, Placement> placement;
   /// The slice of a shared output a Rows value stands for.
   llvm::DenseMap<Value, tensor::ExtractSliceOp> rowsSlice;
-  /// A bf16 copy of a tile in shared memory, as wgmma reads an operand:
-  /// `rows` (M or N) by `k`, the tile's K dimension its rows (`kIsRow`) or
-  /// its columns.
+  /// A bf16 copy of a tile in shared memory, laid out as wgmma reads an
+  /// operand without swizzling: 8 x 8 core matrices (16-byte rows), the
+  /// tile's rows down each group of 8 columns, the groups kGroupBytes
+  /// apart. A contraction whose K is the tile's columns reads it K-major,
+  /// one whose K is its rows MN-major (wgmma's transpose bit): one copy
+  /// serves both orientations.
   struct Staged {
     Value tile;
-    bool kIsRow;
-    int64_t rows, k, offset;
-    /// Bytes from one group of 8 K columns to the next: the rows' core
-    /// matrices and 16 more, so that a copy's groups start in different
-    /// banks (threads storing a transposed tile down its K dimension
-    /// would otherwise hit one bank group four times per warp).
-    int64_t kGroupBytes() const { return rows * 16 + 16; }
-    int64_t bytes() const { return k / 8 * kGroupBytes(); }
+    int64_t rows, cols, offset;
+    /// The landing buffers already holding the tile (token rows as
+    /// copied): no copy is made.
+    std::optional<unsigned> landing;
+    int64_t kGroupBytes() const { return groupBytes(rows); }
+    int64_t bytes() const { return landing ? 0 : cols / 8 * kGroupBytes(); }
   };
   llvm::SmallVector<Staged> staged;
   /// Token rows read inside a chunk loop, copied a chunk ahead (cp.async)
-  /// into two `rows` x `cols` bf16 buffers at `offset`: the insertion of
-  /// the rows into a zero tile.
+  /// into two `rows` x `cols` bf16 buffers at `offset`, each laid out as a
+  /// Staged copy: the insertion of the rows into a zero tile.
   struct Landing {
     tensor::InsertSliceOp tokens;
     int64_t rows, cols, offset;
+    int64_t bufferBytes() const { return cols / 8 * groupBytes(rows); }
   };
   llvm::SmallVector<Landing> landing;
   /// Shared-memory words of each whole-tile reduction (one per warp).
@@ -95,17 +106,19 @@ struct TilePlan {
   /// The most fragment registers per thread of one warpgroup alive at once
   /// in a chunk loop's body, in the order orderForRegisterPressure chose.
   int64_t peakFragmentRegisters = 0;
-  /// Warpgroups per block; each holds 64 rows by cols / warpgroups columns
+  /// Warpgroups per block; each holds all rows by cols / warpgroups columns
   /// of every fragment (its own wgmma of that width).
   int64_t warpgroups = 1;
 
   int64_t threads() const { return kTileThreads * warpgroups; }
-  /// Elements per thread of a fragment of `cols` columns.
-  int64_t slots(int64_t cols) const { return kFragmentRows * cols / threads(); }
+  /// Elements per thread of a fragment of `rows` x `cols`.
+  int64_t slots(int64_t rows, int64_t cols) const {
+    return rows * cols / threads();
+  }
 
-  std::optional<unsigned> stagedIndex(Value tile, bool kIsRow) const {
+  std::optional<unsigned> stagedIndex(Value tile) const {
     for (auto [i, s] : llvm::enumerate(staged))
-      if (s.tile == tile && s.kIsRow == kIsRow)
+      if (s.tile == tile)
         return i;
     return std::nullopt;
   }
@@ -115,6 +128,8 @@ struct TilePlan {
   }
   /// Shared-memory copies made from fragments: the layout conversions.
   int64_t conversions() const;
+  /// Operands copied into shared memory (not read from landing buffers).
+  int64_t copies() const;
   /// One line: the placements, contractions and conversions.
   std::string summary() const;
 };

@@ -17,7 +17,7 @@
 // CHECK-NEXT: nvgpu.device_async_copy
 // CHECK-NEXT: } else {
 // CHECK-COUNT-8: memref.load %{{.*}} : memref<1x100x2x64xbf16>
-// CHECK: vector.store %{{.*}} {alignment = 16 : i64} : memref<8192xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
+// CHECK: vector.store %{{.*}} {alignment = 16 : i64} : memref<8320xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
 // CHECK-NEXT: }
 func.func @linear(%q: tensor<1x100x2x64xbf16>, %k: tensor<1x100x2x64xbf16>, %v: tensor<1x100x2x64xbf16>) -> tensor<1x100x2x64xbf16> {
   %o = hla.linear_attention %q, %k, %v : (tensor<1x100x2x64xbf16>, tensor<1x100x2x64xbf16>, tensor<1x100x2x64xbf16>) -> tensor<1x100x2x64xbf16>

@@ -22,13 +22,13 @@ func.func @f32(%q: tensor<1x128x2x64xf32>, %k: tensor<1x128x2x64xf32>, %v: tenso
 
 // -----
 
-// d = 128: the state has 128 rows, more than one warpgroup's fragment.
-// AUTO: remark: left to hla-gpu-map-chunk-loops: scf.for: a carried tensor that is neither output rows nor a 64-row tile
-// KEPT-LABEL: func.func @d128
+// d = 96: the state's 96 rows are not whole 64-row wgmma blocks.
+// AUTO: remark: left to hla-gpu-map-chunk-loops: scf.for: a carried tensor that is neither output rows nor a tile of 64 to 256 rows
+// KEPT-LABEL: func.func @d96
 // KEPT: scf.forall
-func.func @d128(%q: tensor<1x128x2x128xbf16>, %k: tensor<1x128x2x128xbf16>, %v: tensor<1x128x2x64xbf16>) -> tensor<1x128x2x64xbf16> {
-  // expected-error @below {{hla-gpu-lower-register-tiles: cannot keep this loop's tiles in registers: scf.for: a carried tensor that is neither output rows nor a 64-row tile}}
-  %o = hla.linear_attention %q, %k, %v : (tensor<1x128x2x128xbf16>, tensor<1x128x2x128xbf16>, tensor<1x128x2x64xbf16>) -> tensor<1x128x2x64xbf16>
+func.func @d96(%q: tensor<1x128x2x96xbf16>, %k: tensor<1x128x2x96xbf16>, %v: tensor<1x128x2x64xbf16>) -> tensor<1x128x2x64xbf16> {
+  // expected-error @below {{hla-gpu-lower-register-tiles: cannot keep this loop's tiles in registers: scf.for: a carried tensor that is neither output rows nor a tile of 64 to 256 rows}}
+  %o = hla.linear_attention %q, %k, %v : (tensor<1x128x2x96xbf16>, tensor<1x128x2x96xbf16>, tensor<1x128x2x64xbf16>) -> tensor<1x128x2x64xbf16>
   return %o : tensor<1x128x2x64xbf16>
 }
 

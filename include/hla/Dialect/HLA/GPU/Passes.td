@@ -141,22 +141,26 @@ def HLAGPULowerRegisterTilesPass : Pass<"hla-gpu-lower-register-tiles",
     values.
     Each 2-D tile is given a *placement*:
 
-    * `frag`: a wgmma accumulator fragment, 64 rows by N columns over the
-      warpgroup's registers (thread t holds rows 16(t/32) + (t%32)/4 and
-      8 more, columns 8j + 2(t%4) and the next): every contraction result,
-      every elementwise op reading one (masks, decays, scales and casts run
-      on each thread's elements), and the carried state (loop-carried
-      registers);
+    * `frag`: a fragment in registers, 64 to 256 rows by N columns, each
+      64 rows a wgmma accumulator over the warpgroup's registers (thread t
+      holds rows 16(t/32) + (t%32)/4 and 8 more of each 64, columns
+      8j + 2(t%4) and the next): every contraction result, every
+      elementwise op reading one (masks, decays, scales and casts run on
+      each thread's elements), and the carried state (loop-carried
+      registers; d = 128 rows are two blocks);
     * `expr`: a tile whose elements any thread can compute on demand (token
       tiles read from global memory, fills, elementwise ops of those and of
       indices), never stored as a whole;
-    * `smem`: a bf16 copy in wgmma's K-major core-matrix layout (groups of
-      8 K columns 16 bytes apart more than their rows need, against bank
-      conflicts), made for each contraction operand and orientation: from
-      an `expr` tile by the whole block (16-byte loads of token rows), from
-      a `frag` tile by `stmatrix` (each warp's 8 x 8 blocks are core
-      matrices; transposed where K runs along the fragment's rows) — a
-      *conversion*.
+    * `smem`: a bf16 copy in wgmma's core-matrix layout without swizzling
+      (8 x 8 blocks of 16-byte rows; the tile's rows down each group of 8
+      columns, the groups 16 bytes apart more than their rows need, against
+      bank conflicts), one per contraction operand: read K-major where K is
+      the tile's columns, MN-major (wgmma's transpose bit) where K is its
+      rows. Made from an `expr` tile by the whole block (16-byte stores),
+      from a `frag` tile by `stmatrix` (each warp's 8 x 8 blocks are core
+      matrices) — a *conversion*. Token rows are copied a chunk ahead into
+      landing buffers of this layout, so a token tile (or its exact f32
+      widening) is read by wgmma where it landed, with no copy.
 
     An elementwise read of a contraction's result in the other orientation
     (hla2's masked (QKᵀ)ᵀ) is first rewritten into a read of the same
@@ -169,16 +173,17 @@ def HLAGPULowerRegisterTilesPass : Pass<"hla-gpu-lower-register-tiles",
     by half the columns of every fragment and issues its own wgmma of that
     width.
 
-    Contractions `C (+)= A·B` whose C has 64 rows and 8 to 256 columns (a
-    multiple of 8), K a multiple of 16, run as `wgmma.mma_async` m64nNk16
-    with both operands' descriptors; their results are waited for at their
+    Contractions `C (+)= A·B` whose C has 64 to 256 rows (a multiple of 64)
+    and 8 to 256 columns (a multiple of 8), K a multiple of 16, run as
+    `wgmma.mma_async` m64nNk16, one chain per 64 rows of C, with both
+    operands' descriptors; their results are waited for at their
     first reader, so independent contractions overlap. Barriers are emitted
     only where a shared-memory copy is rewritten after wgmma read it or read
     by wgmma after threads wrote it (with `fence.proxy.async`). Output rows
     are stored from the fragments (rows before the chunk's end).
 
     Loops it cannot place (a reduction other than a contraction, state or
-    tiles of other than 64 rows, non-bf16 inputs, a conditional region,
+    tiles of other than 64 to 256 rows, non-bf16 inputs, a conditional region,
     final states) are left for `hla-gpu-map-chunk-loops`; with
     `generator=tiles` each is an error instead. `report` prints one remark
     per loop: the placements, the contractions, the conversions, the
