@@ -623,22 +623,38 @@ LogicalResult mlir::hla::compileToArtefact(ModuleOp module,
           (pipeline.generator == "tiles" && requestedGenerator == "auto");
       if (!tiles && (pipeline.tma != "auto" || spills == 0))
         return fail(error);
+      // Register-tile kernels of one warpgroup per block.
+      bool oneWarpgroup = false;
+      module.walk([&](gpu::LaunchFuncOp launch) {
+        std::optional<int64_t> threads =
+            getConstantIntValue(launch.getBlockSizeX());
+        oneWarpgroup |= threads == 128;
+      });
       OwningOpRef<ModuleOp> copy = pristine->clone();
       module.getBodyRegion().takeBody(copy->getBodyRegion());
       module->setAttrs(copy.get()->getAttrDictionary());
       pipeline.schedule = requestedSchedule;
       pipeline.mma = requestedMma;
-      if (tiles && options.valueTile == -1 && pipeline.valueTile != 16) {
-        // Narrower value tiles first: fewer registers for the value-wide
-        // state and outputs (hla2 with causal isolation fits at 32
-        // columns, hla3 at 32).
+      if (tiles && pipeline.generator == "tiles" && oneWarpgroup &&
+          options.cudaWarpgroups == 0 && pipeline.warpgroups == 0) {
+        // Two warpgroups first, each with half of every fragment's
+        // columns, at the same value tiles: linear attention at d = 128
+        // with causal isolation spills 40 bytes in one warpgroup at 64
+        // columns, which 32-column tiles would double the blocks for.
+        pipeline.warpgroups = 2;
+      } else if (tiles && options.valueTile == -1 && pipeline.valueTile != 16) {
+        // Then narrower value tiles: fewer registers for the value-wide
+        // state and outputs (with causal isolation hla2 fits at 16
+        // columns, ahla and hla3 at 32).
         pipeline.generator = "tiles";
         pipeline.schedule = "persistent";
         pipeline.valueTile = pipeline.valueTile == 32 ? 16 : 32;
+        pipeline.warpgroups = options.cudaWarpgroups;
       } else if (tiles) {
         pipeline.generator = "phases";
         pipeline.chunkSize = requestedChunk;
         pipeline.valueTile = options.valueTile;
+        pipeline.warpgroups = options.cudaWarpgroups;
       } else {
         pipeline.tma = "off";
       }
