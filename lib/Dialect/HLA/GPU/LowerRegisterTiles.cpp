@@ -127,10 +127,10 @@ private:
                     llvm::ArrayRef<Value> ivs);
   llvm::SmallVector<Value> evalRow8(Value tile, Value row, Value col0);
   /// Eight consecutive elements of global `buffer` from `indices`: one
-  /// 16-byte load where the buffer starts on a 16-byte boundary, else eight
-  /// (zeros where `inside`, if given, is false).
-  llvm::SmallVector<Value> loadRow8(Value buffer, llvm::ArrayRef<Value> indices,
-                                    Value inside);
+  /// 16-byte load where the buffer starts on a 16-byte boundary, else eight.
+  llvm::SmallVector<Value> loadRow8(Value buffer,
+                                    llvm::ArrayRef<Value> indices);
+  /// The same as eight loads (zeros where `inside`, if given, is false).
   llvm::SmallVector<Value>
   loadElements8(Value buffer, llvm::ArrayRef<Value> indices, Value inside);
   /// Whether global `buffer` starts on a 16-byte boundary (computed once at
@@ -288,7 +288,7 @@ private:
   Value window;
   llvm::DenseSet<unsigned> materialized, readSince, writtenSince;
   bool unknownState = false;
-  Value windowAddress, threadId, warpgroup, rowLo, pairCol;
+  Value windowAddress, threadId, lane, warpInGroup, warpgroup, rowLo, pairCol;
   llvm::DenseMap<Value, Value> alignment; // global buffer -> i1
   Block *kernelEntry = nullptr;
 };
@@ -441,17 +441,15 @@ llvm::SmallVector<Value> TileEmitter::evalRow8(Value tile, Value row,
     Value inside =
         arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row, length);
     Value safeRow = arith::SelectOp::create(b, loc, inside, row, index(0));
-    llvm::SmallVector<Value> loaded =
-        loadRow8(buffers[slice.getSource()], sliceIndices(slice, safeRow, col0),
-                 Value());
+    llvm::SmallVector<Value> loaded = loadRow8(
+        buffers[slice.getSource()], sliceIndices(slice, safeRow, col0));
     for (int64_t j = 0; j < 8; ++j)
       values.push_back(arith::SelectOp::create(
           b, loc, inside, loaded[j], evalAt(insert.getDest(), row, colAt(j))));
     return values;
   }
   if (auto slice = dyn_cast_or_null<tensor::ExtractSliceOp>(def))
-    return loadRow8(buffers[slice.getSource()], sliceIndices(slice, row, col0),
-                    Value());
+    return loadRow8(buffers[slice.getSource()], sliceIndices(slice, row, col0));
   auto generic = dyn_cast_or_null<linalg::GenericOp>(def);
   bool identity =
       generic && llvm::all_of(generic.getIndexingMapsArray(),
@@ -507,8 +505,7 @@ TileEmitter::loadElements8(Value buffer, llvm::ArrayRef<Value> indices,
 }
 
 llvm::SmallVector<Value> TileEmitter::loadRow8(Value buffer,
-                                               llvm::ArrayRef<Value> indices,
-                                               Value inside) {
+                                               llvm::ArrayRef<Value> indices) {
   Type element = cast<MemRefType>(buffer.getType()).getElementType();
   auto type = VectorType::get({8}, element);
   auto branch = scf::IfOp::create(b, loc, TypeRange{type}, alignedOf(buffer),
@@ -524,7 +521,7 @@ llvm::SmallVector<Value> TileEmitter::loadRow8(Value buffer,
     scf::YieldOp::create(
         b, loc,
         ValueRange{vector::FromElementsOp::create(
-            b, loc, type, loadElements8(buffer, indices, inside))});
+            b, loc, type, loadElements8(buffer, indices, Value()))});
   }
   llvm::SmallVector<Value> values;
   for (int64_t j = 0; j < 8; ++j)
@@ -612,9 +609,6 @@ void TileEmitter::materialize(unsigned which) {
     auto scalarOf = [&](Value v) -> Value {
       return vector::ExtractOp::create(b, loc, v, 0);
     };
-    Value lane = arith::RemUIOp::create(b, loc, threadId, index(32));
-    Value warp = arith::RemUIOp::create(
-        b, loc, arith::DivUIOp::create(b, loc, threadId, index(32)), index(4));
     Value laneRow = arith::RemUIOp::create(b, loc, lane, index(8));
     Value matrix = arith::DivUIOp::create(b, loc, lane, index(8));
     Value colBase = arith::MulIOp::create(b, loc, warpgroup, index(share));
@@ -633,7 +627,7 @@ void TileEmitter::materialize(unsigned which) {
         Value r0 = arith::AddIOp::create(
             b, loc,
             arith::AddIOp::create(
-                b, loc, arith::MulIOp::create(b, loc, warp, index(16)),
+                b, loc, arith::MulIOp::create(b, loc, warpInGroup, index(16)),
                 index(rowBlock * kFragmentRows)),
             arith::MulIOp::create(
                 b, loc, arith::RemUIOp::create(b, loc, m, index(2)), index(8)));
@@ -1176,8 +1170,8 @@ void TileEmitter::emitReduction(linalg::GenericOp op) {
     return;
   }
   // A sum: each thread adds its share into a partial sum (from 0), warps
-  // add theirs by shuffles, and the four warp sums are added to the
-  // initial value in a fixed order.
+  // add theirs by shuffles, and the warps' sums (four per warpgroup) are
+  // added to the initial value in a fixed order.
   Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(type));
   Value partial = zero;
   bool fragments = llvm::any_of(op.getDpsInputOperands(), [&](OpOperand *in) {
@@ -1238,15 +1232,14 @@ void TileEmitter::emitReduction(linalg::GenericOp op) {
             .getShuffleResult();
     partial = arith::AddFOp::create(b, loc, partial, other);
   }
-  Value lane = arith::RemUIOp::create(b, loc, threadId, index(32));
-  Value warp = arith::DivUIOp::create(b, loc, threadId, index(32));
+  Value warpInBlock = arith::DivUIOp::create(b, loc, threadId, index(32));
   Value leader =
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane, index(0));
   auto write = scf::IfOp::create(b, loc, leader, /*withElseRegion=*/false);
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(write.thenBlock()->getTerminator());
-    memref::StoreOp::create(b, loc, partial, scratch, ValueRange{warp});
+    memref::StoreOp::create(b, loc, partial, scratch, ValueRange{warpInBlock});
   }
   barrier();
   Value total = init;
@@ -1410,13 +1403,13 @@ void TileEmitter::run() {
     scalars.map(forall.getInductionVars()[d], iv);
   }
   threadId = launch.getThreadIds().x;
-  Value lane = arith::RemUIOp::create(b, loc, threadId, index(32));
-  Value warp = arith::RemUIOp::create(
+  lane = arith::RemUIOp::create(b, loc, threadId, index(32));
+  warpInGroup = arith::RemUIOp::create(
       b, loc, arith::DivUIOp::create(b, loc, threadId, index(32)), index(4));
   warpgroup = arith::DivUIOp::create(b, loc, threadId, index(kTileThreads));
-  rowLo = arith::AddIOp::create(b, loc,
-                                arith::MulIOp::create(b, loc, warp, index(16)),
-                                arith::DivUIOp::create(b, loc, lane, index(4)));
+  rowLo = arith::AddIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, warpInGroup, index(16)),
+      arith::DivUIOp::create(b, loc, lane, index(4)));
   pairCol = arith::MulIOp::create(
       b, loc, arith::RemUIOp::create(b, loc, lane, index(4)), index(2));
   window = gpu::DynamicSharedMemoryOp::create(
