@@ -527,9 +527,18 @@ FailureOr<Value> ChunkRewriter::emitCausalRows(OpBuilder &b, Location loc,
   }
   if (checked.empty())
     return rows;
-  // Σ x · 0 over every token value: NaN exactly when one is NaN or ±inf
-  // (the padding rows are zeros). One multiply-add per value on the common
-  // path; the first poisoned row is only looked for in the branch.
+  // Σ x · 0: NaN exactly when an x is NaN or ±inf (the padding rows are
+  // zeros). The chunk is read out again only when a plain row is not
+  // finite: a non-finite token reaches a row before it only through a
+  // zero weight (the causal masks multiply), and 0 · NaN and 0 · inf are
+  // NaN, so a row it spoiled is not finite; rows it does not reach are
+  // exact. One multiply-add per output value on the common path, on values
+  // a GPU holds in registers; the poisoned row is only looked for in the
+  // branch. (A row that overflows also takes the branch and comes out the
+  // same.) LinSimp checks its token tiles: its anchor window is not a
+  // causal mask.
+  llvm::SmallVector<Value> sums =
+      info.anchor ? checked : llvm::SmallVector<Value>{*rows};
   TileBuilder tb(b, loc);
   Value total =
       linalg::FillOp::create(b, loc, tb.scalar(0.0),
@@ -539,7 +548,7 @@ FailureOr<Value> ChunkRewriter::emitCausalRows(OpBuilder &b, Location loc,
   // One sum over all tiles of a shape (q, k, v alike): one pass, and on a
   // GPU one block-wide reduction with its barriers, per shape.
   llvm::MapVector<Type, llvm::SmallVector<Value>> byShape;
-  for (Value tile : checked)
+  for (Value tile : sums)
     byShape[tile.getType()].push_back(tile);
   for (auto &[type, group] : byShape) {
     int64_t rank = cast<RankedTensorType>(type).getRank();
@@ -551,9 +560,12 @@ FailureOr<Value> ChunkRewriter::emitCausalRows(OpBuilder &b, Location loc,
     total = tb.generic(
         group, total, maps, its,
         [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+          Type f32 = nb.getF32Type();
           Value zero = arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(0));
           Value terms;
           for (Value x : args.drop_back()) {
+            if (x.getType() != f32)
+              x = arith::ExtFOp::create(nb, l, f32, x);
             Value nanIfNotFinite = arith::MulFOp::create(nb, l, x, zero);
             terms =
                 terms

@@ -158,14 +158,15 @@ def HLAChunkPass : Pass<"hla-chunk"> {
     Causal isolation: in masked-matmul form a row's output is a product
     with every token of its chunk, masked by zeros, and 0 · NaN = NaN — a
     non-finite input at token t would leak into the rows before t. With
-    `causal-isolation` (the default) each chunk's readout finds its first
-    position f holding a non-finite token value (any input the readout
-    reads); where f is inside the chunk, an `scf.if` reads the chunk out
-    again as a chunk of f tokens (the tokens from f on zeroed) and takes
-    rows [0, f) from that. The rows from f on and the chunk's summary keep
-    the plain computation, so non-finite values still reach every output
-    that depends on them. Chunks without such tokens pay one scan of their
-    token tiles.
+    `causal-isolation` (the default) a chunk whose plain rows are not all
+    finite (a spoiled row never is: the masks multiply, and 0 · NaN = NaN;
+    LinSimp checks its token tiles instead) finds its first position f
+    holding a non-finite token value (any input the readout reads) and, in
+    an `scf.if`, reads the chunk out again as a chunk of f tokens (the
+    tokens from f on zeroed) and takes rows [0, f) from that. The rows from
+    f on and the chunk's summary keep the plain computation, so non-finite
+    values still reach every output that depends on them. Other chunks pay
+    one scan of their output rows.
   }];
   let options = [
     Option<"chunkSize", "chunk-size", "int64_t", "64",
