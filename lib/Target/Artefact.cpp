@@ -644,8 +644,8 @@ LogicalResult mlir::hla::compileToArtefact(ModuleOp module,
         pipeline.warpgroups = 2;
       } else if (tiles && options.valueTile == -1 && pipeline.valueTile != 16) {
         // Then narrower value tiles: fewer registers for the value-wide
-        // state and outputs (with causal isolation hla2 fits at 16
-        // columns, ahla and hla3 at 32).
+        // state and outputs (with causal isolation hla2 fits at 32
+        // columns).
         pipeline.generator = "tiles";
         pipeline.schedule = "persistent";
         pipeline.valueTile = pipeline.valueTile == 32 ? 16 : 32;

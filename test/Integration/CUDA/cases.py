@@ -178,9 +178,8 @@ def register_tile_cases():
         for T in [1, 63, 65, 300]:
             cases.append(case(f"{op}-tiles-T{T}-noiso", op, T, B=2, flags=off + wide,
                               **tiles))
-        # With isolation hla2 fits at 16 columns (ptxas spills 24 bytes at
-        # 32), ahla and hla3 at 32.
-        narrow = 16 if op == "hla2" else 32
+        # With isolation the three fit at 32 columns (hla2 spills at 64).
+        narrow = 32
         cases.append(case(f"{op}-tiles-vt{narrow}-T200", op, 200, B=2, value_tile=narrow,
                           **tiles))
         cases.append(case(f"{op}-tiles-vt{narrow}-poison", op, 200, B=2,
@@ -197,7 +196,7 @@ def register_tile_cases():
     cases.append(case("linear_attention-tiles-misaligned", "linear_attention", 200, B=2,
                       misaligned=True, **tiles))
     cases.append(case("hla2-tiles-misaligned", "hla2", 150, B=2, misaligned=True,
-                      value_tile=16, **tiles))
+                      value_tile=32, **tiles))
     cases.append(case("ahla-tiles-wg1-vt16", "ahla", 130, B=1, value_tile=16,
                       flags=off + ["--cuda-warpgroups=1"], **tiles))
     # d = 128: states of 128 rows (two wgmma row blocks per product, A's
