@@ -91,11 +91,9 @@ std::optional<ContractionDims> matchContraction(linalg::GenericOp op);
 /// of 8-element core matrices stored K-group-major without swizzling, so
 /// that core matrices adjacent in M/N are 128 bytes apart and those
 /// adjacent in K rows/8 * 128 bytes. Element (row, k) of such a tile sits
-/// at element ((k / 8) * rows + row) * 8 + k % 8. `kGroupBytes`, when
-/// given, is the distance of K-adjacent core matrices instead (a padded
-/// layout).
+/// at element ((k / 8) * rows + row) * 8 + k % 8.
 Value wgmmaDescriptor(OpBuilder &b, Location loc, Value address,
-                      int64_t constant, int64_t rows, int64_t kGroupBytes = 0);
+                      int64_t constant, int64_t rows);
 /// The same with the descriptor's two strides given: `leadingBytes`
 /// between core matrices adjacent in K, `strideBytes` between those
 /// adjacent in M/N (both K-major and MN-major operands, PTX ISA 9.7.15.5.1.2).

@@ -749,8 +749,8 @@ TileEmitter::Operand TileEmitter::operandOf(unsigned staged, bool kIsRow) {
   // Core matrices adjacent in the tile's rows are 16 x 8 = 128 bytes
   // apart, in its columns groupBytes: K-major (K the columns) the
   // leading stride is the column groups', MN-major the rows'.
-  operand.kGroupBytes = kIsRow ? 128 : s.kGroupBytes();
-  operand.mnGroupBytes = kIsRow ? s.kGroupBytes() : 128;
+  operand.kGroupBytes = kIsRow ? 128 : s.columnGroupBytes();
+  operand.mnGroupBytes = kIsRow ? s.columnGroupBytes() : 128;
   return operand;
 }
 

@@ -95,10 +95,8 @@ std::optional<ContractionDims> matchContraction(linalg::GenericOp op) {
 }
 
 Value wgmmaDescriptor(OpBuilder &b, Location loc, Value address,
-                      int64_t constant, int64_t rows, int64_t kGroupBytes) {
-  return wgmmaDescriptorStrides(b, loc, address, constant,
-                                kGroupBytes ? kGroupBytes : rows / 8 * 128,
-                                128);
+                      int64_t constant, int64_t rows) {
+  return wgmmaDescriptorStrides(b, loc, address, constant, rows / 8 * 128, 128);
 }
 
 Value wgmmaDescriptorStrides(OpBuilder &b, Location loc, Value address,

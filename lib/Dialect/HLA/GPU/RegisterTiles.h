@@ -76,7 +76,7 @@ struct TilePlan {
   llvm::DenseMap<Value, tensor::ExtractSliceOp> rowsSlice;
   /// A bf16 copy of a tile in shared memory, laid out as wgmma reads an
   /// operand without swizzling: 8 x 8 core matrices (16-byte rows), the
-  /// tile's rows down each group of 8 columns, the groups kGroupBytes
+  /// tile's rows down each group of 8 columns, the groups columnGroupBytes
   /// apart. A contraction whose K is the tile's columns reads it K-major,
   /// one whose K is its rows MN-major (wgmma's transpose bit): one copy
   /// serves both orientations.
@@ -86,8 +86,10 @@ struct TilePlan {
     /// The landing buffers already holding the tile (token rows as
     /// copied): no copy is made.
     std::optional<unsigned> landing;
-    int64_t kGroupBytes() const { return groupBytes(rows); }
-    int64_t bytes() const { return landing ? 0 : cols / 8 * kGroupBytes(); }
+    int64_t columnGroupBytes() const { return groupBytes(rows); }
+    int64_t bytes() const {
+      return landing ? 0 : cols / 8 * columnGroupBytes();
+    }
   };
   llvm::SmallVector<Staged> staged;
   /// Token rows read inside a chunk loop, copied a chunk ahead (cp.async)
