@@ -486,23 +486,21 @@ LogicalResult mlir::hla::compileToArtefact(ModuleOp module,
     // Register tiles first, at their 64-token chunks and one warpgroup per
     // (sequence, head, value tile), when every chunk loop fits them.
     if (pipeline.generator == "auto" && !options.chunkSize &&
-        pipeline.schedule != "segmented" && pipeline.chip == "sm_90a") {
+        pipeline.chip == "sm_90a") {
       TimingScope search = phase(options, "CUDA register-tile trial");
-      OwningOpRef<ModuleOp> trial = module.clone();
       std::string schedule = pipeline.schedule;
       int64_t chunk = pipeline.chunkSize;
       pipeline.generator = "tiles";
-      pipeline.schedule = "persistent";
+      if (schedule == "auto")
+        pipeline.schedule = "persistent";
       pipeline.chunkSize = 64;
-      PassManager device(module.getContext());
-      buildCUDADevicePipeline(device, pipeline);
       ScopedDiagnosticHandler quiet(module.getContext(),
                                     [](Diagnostic &) { return success(); });
       // One warpgroup per (sequence, head, value tile) leaves the GPU idle
       // when there are few: 1x16x65536x64 linear attention ran 4.9 ms on
       // 32 blocks, 1.95 ms segmented on the phases (H200, 2026-12-02).
-      // Such graphs keep the search below until tiles have a segmented
-      // form.
+      // Such graphs take the segmented form on register tiles, else the
+      // search below.
       auto fewBlocks = [&](ModuleOp built) {
         bool few = false;
         built.walk([&](gpu::LaunchFuncOp launch) {
@@ -512,17 +510,29 @@ LogicalResult mlir::hla::compileToArtefact(ModuleOp module,
         });
         return few;
       };
-      bool placed = succeeded(device.run(*trial));
+      OwningOpRef<ModuleOp> trial;
+      auto tryTiles = [&]() {
+        trial = module.clone();
+        PassManager device(module.getContext());
+        buildCUDADevicePipeline(device, pipeline);
+        return succeeded(device.run(*trial));
+      };
+      bool placed = tryTiles();
       // A loop whose copies overflow shared memory at full value width may
       // fit at 32 columns (hla3: 332 KB at 64).
-      if (!placed && options.valueTile == -1) {
-        trial = module.clone();
+      if (!placed && options.valueTile == -1 &&
+          pipeline.schedule == "persistent") {
         pipeline.valueTile = 32;
-        PassManager narrower(module.getContext());
-        buildCUDADevicePipeline(narrower, pipeline);
-        placed = succeeded(narrower.run(*trial));
+        placed = tryTiles();
         if (!placed)
           pipeline.valueTile = options.valueTile;
+      }
+      if (placed && fewBlocks(*trial) && schedule == "auto") {
+        // Runs of chunks per (sequence, head) in parallel, their states
+        // combined (the segment count from the SMs; no value tiles).
+        pipeline.schedule = "segmented";
+        pipeline.valueTile = options.valueTile;
+        placed = tryTiles();
       }
       if (placed && !fewBlocks(*trial)) {
         module.getBodyRegion().takeBody(trial->getBodyRegion());

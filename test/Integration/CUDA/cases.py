@@ -178,7 +178,12 @@ def register_tile_cases():
         for T in [1, 63, 65, 300]:
             cases.append(case(f"{op}-tiles-T{T}-noiso", op, T, B=2, flags=off + wide,
                               **tiles))
-        # With isolation the three fit at 32 columns (hla2 spills at 64).
+        # With isolation: hla2 and ahla at full width (the repair's second
+        # readout does not hold the plain rows), all three at 32 columns.
+        if op != "hla3":
+            cases.append(case(f"{op}-tiles-T200", op, 200, B=2, flags=wide, **tiles))
+            cases.append(case(f"{op}-tiles-poison", op, 200, B=2, poison=True, flags=wide,
+                              **tiles))
         narrow = 32
         cases.append(case(f"{op}-tiles-vt{narrow}-T200", op, 200, B=2, value_tile=narrow,
                           **tiles))
@@ -213,6 +218,26 @@ def register_tile_cases():
                       options=dict(decay=0.95, scale=0.5), **wide))
     cases.append(case("linear_attention-tiles-d128-poison", "linear_attention", 150, B=1,
                       value_tile=32, poison=True, **wide))
+    # The segmented form: a summary kernel per run of chunks, then a readout
+    # kernel that folds the runs before its own into the state (runs of one
+    # chunk, a ragged last run, a single token). Not yet with decay (its
+    # scalar summary) nor hla3 (its summary kernel spills).
+    seg = dict(tiles, schedule="segmented")
+    for T, runs in [(1, 2), (65, 2), (300, 3), (1000, 7)]:
+        cases.append(case(f"linear_attention-tiles-seg{runs}-T{T}", "linear_attention", T,
+                          B=2, segments=runs, **seg))
+    cases.append(case("linear_attention-tiles-seg3-grouped", "linear_attention", 400, B=1,
+                      hq=4, hkv=2, segments=3, options=dict(scale=0.5), **seg))
+    cases.append(case("linear_attention-tiles-seg3-poison", "linear_attention", 400, B=2,
+                      segments=3, poison=True, **seg))
+    cases.append(case("hla2-tiles-seg3-noiso", "hla2", 300, B=2, segments=3, flags=off,
+                      **seg))
+    cases.append(case("hla2-tiles-seg3", "hla2", 300, B=2, segments=3, **seg))
+    cases.append(case("hla2-tiles-seg2-poison", "hla2", 200, B=1, segments=2, poison=True,
+                      **seg))
+    cases.append(case("ahla-tiles-seg3", "ahla", 300, B=2, segments=3, **seg))
+    cases.append(case("ahla-tiles-seg2-poison", "ahla", 200, B=1, segments=2, poison=True,
+                      **seg))
     cases.append(case("ahla-tiles-d128-vt32", "ahla", 200, B=1, value_tile=32, **wide))
     cases.append(case("ahla-tiles-d128-vt16-noiso", "ahla", 130, B=2, value_tile=16,
                       flags=off, **wide))

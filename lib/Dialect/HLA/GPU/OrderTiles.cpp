@@ -11,11 +11,11 @@
 // operands allow computes the same values: this step picks one greedily,
 // each time the ready op that adds the fewest fragment registers (its
 // fragment results less the fragments it reads last), the planner's order
-// breaking ties. Then the shared-memory copies of tiles whose lifetimes in
-// that order do not overlap share bytes. Before placement, ops whose results
-// only one side of a branch reads move into it (causal isolation's branch: the
-// ordinary readout is then computed on its side only, not alive across the
-// second readout on the other).
+// breaking ties, and the ops a branch needs before any it does not. Then the
+// shared-memory copies of tiles whose lifetimes in that order do not overlap
+// share bytes. Before placement, ops whose results only one side of a branch
+// reads move into it (causal isolation's branch: the ordinary readout is then
+// computed on its side only, not alive across the second readout on the other).
 //
 //===----------------------------------------------------------------------===//
 
@@ -118,12 +118,30 @@ int64_t orderBlock(const TilePlan &plan, Block &block) {
     if (!v.getDefiningOp() || v.getDefiningOp()->getBlock() != &block)
       live += fragmentRegisters(plan, v);
   peak = live;
+  // A branch (causal isolation's second readout) holds a whole readout's
+  // fragments on top of what is alive across it: what it needs comes first,
+  // everything else after it (the summaries' products are not alive
+  // through the branch).
+  llvm::DenseSet<Operation *> beforeBranch;
+  llvm::SmallVector<Operation *> work;
+  for (Operation *op : ops)
+    if (isa<scf::IfOp>(op))
+      work.push_back(op);
+  while (!work.empty()) {
+    Operation *op = work.pop_back_val();
+    if (!beforeBranch.insert(op).second)
+      continue;
+    llvm::append_range(work, dependencies(op, block));
+  }
   llvm::SmallVector<Operation *> ready, order;
   for (Operation *op : ops)
     if (waitingOn[op] == 0)
       ready.push_back(op);
   while (!ready.empty()) {
     auto best = llvm::min_element(ready, [&](Operation *a, Operation *b) {
+      bool fa = beforeBranch.contains(a), fb = beforeBranch.contains(b);
+      if (fa != fb)
+        return fa;
       int64_t ca = added(a), cb = added(b);
       return ca != cb ? ca < cb : position[a] < position[b];
     });

@@ -17,6 +17,7 @@
 #include "RegisterTiles.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
@@ -105,6 +106,12 @@ std::optional<Placement> Placer::of(Value v) {
   if (auto arg = dyn_cast<BlockArgument>(v))
     if (isa<FunctionOpInterface>(arg.getOwner()->getParentOp()))
       return Placement::Global;
+  // The results of an earlier kernel (the segmented form's run summaries),
+  // in global memory by now.
+  if (Operation *def = v.getDefiningOp();
+      def && isa<scf::ForallOp, bufferization::ToTensorOp>(def) &&
+      isa<FunctionOpInterface>(def->getParentOp()))
+    return Placement::Global;
   if (auto constant = v.getDefiningOp<arith::ConstantOp>())
     if (auto dense = dyn_cast<DenseElementsAttr>(constant.getValue()))
       if (dense.isSplat() && cast<ShapedType>(v.getType()).getRank() == 2)
@@ -387,6 +394,12 @@ LogicalResult Placer::placeOp(Operation *op) {
     std::optional<Placement> p = of(extract.getSource());
     if (p == Placement::Global) {
       Type element = extract.getType().getElementType();
+      // A state written by an earlier kernel: read where it is needed.
+      if (!isa<BlockArgument>(extract.getSource()) && element.isF32() &&
+          extract.getType().hasStaticShape()) {
+        plan.placement[extract] = Placement::Expr;
+        return success();
+      }
       if (!element.isBF16())
         return refuse(op, "a slice of a tensor that is not bf16 (float32 "
                           "tokens keep exact float32 arithmetic on the phase "

@@ -611,22 +611,33 @@ FailureOr<Value> ChunkRewriter::emitCausalRows(OpBuilder &b, Location loc,
   FailureOr<Value> cleanRows = emitReadoutRows(b, loc, clean);
   if (failed(cleanRows))
     return failure();
-  // Rows [0, first) from the clean read-out, written over the plain ones
-  // in place: both branches then yield the plain rows' buffer, and
-  // bufferization needs no copy or run-time ownership check for the if.
+  // Rows [0, first) from the clean read-out; the rest NaN (each depends on
+  // the non-finite token, so none is finite in the plain read-out either).
+  // The plain rows are not read here, so that on a GPU they are not alive
+  // across the second read-out (which keeps hla2 within its registers); the
+  // result is copied over them, so that both branches yield their buffer
+  // (no run-time ownership checks in bufferization's deallocation).
   auto rowsType = cast<RankedTensorType>(rows->getType());
   AffineMap id = b.getMultiDimIdentityMap(rowsType.getRank());
   llvm::SmallVector<IteratorType> its(rowsType.getRank(),
                                       IteratorType::parallel);
   Value merged = tb.generic(
-      {*cleanRows}, *rows, {id, id}, its,
-      [&](OpBuilder &nb, Location l, ValueRange args) {
+      {*cleanRows},
+      tensor::EmptyOp::create(b, loc, rowsType.getShape(),
+                              rowsType.getElementType()),
+      {id, id}, its, [&](OpBuilder &nb, Location l, ValueRange args) {
         Value row = linalg::IndexOp::create(nb, l, 0);
         Value below =
             arith::CmpIOp::create(nb, l, arith::CmpIPredicate::slt, row, first);
-        return arith::SelectOp::create(nb, l, below, args[0], args[1]);
+        auto element = cast<FloatType>(rowsType.getElementType());
+        Value nan = arith::ConstantOp::create(
+            nb, l,
+            nb.getFloatAttr(
+                element, llvm::APFloat::getNaN(element.getFloatSemantics())));
+        return arith::SelectOp::create(nb, l, below, args[0], nan);
       });
-  scf::YieldOp::create(b, loc, merged);
+  scf::YieldOp::create(
+      b, loc, linalg::CopyOp::create(b, loc, merged, *rows).getResult(0));
   return branch.getResult(0);
 }
 

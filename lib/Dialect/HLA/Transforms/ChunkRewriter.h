@@ -222,7 +222,8 @@ private:
   /// The readout rows of the chunk with causal isolation: where a token
   /// at chunk position f < length holds a non-finite value, rows [0, f)
   /// come from the chunk read out as f tokens (the later ones zeroed), as
-  /// the masked products would otherwise carry 0 · NaN into them.
+  /// the masked products would otherwise carry 0 · NaN into them; rows from
+  /// f on are NaN.
   FailureOr<Value> emitCausalRows(OpBuilder &b, Location loc,
                                   const ChunkTiles &tiles);
   /// The first row of any of the [c, n] or [c] f32 `tiles` holding a

@@ -5,8 +5,8 @@
 // hold a non-finite value (a non-finite token spoils earlier rows only
 // through zero weights, 0 · NaN = NaN) finds the first token row holding
 // one and reads the chunk out again with every token tile zeroed from that
-// row on, then takes the rows before it from that read-out, written over
-// the plain rows in place. The common path pays one multiply-add per
+// row on, then takes the rows before it from that read-out (NaN from it
+// on), written over the plain rows in place. The common path pays one multiply-add per
 // output value. Off: no branch.
 
 // CHECK-LABEL: func.func @isolated
@@ -52,15 +52,17 @@
 // CHECK:       arith.select %[[KEEP]], %{{.+}}, %{{.+}}
 // CHECK:     linalg.generic {{.*}} ins(%[[K]] : tensor<8x4xf32>)
 // CHECK:     linalg.generic {{.*}} ins(%[[V]] : tensor<8x4xf32>)
-// The merge: rows below `first` from the second read-out, the others as
-// they were (the merge's init is the plain rows, yielded as they are by
-// the else branch).
-// CHECK:       arith.select %{{[^ ]+}}, %in, %out : f32
+// The merge: rows below `first` from the second read-out, NaN from there
+// on (each depends on the non-finite token), the plain rows not read;
+// copied over the plain rows, which the else branch yields as they are.
+// CHECK:       %[[NAN:[^ ]+]] = arith.constant 0x7FC00000 : f32
+// CHECK-NEXT:  arith.select %{{[^ ]+}}, %in, %[[NAN]] : f32
 // CHECK-NEXT:  linalg.yield
 // CHECK-NEXT:  } -> tensor<8x4xf32>
-// CHECK-NEXT:  scf.yield
+// CHECK-NEXT:  %[[COPY:[^ ]+]] = linalg.copy ins(%{{[^ ]+}} : tensor<8x4xf32>) outs(%[[ROWS]] : tensor<8x4xf32>)
+// CHECK-NEXT:  scf.yield %[[COPY]]
 // CHECK-NEXT:  } else {
-// CHECK-NEXT:  scf.yield
+// CHECK-NEXT:  scf.yield %[[ROWS]]
 // CHECK-NEXT:  }
 // CHECK:   tensor.extract_slice %[[OUT]][0, 0] [%[[LEN]], 4]
 

@@ -164,9 +164,10 @@ def HLAChunkPass : Pass<"hla-chunk"> {
     holding a non-finite token value (any input the readout reads) and, in
     an `scf.if`, reads the chunk out again as a chunk of f tokens (the
     tokens from f on zeroed) and takes rows [0, f) from that. The rows from
-    f on and the chunk's summary keep the plain computation, so non-finite
-    values still reach every output that depends on them. Other chunks pay
-    one scan of their output rows.
+    f on are NaN (each depends on the token; the plain rows are not kept
+    alive through the second readout) and the chunk's summary keeps the
+    plain computation, so non-finite values still reach every output that
+    depends on them. Other chunks pay one scan of their output rows.
   }];
   let options = [
     Option<"chunkSize", "chunk-size", "int64_t", "64",
