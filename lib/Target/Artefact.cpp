@@ -534,7 +534,10 @@ LogicalResult mlir::hla::compileToArtefact(ModuleOp module,
         pipeline.valueTile = options.valueTile;
         placed = tryTiles();
       }
-      if (placed && !fewBlocks(*trial)) {
+      // The segmented form's run count weighs blocks against the runs'
+      // sequential work (hla-chunk's model): its blocks are not held to
+      // half the SMs.
+      if (placed && (pipeline.schedule == "segmented" || !fewBlocks(*trial))) {
         module.getBodyRegion().takeBody(trial->getBodyRegion());
         module->setAttrs(trial.get()->getAttrDictionary());
         compiled = true;

@@ -6,8 +6,9 @@
 // Tests the artefact's choice for few (sequence, head) pairs: four heads of
 // one sequence give the persistent register-tile kernel 8 blocks (two value
 // tiles each), fewer than half of the GPU's 132 SMs; the segmented form on
-// register tiles is kept instead: runs of chunks per (sequence, head) (32
-// of two chunks: 128 blocks), a summary kernel and a readout kernel.
+// register tiles is kept instead (10 runs of 7 chunks per (sequence, head):
+// hla-chunk's model weighs the blocks against the summaries the last run
+// folds first), a summary kernel and a readout kernel.
 
 // CHECK: remark: hla.cuda_options = "{{.*}}generator=tiles{{.*}}schedule=segmented segments=0{{.*}}"
 // FILES: k.main_kernel.cubin

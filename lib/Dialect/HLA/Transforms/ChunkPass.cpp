@@ -212,8 +212,12 @@ struct HLAChunkPass : public hla::impl::HLAChunkPassBase<HLAChunkPass> {
       // By default the count with the least modelled time: `parallelism`
       // iterations run at once, so S runs take ceil(lanes * S / parallelism)
       // waves of 1/S of a sequence each, and a segmented chunk costs about
-      // 1.5 fused ones (its summary pass; measured 1.52 on an H200). At
-      // least two chunks per run; packed sequences keep the fused form.
+      // 1.5 fused ones (its summary pass; measured 1.52 on an H200); the
+      // last run first folds the S - 1 summaries before it, each about a
+      // chunk's time (a dependent chain: hla2 on register tiles at
+      // 2x16x32768 took 1.03 ms in its readout kernel with 32 runs of 16
+      // chunks, 0.62 ms with 4 of 128 at 8x16x8192). At least two chunks
+      // per run; packed sequences keep the fused form.
       int64_t count = segments;
       if (count == 0 && info.scan.getCuSeqlens()) {
         count = 1;
@@ -227,7 +231,8 @@ struct HLAChunkPass : public hla::impl::HLAChunkPassBase<HLAChunkPass> {
         int64_t chunks = (info.length + chunkSize - 1) / chunkSize;
         auto cost = [&](int64_t s) {
           double waves = double((lanes * s + parallelism - 1) / parallelism);
-          return waves * (s == 1 ? 1.0 : 1.5) / double(s);
+          return waves * ((s == 1 ? 1.0 : 1.5) / double(s) +
+                          double(s - 1) / double(chunks));
         };
         count = 1;
         for (int64_t s = 2; s <= std::max<int64_t>(chunks / 2, 1); ++s)

@@ -8,7 +8,7 @@
 // columns each, whose iterations fit in `parallelism`. With 8: 4 tiles of
 // 32 columns (8 iterations), also instead of segments in the segmented form,
 // since they fill at least half of it. With 132 they would fill 8 of 132,
-// so the segmented form keeps its segments (6) and whole rows; with 2 the
+// so the segmented form keeps its segments (4) and whole rows; with 2 the
 // pairs alone fill it. The decision is recorded on the module.
 
 // FUSED: module attributes {hla.chunking = ["linear_attention: fused, 4 value tiles of 32 columns"]}
@@ -17,10 +17,10 @@
 // FUSED: scf.for {{.+}} -> (tensor<16x32xf32>, tensor<?x32xf32>)
 // FUSED-NOT: scf.forall (
 
-// SEGMENTED: module attributes {hla.chunking = ["linear_attention: segmented, 6 segments"]}
+// SEGMENTED: module attributes {hla.chunking = ["linear_attention: segmented, 4 segments"]}
 // SEGMENTED-LABEL: func.func @linear
-// SEGMENTED: scf.forall (%{{.+}}, %{{.+}}, %{{.+}}) in (1, 5, 2)
-// SEGMENTED: scf.forall (%{{.+}}, %{{.+}}, %{{.+}}) in (1, 5, 2)
+// SEGMENTED: scf.forall (%{{.+}}, %{{.+}}, %{{.+}}) in (1, 4, 2)
+// SEGMENTED: scf.forall (%{{.+}}, %{{.+}}, %{{.+}}) in (1, 4, 2)
 
 // WHOLE: module attributes {hla.chunking = ["linear_attention: fused"]}
 // WHOLE-LABEL: func.func @linear
