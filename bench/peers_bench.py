@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """hla's CUDA kernels against the peers at issue 12's shapes, in one process.
 
-    peers_bench.py build OUTDIR [NAME=HLA_OPT[,FLAG...] ...]   # here
+    peers_bench.py build OUTDIR [--rows SUBSTRING] [NAME=HLA_OPT[,FLAG...] ...]   # here
     peers_bench.py run OUTDIR                                   # on the GPU
     peers_bench.py profile OUTDIR NAME OP B H T D  # 3 calls of one (for ncu)
 
 `build` compiles every (op, shape) of issue 12's table with each given
 variant, a compiler and its flags (default: `current=build/bin/hla-opt`, the
-default options), bf16, to a shared library and a cubin (variant names:
+default options; `--rows` keeps the rows whose artefact name, e.g.
+`hla2_B8_H16_T2048_d128`, contains the substring), bf16, to a shared library and a cubin (variant names:
 letters and digits only). A variant whose compile fails for a row (a flag
 that does not apply) leaves that row out for it. `run` times each artefact and, on the same
 fresh random inputs, the peer: FLA's `chunk_linear_attn` (scale 1,
@@ -64,11 +65,13 @@ def graph(op, B, H, T, d):
     return attention_graph(op, shape, shape, shape, dict(scale=1.0), dtype="bf16")
 
 
-def build(outdir, compilers):
+def build(outdir, compilers, rows=""):
     os.makedirs(outdir, exist_ok=True)
     for compiler, hla_opt in compilers.items():
         for (op, B, H, T, d, _) in ROWS:
             name = name_of(compiler, op, B, H, T, d)
+            if rows not in name.split("_", 1)[1]:
+                continue
             src = os.path.join(outdir, name + ".mlir")
             with open(src, "w") as f:
                 f.write(graph(op, B, H, T, d))
@@ -188,7 +191,12 @@ if __name__ == "__main__":
         print(__doc__)
         sys.exit(2)
     if sys.argv[1] == "build":
-        given = dict(a.split("=", 1) for a in sys.argv[3:])
-        build(sys.argv[2], given or {"current": os.path.join(REPO, "build", "bin", "hla-opt")})
+        args = sys.argv[3:]
+        rows = ""
+        if args[:1] == ["--rows"] and len(args) > 1:
+            rows, args = args[1], args[2:]
+        given = dict(a.split("=", 1) for a in args)
+        build(sys.argv[2], given or {"current": os.path.join(REPO, "build", "bin", "hla-opt")},
+              rows)
     else:
         run(sys.argv[2])

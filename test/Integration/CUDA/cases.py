@@ -220,14 +220,20 @@ def register_tile_cases():
                       value_tile=32, poison=True, **wide))
     # The segmented form: a summary kernel per run of chunks, then a readout
     # kernel that folds the runs before its own into the state (runs of one
-    # chunk, a ragged last run, a single token). Not yet with decay (its
-    # scalar summary) nor hla3 (its summary kernel spills).
+    # chunk, a ragged last run, a single token; decay, whose runs carry a
+    # 0-d summary). Not hla3 (its summary kernel spills).
     seg = dict(tiles, schedule="segmented")
     for T, runs in [(1, 2), (65, 2), (300, 3), (1000, 7)]:
         cases.append(case(f"linear_attention-tiles-seg{runs}-T{T}", "linear_attention", T,
                           B=2, segments=runs, **seg))
-    cases.append(case("linear_attention-tiles-seg3-grouped", "linear_attention", 400, B=1,
-                      hq=4, hkv=2, segments=3, options=dict(scale=0.5), **seg))
+    cases.append(case("linear_attention-tiles-seg3-options", "linear_attention", 400, B=1,
+                      hq=4, hkv=2, segments=3, options=dict(decay=0.95, scale=0.5),
+                      **seg))
+    cases.append(case("linear_attention-tiles-seg2-decay-poison", "linear_attention", 200,
+                      B=2, segments=2, options=dict(decay=0.9), poison=True, **seg))
+    # (hla2 with decay needs value tiles, which the segmented form has not.)
+    cases.append(case("ahla-tiles-seg3-decay", "ahla", 300, B=1, segments=3,
+                      options=dict(decay=0.95), flags=off, **seg))
     cases.append(case("linear_attention-tiles-seg3-poison", "linear_attention", 400, B=2,
                       segments=3, poison=True, **seg))
     cases.append(case("hla2-tiles-seg3-noiso", "hla2", 300, B=2, segments=3, flags=off,

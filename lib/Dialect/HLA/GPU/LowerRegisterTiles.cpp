@@ -28,6 +28,7 @@
 #include "hla/Dialect/HLA/GPU/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -1041,9 +1042,13 @@ void TileEmitter::emitLoop(scf::ForOp loop) {
   llvm::SmallVector<Value> inits;
   llvm::SmallVector<std::pair<unsigned, int64_t>> carried; // arg, elements
   for (auto [i, init] : llvm::enumerate(loop.getInitArgs())) {
-    if (plan.of(loop.getRegionIterArgs()[i]) != Placement::Frag)
+    Placement p = plan.of(loop.getRegionIterArgs()[i]);
+    if (p != Placement::Frag && p != Placement::ScalarTensor)
       continue;
-    llvm::SmallVector<Value> values = elements(init);
+    // A 0-d value (a decay's running product) is one scalar.
+    llvm::SmallVector<Value> values =
+        p == Placement::Frag ? elements(init)
+                             : llvm::SmallVector<Value>{zeroDim(init)};
     carried.push_back({unsigned(i), int64_t(values.size())});
     llvm::append_range(inits, values);
   }
@@ -1058,10 +1063,15 @@ void TileEmitter::emitLoop(scf::ForOp loop) {
   scalars.map(loop.getInductionVar(), newLoop.getInductionVar());
   int64_t next = 0;
   for (auto [arg, count] : carried) {
-    Fragment f = Fragment::of(loop.getRegionIterArgs()[arg]);
+    Value iterArg = loop.getRegionIterArgs()[arg];
+    if (plan.of(iterArg) == Placement::ScalarTensor) {
+      reduced[iterArg] = body->getArgument(1 + next++);
+      continue;
+    }
+    Fragment f = Fragment::of(iterArg);
     for (int64_t j = 0; j < count; ++j)
       f.elements.push_back(body->getArgument(1 + next++));
-    setFragment(loop.getRegionIterArgs()[arg], f);
+    setFragment(iterArg, f);
   }
   // What the previous iteration left in shared memory is unknown here.
   llvm::DenseSet<unsigned> outside = materialized;
@@ -1099,8 +1109,12 @@ void TileEmitter::emitLoop(scf::ForOp loop) {
     landingCurrent.erase(l);
   auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
   llvm::SmallVector<Value> yielded;
-  for (auto [arg, count] : carried)
-    llvm::append_range(yielded, elements(yield.getOperand(arg)));
+  for (auto [arg, count] : carried) {
+    if (plan.of(loop.getRegionIterArgs()[arg]) == Placement::ScalarTensor)
+      yielded.push_back(zeroDim(yield.getOperand(arg)));
+    else
+      llvm::append_range(yielded, elements(yield.getOperand(arg)));
+  }
   waitAll();
   if (body->mightHaveTerminator())
     body->getTerminator()->erase();
@@ -1109,6 +1123,10 @@ void TileEmitter::emitLoop(scf::ForOp loop) {
   b.setInsertionPointAfter(newLoop);
   next = 0;
   for (auto [arg, count] : carried) {
+    if (plan.of(loop.getResult(arg)) == Placement::ScalarTensor) {
+      reduced[loop.getResult(arg)] = newLoop.getResult(next++);
+      continue;
+    }
     Fragment f = Fragment::of(loop.getResult(arg));
     for (int64_t j = 0; j < count; ++j)
       f.elements.push_back(newLoop.getResult(next++));
@@ -1305,6 +1323,15 @@ void TileEmitter::emitIf(scf::IfOp op) {
 
 void TileEmitter::emitOp(Operation *op) {
   if (auto generic = dyn_cast<linalg::GenericOp>(op)) {
+    if (plan.of(generic.getResult(0)) == Placement::ScalarTensor &&
+        generic.getNumLoops() == 0) {
+      // 0-d arithmetic: every thread computes the one value.
+      reduced[generic.getResult(0)] =
+          cloneBody(generic, {}, [&](OpOperand &operand) {
+            return zeroDim(operand.get());
+          })[0];
+      return;
+    }
     if (plan.of(generic.getResult(0)) == Placement::ScalarTensor)
       return emitReduction(generic);
     if (plan.of(generic.getResult(0)) != Placement::Frag)
@@ -1314,6 +1341,10 @@ void TileEmitter::emitOp(Operation *op) {
     return emitElementwise(generic);
   }
   if (auto copy = dyn_cast<linalg::CopyOp>(op)) {
+    if (plan.of(copy.getResult(0)) == Placement::ScalarTensor) {
+      reduced[copy.getResult(0)] = zeroDim(copy.getInputs()[0]);
+      return;
+    }
     auto it = fragmentOf.find(copy.getInputs()[0]);
     if (it != fragmentOf.end())
       fragmentOf[copy.getResult(0)] = it->second;
@@ -1330,6 +1361,17 @@ void TileEmitter::emitOp(Operation *op) {
     return emitIf(branch);
   if (auto extract = dyn_cast<tensor::ExtractOp>(op)) {
     scalars.map(extract.getResult(), zeroDim(extract.getTensor()));
+    return;
+  }
+  if (auto slice = dyn_cast<tensor::ExtractSliceOp>(op);
+      slice && plan.of(slice.getResult()) == Placement::ScalarTensor) {
+    // A 0-d state an earlier kernel wrote: every thread reads it.
+    llvm::SmallVector<Value> indices;
+    for (OpFoldResult offset : slice.getMixedOffsets())
+      indices.push_back(
+          scalar(getValueOrCreateConstantIndexOp(b, loc, offset)));
+    reduced[slice.getResult()] =
+        memref::LoadOp::create(b, loc, buffers[slice.getSource()], indices);
     return;
   }
   if (isa<scf::YieldOp, tensor::ExtractSliceOp, tensor::EmptyOp, linalg::FillOp,
@@ -1436,10 +1478,29 @@ void TileEmitter::run() {
         window, index(l.offset), ValueRange{}));
 
   emitBlock(*forall.getBody());
-  for (Operation &op : forall.getTerminator().getYieldingOps())
-    if (auto insert = dyn_cast<tensor::ParallelInsertSliceOp>(op))
-      if (plan.of(insert.getSource()) != Placement::Rows)
-        emitRows(insert);
+  for (Operation &op : forall.getTerminator().getYieldingOps()) {
+    auto insert = dyn_cast<tensor::ParallelInsertSliceOp>(op);
+    if (!insert)
+      continue;
+    if (plan.of(insert.getSource()) == Placement::ScalarTensor) {
+      // A 0-d state (a run's decay): the first thread stores it.
+      Value value = zeroDim(insert.getSource());
+      Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                          threadId, index(0));
+      auto once = scf::IfOp::create(b, loc, first, /*withElseRegion=*/false);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPoint(once.thenBlock()->getTerminator());
+      llvm::SmallVector<Value> indices;
+      for (OpFoldResult offset : insert.getMixedOffsets())
+        indices.push_back(
+            scalar(getValueOrCreateConstantIndexOp(b, loc, offset)));
+      memref::StoreOp::create(b, loc, value, buffers[insert.getDest()],
+                              indices);
+      continue;
+    }
+    if (plan.of(insert.getSource()) != Placement::Rows)
+      emitRows(insert);
+  }
   waitAll();
   forall.replaceAllUsesWith(results);
   forall.erase();

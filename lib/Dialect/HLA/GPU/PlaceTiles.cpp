@@ -190,6 +190,18 @@ LogicalResult Placer::placeGeneric(linalg::GenericOp op) {
       return refuse(op, "a body op with regions or memory effects");
   if (op.getNumResults() != 1)
     return refuse(op, "more than one result");
+  if (op.getNumLoops() == 0) {
+    // 0-d arithmetic (a decay's running product): a scalar every thread
+    // computes.
+    for (OpOperand &operand : op->getOpOperands()) {
+      bool read = !op.isDpsInit(&operand) ||
+                  !op.getMatchingBlockArgument(&operand).use_empty();
+      if (read && of(operand.get()) != Placement::ScalarTensor)
+        return refuse(op, "0-d arithmetic on other than 0-d values");
+    }
+    plan.placement[op.getResult(0)] = Placement::ScalarTensor;
+    return success();
+  }
   if (std::optional<ContractionDims> dims = matchContraction(op))
     return placeContraction(op, *dims);
   if (op.getNumReductionLoops() == op.getNumLoops() &&
@@ -320,10 +332,14 @@ LogicalResult Placer::placeLoop(scf::ForOp loop) {
       plan.rowsSlice[arg] = plan.rowsSlice[result] = plan.rowsSlice[init];
       continue;
     }
+    if (p == Placement::ScalarTensor) {
+      plan.placement[arg] = plan.placement[result] = Placement::ScalarTensor;
+      continue;
+    }
     if ((p != Placement::Expr && p != Placement::Frag) ||
         !fragmentShape(init.getType()))
-      return refuse(loop, "a carried tensor that is neither output rows nor "
-                          "a tile of 64 to 256 rows");
+      return refuse(loop, "a carried tensor that is neither output rows, a "
+                          "0-d value nor a tile of 64 to 256 rows");
     plan.placement[arg] = plan.placement[result] = Placement::Frag;
   }
   if (failed(placeBlock(*loop.getBody())))
@@ -332,9 +348,12 @@ LogicalResult Placer::placeLoop(scf::ForOp loop) {
   for (auto [value, arg] :
        llvm::zip(yield.getOperands(), loop.getRegionIterArgs())) {
     std::optional<Placement> p = of(value);
-    if (plan.of(arg) == Placement::Rows
+    Placement carried = plan.of(arg);
+    if (carried == Placement::Rows
             ? p != Placement::Rows ||
                   plan.rowsSlice[value] != plan.rowsSlice[arg]
+        : carried == Placement::ScalarTensor
+            ? p != Placement::ScalarTensor
             : p != Placement::Frag && p != Placement::Expr)
       return refuse(loop, "a carried value that changes placement");
   }
@@ -383,12 +402,21 @@ LogicalResult Placer::placeOp(Operation *op) {
   }
   if (auto copy = dyn_cast<linalg::CopyOp>(op)) {
     std::optional<Placement> p = of(copy.getInputs()[0]);
-    if (p != Placement::Frag && p != Placement::Expr)
+    if (p != Placement::Frag && p != Placement::Expr &&
+        p != Placement::ScalarTensor)
       return refuse(op, "a copy of a non-tile");
     plan.placement[copy.getResult(0)] = *p;
     return success();
   }
   if (auto extract = dyn_cast<tensor::ExtractSliceOp>(op)) {
+    if (extract.getType().getRank() == 0 &&
+        of(extract.getSource()) == Placement::Global &&
+        !isa<BlockArgument>(extract.getSource()) &&
+        extract.getType().getElementType().isF32()) {
+      // A 0-d state an earlier kernel wrote (a run's decay).
+      plan.placement[extract] = Placement::ScalarTensor;
+      return success();
+    }
     if (!extract.hasUnitStride() || extract.getType().getRank() != 2)
       return refuse(op, "a strided or non-2-D slice");
     std::optional<Placement> p = of(extract.getSource());
@@ -518,6 +546,8 @@ LogicalResult Placer::run() {
     // A single chunk: its tile's (leading) rows go straight into the
     // output.
     Placement source = insert ? plan.of(insert.getSource()) : Placement::Empty;
+    if (insert && source == Placement::ScalarTensor)
+      continue; // a 0-d state, stored by one thread
     if (insert && insert.hasUnitStride() &&
         (source == Placement::Prefix || source == Placement::Frag ||
          source == Placement::Expr)) {

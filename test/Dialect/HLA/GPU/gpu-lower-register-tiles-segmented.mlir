@@ -11,6 +11,9 @@
 
 // CHECK: remark: register tiles: 1 contractions on wgmma, {{.*}}, 1 warpgroup(s)
 // CHECK: remark: register tiles: 4 contractions on wgmma, {{.*}}, 1 warpgroup(s)
+// The same for @decayed (below; remarks come first).
+// CHECK: remark: register tiles: 1 contractions on wgmma, {{.*}}, 1 warpgroup(s)
+// CHECK: remark: register tiles: 4 contractions on wgmma, {{.*}}, 1 warpgroup(s)
 // CHECK-LABEL: func.func @linear
 // CHECK: %[[RUNS:.*]] = memref.alloc() : memref<1x2x2x64x64xf32>
 // CHECK: %[[SUMMARIES:.*]] = bufferization.to_tensor %[[RUNS]]
@@ -31,5 +34,27 @@
 // CHECK: gpu.terminator
 func.func @linear(%q: tensor<1x256x2x64xbf16>, %k: tensor<1x256x2x64xbf16>, %v: tensor<1x256x2x64xbf16>) -> tensor<1x256x2x64xbf16> {
   %o = hla.linear_attention %q, %k, %v : (tensor<1x256x2x64xbf16>, tensor<1x256x2x64xbf16>, tensor<1x256x2x64xbf16>) -> tensor<1x256x2x64xbf16>
+  return %o : tensor<1x256x2x64xbf16>
+}
+
+// With a decay each run's summary has a 0-d component, the run's total
+// decay, carried by the summary loop as one scalar per thread and stored by
+// the first thread; the readout kernel's threads each read it to scale the
+// state by it before adding the run's summary.
+
+// CHECK-LABEL: func.func @decayed
+// CHECK: %[[DECAYS:.*]] = memref.alloc() : memref<1x2x2xf32>
+// CHECK: %[[RUNDECAYS:.*]] = bufferization.to_tensor %[[DECAYS]]
+// CHECK: gpu.launch
+// CHECK: %[[LOOP:.*]]:33 = scf.for {{.*}} -> (f32,
+// CHECK: %[[FIRST:.*]] = arith.cmpi eq, %{{.*}}, %c0
+// CHECK-NEXT: scf.if %[[FIRST]] {
+// CHECK: memref.store %[[LOOP]]#32, %[[DECAYS]][{{.*}}] : memref<1x2x2xf32>
+// CHECK: %[[READ:.*]] = bufferization.to_buffer %[[RUNDECAYS]] read_only
+// CHECK: gpu.launch
+// CHECK: scf.for
+// CHECK: memref.load %[[READ]][{{.*}}] : memref<1x2x2xf32>
+func.func @decayed(%q: tensor<1x256x2x64xbf16>, %k: tensor<1x256x2x64xbf16>, %v: tensor<1x256x2x64xbf16>) -> tensor<1x256x2x64xbf16> {
+  %o = hla.linear_attention %q, %k, %v {decay = 0.9 : f64} : (tensor<1x256x2x64xbf16>, tensor<1x256x2x64xbf16>, tensor<1x256x2x64xbf16>) -> tensor<1x256x2x64xbf16>
   return %o : tensor<1x256x2x64xbf16>
 }
