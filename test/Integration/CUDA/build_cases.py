@@ -84,8 +84,12 @@ def compile_case(hla_opt, outdir, c, emit="shared", suffix=".so"):
         f.write(graph_of(c))
     out = os.path.join(outdir, c["name"] + suffix)
     cmd = [hla_opt, src, "--hla-target=cuda", f"--emit={emit}", "-o", out,
-           f"--chunk-size={c['chunk']}", f"--schedule={c['schedule']}",
+           f"--schedule={c['schedule']}",
            f"--segments={c['segments']}", f"--cuda-mma={c.get('mma', 'auto')}"]
+    # chunk 0: the target's default, which lets the artefact choose
+    # register tiles and their chunk size.
+    if c["chunk"]:
+        cmd.append(f"--chunk-size={c['chunk']}")
     if c.get("value_tile"):
         cmd.append(f"--value-tile={c['value_tile']}")
     cmd.append(f"--cuda-generator={c.get('generator', 'auto')}")

@@ -244,6 +244,14 @@ def register_tile_cases():
     cases.append(case("ahla-tiles-seg3", "ahla", 300, B=2, segments=3, **seg))
     cases.append(case("ahla-tiles-seg2-poison", "ahla", 200, B=1, segments=2, poison=True,
                       **seg))
+    # hla2 and hla3 at d = 128 spill at every value tile; as the phases would
+    # stream their state through device memory, the artefact keeps the
+    # widest spilling tiles (64 columns). Chosen, not pinned: the default
+    # chunk size, 72 heads (enough blocks for the register-tile trial).
+    for op, T in [("hla2", 200), ("hla3", 130)]:
+        cases.append(case(f"{op}-d128-spilling-tiles", op, T, B=1, hq=72, hkv=72, d=128,
+                          dv=128, dtype="bf16", tol=1e-2, chunk=0, schedule="auto",
+                          poison=op == "hla2"))
     cases.append(case("ahla-tiles-d128-vt32", "ahla", 200, B=1, value_tile=32, **wide))
     cases.append(case("ahla-tiles-d128-vt16-noiso", "ahla", 130, B=2, value_tile=16,
                       flags=off, **wide))

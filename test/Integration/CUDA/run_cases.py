@@ -201,7 +201,7 @@ def poison_error(c, lib, tensors, token_inputs, clean):
     T = c["T"]
     worst = 0.0
     for i in token_inputs:
-        for t, value in [(T // 2 + 3, float("nan")), (c["chunk"], float("inf")),
+        for t, value in [(T // 2 + 3, float("nan")), (c["chunk"] or 64, float("inf")),
                          (T - 1, float("-inf"))]:
             poisoned = [x.clone() for x in tensors]
             poisoned[i][0, t] = value
