@@ -35,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 //===----------------------------------------------------------------------===//
 // The driver, opened at run time
@@ -180,6 +181,33 @@ static void checkReleasing(CUresult status, const char *what,
     return;
   pthread_mutex_unlock(held);
   check(status, what);
+}
+
+//===----------------------------------------------------------------------===//
+// $HLA_CUDA_TRACE=1: each launch, synchronisation, allocation and free on
+// stderr with the host microseconds it took (where a call's time goes
+// outside its kernels).
+//===----------------------------------------------------------------------===//
+
+static int traceState = -1; // unknown, off, on
+
+static bool tracing(void) {
+  if (traceState < 0) {
+    const char *value = getenv("HLA_CUDA_TRACE");
+    traceState = value && *value && strcmp(value, "0") != 0;
+  }
+  return traceState;
+}
+
+static double microseconds(void) {
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return (double)now.tv_sec * 1e6 + (double)now.tv_nsec / 1e3;
+}
+
+static void trace(const char *what, double since, size_t detail) {
+  fprintf(stderr, "hla-cuda: %-12s %9.1f us  (%zu)\n", what,
+          microseconds() - since, detail);
 }
 
 /// Opens the driver once and makes the context current in this thread.
@@ -368,6 +396,7 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
                       intptr_t blockZ, int32_t sharedBytes, void *stream,
                       void **params, void **extra, size_t paramsCount) {
   (void)paramsCount;
+  double start = tracing() ? microseconds() : 0;
   enter();
   allowSharedMemory((CUfunction)function, sharedBytes);
   check(p_cuLaunchKernel((CUfunction)function, (unsigned)gridX, (unsigned)gridY,
@@ -375,6 +404,8 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
                          (unsigned)blockZ, (unsigned)sharedBytes,
                          (CUstream)stream, params, extra),
         "cuLaunchKernel");
+  if (tracing())
+    trace("launch", start, (size_t)gridX);
 }
 
 void mgpuLaunchClusterKernel(void *function, intptr_t clusterX,
@@ -417,8 +448,11 @@ void mgpuStreamDestroy(void *stream) {
 }
 
 void mgpuStreamSynchronize(void *stream) {
+  double start = tracing() ? microseconds() : 0;
   enter();
   check(p_cuStreamSynchronize((CUstream)stream), "kernel execution");
+  if (tracing())
+    trace("synchronize", start, 0);
 }
 
 void mgpuStreamWaitEvent(void *stream, void *event) {
@@ -488,7 +522,7 @@ static CUdeviceptr reuseBuffer(size_t bytes, CUstream stream) {
   return 0;
 }
 
-void *mgpuMemAlloc(uint64_t bytes, void *stream, bool hostShared) {
+static void *allocate(uint64_t bytes, void *stream, bool hostShared) {
   enter();
   CUdeviceptr pointer = 0;
   if (bytes == 0)
@@ -513,7 +547,7 @@ void *mgpuMemAlloc(uint64_t bytes, void *stream, bool hostShared) {
   return (void *)pointer;
 }
 
-void mgpuMemFree(void *pointer, void *stream) {
+static void release(void *pointer, void *stream) {
   enter();
   if (!pointer)
     return;
@@ -552,6 +586,21 @@ void mgpuMemFree(void *pointer, void *stream) {
     check(p_cuEventDestroy(freed), "cuEventDestroy");
   check(p_cuMemFreeAsync((CUdeviceptr)pointer, (CUstream)stream),
         "cuMemFreeAsync");
+}
+
+void *mgpuMemAlloc(uint64_t bytes, void *stream, bool hostShared) {
+  double start = tracing() ? microseconds() : 0;
+  void *pointer = allocate(bytes, stream, hostShared);
+  if (tracing())
+    trace("allocate", start, (size_t)bytes);
+  return pointer;
+}
+
+void mgpuMemFree(void *pointer, void *stream) {
+  double start = tracing() ? microseconds() : 0;
+  release(pointer, stream);
+  if (tracing())
+    trace("free", start, 0);
 }
 
 void mgpuMemcpy(void *dst, void *src, size_t bytes, void *stream) {
