@@ -10,7 +10,9 @@
 //   PlaceTiles.cpp          where each tile lives (TilePlan), or why the
 //                           loop cannot be placed;
 //   OrderTiles.cpp          the chunk body's order, for register pressure;
-//   LowerRegisterTiles.cpp  the gpu.launch that runs a plan, and the pass.
+//   LowerRegisterTiles.cpp  the gpu.launch that runs a plan, and the pass;
+//   TileMemory.cpp          its tiles in memory (TileEmitter.h: the
+//                           emitter both share).
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,6 +24,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SmallVector.h"
 
 #include <optional>
@@ -102,7 +105,9 @@ struct TilePlan {
   };
   llvm::SmallVector<Landing> landing;
   /// Shared-memory words of each whole-tile reduction (one per warp).
-  llvm::DenseMap<Operation *, int64_t> reductionScratch;
+  /// (In placement order: the shared-memory layout must not depend on
+  /// pointer values.)
+  llvm::MapVector<Operation *, int64_t> reductionScratch;
   int64_t sharedBytes = 0;
   int64_t contractions = 0;
   /// The most fragment registers per thread of one warpgroup alive at once

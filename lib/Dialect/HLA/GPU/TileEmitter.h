@@ -1,0 +1,275 @@
+//===- TileEmitter.h - Emitting a placed chunk loop -------------*- C++ -*-===//
+//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// The emitter of hla-gpu-lower-register-tiles (RegisterTiles.h), shared by
+// its two files:
+//
+//   LowerRegisterTiles.cpp  the launch, op by op: loops, branches,
+//                           contractions, elementwise ops, reductions;
+//   TileMemory.cpp          tiles in memory: on-demand reads, shared-memory
+//                           copies of operands, token rows landing a chunk
+//                           ahead, output rows stored from fragments.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef HLA_LIB_DIALECT_HLA_GPU_TILEEMITTER_H
+#define HLA_LIB_DIALECT_HLA_GPU_TILEEMITTER_H
+
+#include "ChunkLoopMapper.h"
+#include "RegisterTiles.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/IRMapping.h"
+
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SmallBitVector.h"
+
+#include <functional>
+
+namespace mlir::hla::gpumap {
+
+/// The calling thread's elements of a `rows` x `cols` fragment (rows / 64
+/// row blocks, each a wgmma accumulator), or the accumulators they are
+/// still being computed into.
+struct Fragment {
+  int64_t rows = 0, cols = 0;
+  /// Per row block, the accumulator struct of a wgmma not yet waited for.
+  llvm::SmallVector<Value> pending;
+  llvm::SmallVector<Value> elements;
+
+  static Fragment of(Value tile) {
+    auto type = cast<RankedTensorType>(tile.getType());
+    Fragment f;
+    f.rows = type.getDimSize(0);
+    f.cols = type.getDimSize(1);
+    return f;
+  }
+};
+
+class TileEmitter {
+public:
+  explicit TileEmitter(TilePlan &plan)
+      : plan(plan), b(plan.forall), loc(plan.forall.getLoc()) {}
+  void run();
+
+private:
+  Value index(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+  Value scalar(Value v);
+  Value scalar(OpFoldResult v) {
+    if (auto value = dyn_cast<Value>(v))
+      return scalar(value);
+    return index(*getConstantIntValue(v));
+  }
+  // A fragment element's tile coordinates. The thread's slots run over the
+  // row blocks, plan.slots(64, cols) each; slot j of a block holds row
+  // rowLo (+ 8 for the second pair of each 8 columns) of the block and
+  // column 8 (j / 4) + pairCol (+ 1 for odd j) of its warpgroup's share of
+  // the `cols` columns (warpgroup g holds columns [g cols / W,
+  // (g + 1) cols / W)).
+  Value slotRow(int64_t i, int64_t cols) {
+    int64_t perBlock = plan.slots(kFragmentRows, cols);
+    int64_t block = i / perBlock, j = i % perBlock;
+    int64_t offset = block * kFragmentRows + ((j / 2) % 2 ? 8 : 0);
+    return offset ? arith::AddIOp::create(b, loc, rowLo, index(offset)) : rowLo;
+  }
+  Value slotCol(int64_t i, int64_t cols) {
+    int64_t j = i % plan.slots(kFragmentRows, cols);
+    Value col =
+        arith::AddIOp::create(b, loc, pairCol, index(8 * (j / 4) + j % 2));
+    if (plan.warpgroups == 1)
+      return col;
+    return arith::AddIOp::create(
+        b, loc, col,
+        arith::MulIOp::create(b, loc, warpgroup,
+                              index(cols / plan.warpgroups)));
+  }
+  static int64_t columns(Value tile) {
+    return cast<RankedTensorType>(tile.getType()).getDimSize(1);
+  }
+  int64_t slotsOf(Value tile) {
+    auto type = cast<RankedTensorType>(tile.getType());
+    return plan.slots(type.getDimSize(0), type.getDimSize(1));
+  }
+
+  /// Element (row, col) of an on-demand tile (`col` null for a vector).
+  Value evalAt(Value tile, Value row, Value col);
+  /// `operand` of `op` at the loop position `ivs`.
+  Value evalOperand(linalg::GenericOp op, OpOperand &operand,
+                    llvm::ArrayRef<Value> ivs);
+  llvm::SmallVector<Value> evalRow8(Value tile, Value row, Value col0);
+  /// Eight consecutive elements of global `buffer` from `indices`: one
+  /// 16-byte load where the buffer starts on a 16-byte boundary, else eight.
+  llvm::SmallVector<Value> loadRow8(Value buffer,
+                                    llvm::ArrayRef<Value> indices);
+  /// The same as eight loads (zeros where `inside`, if given, is false).
+  llvm::SmallVector<Value>
+  loadElements8(Value buffer, llvm::ArrayRef<Value> indices, Value inside);
+  /// Whether global `buffer` starts on a 16-byte boundary (computed once at
+  /// the kernel's start: rows of 8-element multiples keep it).
+  Value alignedOf(Value buffer);
+  /// The indices into the global buffer of slice `slice` at its tile
+  /// coordinates (row, col).
+  llvm::SmallVector<Value> sliceIndices(tensor::ExtractSliceOp slice, Value row,
+                                        Value col) {
+    return indicesAt(slice.getMixedOffsets(), slice.getDroppedDims(), row, col);
+  }
+  llvm::SmallVector<Value> indicesAt(llvm::ArrayRef<OpFoldResult> offsets,
+                                     const llvm::SmallBitVector &dropped,
+                                     Value row, Value col);
+  llvm::SmallVector<Value> cloneBody(linalg::GenericOp op,
+                                     llvm::ArrayRef<Value> ivs,
+                                     llvm::function_ref<Value(OpOperand &)> in);
+  /// A fragment's elements (waiting for its wgmma), or an on-demand tile's
+  /// at the fragment coordinates.
+  llvm::SmallVector<Value> elements(Value tile);
+  void setFragment(Value tile, Fragment f) {
+    fragmentOf[tile] = fragments.size();
+    fragments.push_back(std::move(f));
+  }
+
+  void emitBlock(Block &block);
+  void emitOp(Operation *op);
+  void emitElementwise(linalg::GenericOp op);
+  void emitContraction(linalg::GenericOp op);
+  void emitRows(tensor::InsertSliceOp op);
+  void emitRows(tensor::ParallelInsertSliceOp op);
+  /// Stores rows [0, length) of `tile` at `indices(row, col)` of `buffer`.
+  void emitTileRows(
+      Value tile, Value length, Value buffer,
+      llvm::function_ref<llvm::SmallVector<Value>(Value, Value)> indices);
+  void emitLoop(scf::ForOp loop);
+  void emitReduction(linalg::GenericOp op);
+  void emitIf(scf::IfOp op);
+  /// The value of a 0-d tensor (Placement::ScalarTensor).
+  Value zeroDim(Value tensor) {
+    if (Value v = reduced.lookup(tensor))
+      return v;
+    if (auto fromElements = tensor.getDefiningOp<tensor::FromElementsOp>())
+      return scalar(fromElements.getElements()[0]);
+    return scalar(tensor.getDefiningOp<linalg::FillOp>().value());
+  }
+  /// Sync state saved around a region emitted on its own (a branch).
+  struct SyncState {
+    llvm::DenseSet<unsigned> materialized, readSince, writtenSince;
+    bool unknownState;
+  };
+  SyncState saveSync() {
+    return {materialized, readSince, writtenSince, unknownState};
+  }
+  void restoreSync(const SyncState &s) {
+    materialized = s.materialized;
+    readSince = s.readSince;
+    writtenSince = s.writtenSince;
+    unknownState = s.unknownState;
+  }
+  /// The landing buffer pair of a token insertion, if it has one.
+  std::optional<unsigned> landingOf(tensor::InsertSliceOp insert) {
+    for (auto [i, l] : llvm::enumerate(plan.landing))
+      if (l.tokens == insert)
+        return i;
+    return std::nullopt;
+  }
+  /// `v` (a scalar of `loop`'s body) recomputed with the induction variable
+  /// mapped as in `mapping`.
+  Value cloneAt(Value v, scf::ForOp loop, IRMapping &mapping);
+  /// Element (row, col) of a shared-memory tile of `rows` rows laid out
+  /// as TilePlan::Staged says: (col / 8) groupBytes(rows) / 2 + 8 row +
+  /// col % 8.
+  Value groupedIndex(int64_t rows, Value row, Value col) {
+    Value group = arith::DivUIOp::create(b, loc, col, index(8));
+    Value at = arith::AddIOp::create(
+        b, loc,
+        arith::MulIOp::create(b, loc, group, index(groupBytes(rows) / 2)),
+        arith::MulIOp::create(b, loc, row, index(8)));
+    return arith::AddIOp::create(b, loc, at,
+                                 arith::RemUIOp::create(b, loc, col, index(8)));
+  }
+  /// Element (row, col) of landing pair `l`'s current buffer.
+  Value landingIndex(unsigned l, Value row, Value col) {
+    return arith::AddIOp::create(b, loc, landingCurrent[l],
+                                 groupedIndex(plan.landing[l].rows, row, col));
+  }
+  /// A loop of the block over `tile`'s rows, 8 columns at a time
+  /// (consecutive threads on consecutive rows); leaves the builder in its
+  /// body and returns the row and first column there.
+  std::pair<Value, Value> enterRowGroups(RankedTensorType tile) {
+    int64_t rows = tile.getDimSize(0), groups = tile.getDimSize(1) / 8;
+    auto loop = scf::ForOp::create(b, loc, threadId, index(rows * groups),
+                                   index(plan.threads()));
+    b.setInsertionPoint(loop.getBody()->getTerminator());
+    Value unit = loop.getInductionVar();
+    Value row = arith::RemUIOp::create(b, loc, unit, index(rows));
+    Value col0 = arith::MulIOp::create(
+        b, loc, arith::DivUIOp::create(b, loc, unit, index(rows)), index(8));
+    return {row, col0};
+  }
+  /// Starts copying the token rows of landing pair `l` for the chunk whose
+  /// induction variable is `iv` into its buffer at element `base`.
+  void issueLanding(unsigned l, scf::ForOp loop, Value iv, Value base);
+
+  /// Makes the shared-memory copies `needed` (and those of later
+  /// contractions of `op`'s block that are ready).
+  void stage(Operation *op, llvm::ArrayRef<unsigned> needed);
+  void materialize(unsigned staged);
+  /// How a contraction reads copy `staged` (K along the tile's rows or its
+  /// columns): the descriptor's address (base + offset bytes) and strides.
+  struct Operand {
+    Value base;
+    int64_t offset, kGroupBytes, mnGroupBytes;
+    bool mnMajor;
+  };
+  Operand operandOf(unsigned staged, bool kIsRow);
+  void waitAll();
+  void barrier();
+  /// Whether copies `a` and `b` share bytes (shareSharedMemory; tiles
+  /// read from landing buffers have none of their own).
+  bool overlap(unsigned a, unsigned b) const {
+    const TilePlan::Staged &x = plan.staged[a], &y = plan.staged[b];
+    return !x.landing && !y.landing && x.offset < y.offset + y.bytes() &&
+           y.offset < x.offset + x.bytes();
+  }
+  void beforeWrite(unsigned staged) {
+    // wgmma may still read this copy, or another in the same bytes.
+    if (unknownState || llvm::any_of(readSince, [&](unsigned read) {
+          return overlap(read, staged);
+        })) {
+      waitAll();
+      barrier();
+    }
+  }
+  void beforeRead(unsigned staged) {
+    if (unknownState || writtenSince.contains(staged))
+      barrier();
+  }
+
+  TilePlan &plan;
+  OpBuilder b;
+  Location loc;
+  IRMapping scalars;
+  llvm::DenseMap<Value, unsigned> fragmentOf;
+  llvm::SmallVector<Fragment> fragments;
+  llvm::SmallVector<unsigned> pendingFragments;
+  llvm::DenseMap<Value, Value> buffers; // global tensors -> memrefs
+  llvm::SmallVector<Value> stagedViews;
+  /// Per landing buffer pair (TilePlan::Landing): its view, and inside its
+  /// loop the offset of the current chunk's buffer.
+  llvm::SmallVector<Value> landingViews;
+  llvm::DenseMap<unsigned, Value> landingCurrent;
+  llvm::DenseMap<Value, Value> reduced; // whole-tile reductions' values
+  Value window;
+  llvm::DenseSet<unsigned> materialized, readSince, writtenSince;
+  bool unknownState = false;
+  Value windowAddress, threadId, lane, warpInGroup, warpgroup, rowLo, pairCol;
+  llvm::DenseMap<Value, Value> alignment; // global buffer -> i1
+  Block *kernelEntry = nullptr;
+};
+
+} // namespace mlir::hla::gpumap
+
+#endif // HLA_LIB_DIALECT_HLA_GPU_TILEEMITTER_H

@@ -1,0 +1,527 @@
+//===- TileMemory.cpp - Register tiles in memory ----------------*- C++ -*-===//
+//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// The memory half of hla-gpu-lower-register-tiles' emitter (TileEmitter.h):
+// on-demand tiles read where their elements are needed, contraction
+// operands staged as bf16 copies in wgmma's core-matrix layout (from
+// fragments by stmatrix), token rows copied a chunk ahead by cp.async into
+// landing buffers of that layout, and output rows (or states) stored from
+// fragments.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TileEmitter.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+using namespace mlir;
+using namespace mlir::hla;
+using namespace mlir::hla::gpumap;
+
+Value TileEmitter::evalAt(Value tile, Value row, Value col) {
+  Operation *def = tile.getDefiningOp();
+  if (auto constant = dyn_cast_or_null<arith::ConstantOp>(def)) {
+    auto dense = cast<DenseElementsAttr>(constant.getValue());
+    return arith::ConstantOp::create(b, loc, dense.getSplatValue<TypedAttr>());
+  }
+  if (auto fill = dyn_cast<linalg::FillOp>(def))
+    return scalar(fill.value());
+  if (auto copy = dyn_cast<linalg::CopyOp>(def))
+    return evalAt(copy.getInputs()[0], row, col);
+  if (auto slice = dyn_cast<tensor::ExtractSliceOp>(def))
+    return memref::LoadOp::create(b, loc, buffers[slice.getSource()],
+                                  sliceIndices(slice, row, col));
+  if (auto insert = dyn_cast<tensor::InsertSliceOp>(def)) {
+    if (std::optional<unsigned> l = landingOf(insert);
+        l && landingCurrent.count(*l)) {
+      // Copied ahead, rows past the chunk's end zero-filled.
+      return memref::LoadOp::create(b, loc, landingViews[*l],
+                                    ValueRange{landingIndex(*l, row, col)});
+    }
+    // Token rows [0, len) of the chunk, the destination's elements below.
+    auto slice = insert.getSource().getDefiningOp<tensor::ExtractSliceOp>();
+    Value length = scalar(insert.getMixedSizes()[0]);
+    Value inside =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row, length);
+    Value safeRow = arith::SelectOp::create(b, loc, inside, row, index(0));
+    Value loaded = memref::LoadOp::create(b, loc, buffers[slice.getSource()],
+                                          sliceIndices(slice, safeRow, col));
+    return arith::SelectOp::create(b, loc, inside, loaded,
+                                   evalAt(insert.getDest(), row, col));
+  }
+  auto generic = cast<linalg::GenericOp>(def);
+  AffineMap outMap =
+      generic.getMatchingIndexingMap(generic.getDpsInitOperand(0));
+  llvm::SmallVector<Value> ivs(generic.getNumLoops());
+  ivs[outMap.getDimPosition(0)] = row;
+  if (outMap.getNumResults() == 2)
+    ivs[outMap.getDimPosition(1)] = col;
+  return cloneBody(generic, ivs, [&](OpOperand &operand) {
+    return evalOperand(generic, operand, ivs);
+  })[0];
+}
+
+Value TileEmitter::evalOperand(linalg::GenericOp op, OpOperand &operand,
+                               llvm::ArrayRef<Value> ivs) {
+  // A row or column vector is read at one coordinate.
+  AffineMap map = op.getMatchingIndexingMap(&operand);
+  return evalAt(operand.get(), ivs[map.getDimPosition(0)],
+                map.getNumResults() == 2 ? ivs[map.getDimPosition(1)]
+                                         : Value());
+}
+
+llvm::SmallVector<Value> TileEmitter::evalRow8(Value tile, Value row,
+                                               Value col0) {
+  Operation *def = tile.getDefiningOp();
+  llvm::SmallVector<Value> values;
+  auto colAt = [&](int64_t j) -> Value {
+    return arith::AddIOp::create(b, loc, col0, index(j));
+  };
+  auto insertForLanding = dyn_cast_or_null<tensor::InsertSliceOp>(def);
+  if (std::optional<unsigned> l =
+          insertForLanding ? landingOf(insertForLanding) : std::nullopt;
+      l && landingCurrent.count(*l)) {
+    auto type = VectorType::get({8}, b.getBF16Type());
+    Value vec = vector::LoadOp::create(b, loc, type, landingViews[*l],
+                                       ValueRange{landingIndex(*l, row, col0)},
+                                       /*nontemporal=*/false,
+                                       /*alignment=*/llvm::MaybeAlign(16));
+    for (int64_t j = 0; j < 8; ++j)
+      values.push_back(vector::ExtractOp::create(b, loc, vec, j));
+    return values;
+  }
+  if (auto insert = dyn_cast_or_null<tensor::InsertSliceOp>(def)) {
+    // One 16-byte load of the token row (a row before the chunk start when
+    // past its end, selected away).
+    auto slice = insert.getSource().getDefiningOp<tensor::ExtractSliceOp>();
+    Value length = scalar(insert.getMixedSizes()[0]);
+    Value inside =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row, length);
+    Value safeRow = arith::SelectOp::create(b, loc, inside, row, index(0));
+    llvm::SmallVector<Value> loaded = loadRow8(
+        buffers[slice.getSource()], sliceIndices(slice, safeRow, col0));
+    for (int64_t j = 0; j < 8; ++j)
+      values.push_back(arith::SelectOp::create(
+          b, loc, inside, loaded[j], evalAt(insert.getDest(), row, colAt(j))));
+    return values;
+  }
+  if (auto slice = dyn_cast_or_null<tensor::ExtractSliceOp>(def))
+    return loadRow8(buffers[slice.getSource()], sliceIndices(slice, row, col0));
+  auto generic = dyn_cast_or_null<linalg::GenericOp>(def);
+  bool identity =
+      generic && llvm::all_of(generic.getIndexingMapsArray(),
+                              [](AffineMap m) { return m.isIdentity(); });
+  if (identity) {
+    llvm::DenseMap<Value, llvm::SmallVector<Value>> inputs;
+    for (OpOperand &operand : generic->getOpOperands())
+      if (!generic.getMatchingBlockArgument(&operand).use_empty())
+        inputs[operand.get()] = evalRow8(operand.get(), row, col0);
+    for (int64_t j = 0; j < 8; ++j) {
+      Value col = colAt(j);
+      values.push_back(cloneBody(generic, {row, col}, [&](OpOperand &operand) {
+        return inputs[operand.get()][j];
+      })[0]);
+    }
+    return values;
+  }
+  for (int64_t j = 0; j < 8; ++j)
+    values.push_back(evalAt(tile, row, colAt(j)));
+  return values;
+}
+
+Value TileEmitter::alignedOf(Value buffer) {
+  Value &flag = alignment[buffer];
+  if (!flag) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointAfterValue(windowAddress);
+    Value address =
+        memref::ExtractAlignedPointerAsIndexOp::create(b, loc, buffer);
+    flag = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::eq,
+        arith::RemUIOp::create(b, loc, address, index(16)), index(0));
+  }
+  return flag;
+}
+
+llvm::SmallVector<Value>
+TileEmitter::loadElements8(Value buffer, llvm::ArrayRef<Value> indices,
+                           Value inside) {
+  Type element = cast<MemRefType>(buffer.getType()).getElementType();
+  llvm::SmallVector<Value> elements;
+  for (int64_t j = 0; j < 8; ++j) {
+    llvm::SmallVector<Value> at(indices);
+    at.back() = arith::AddIOp::create(b, loc, at.back(), index(j));
+    Value v = memref::LoadOp::create(b, loc, buffer, at);
+    if (inside)
+      v = arith::SelectOp::create(
+          b, loc, inside, v,
+          arith::ConstantOp::create(b, loc, b.getZeroAttr(element)));
+    elements.push_back(v);
+  }
+  return elements;
+}
+
+llvm::SmallVector<Value> TileEmitter::loadRow8(Value buffer,
+                                               llvm::ArrayRef<Value> indices) {
+  Type element = cast<MemRefType>(buffer.getType()).getElementType();
+  auto type = VectorType::get({8}, element);
+  auto branch = scf::IfOp::create(b, loc, TypeRange{type}, alignedOf(buffer),
+                                  /*withElseRegion=*/true);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(branch.thenBlock());
+    Value vec = vector::LoadOp::create(b, loc, type, buffer, indices,
+                                       /*nontemporal=*/false,
+                                       /*alignment=*/llvm::MaybeAlign(16));
+    scf::YieldOp::create(b, loc, vec);
+    b.setInsertionPointToStart(branch.elseBlock());
+    scf::YieldOp::create(
+        b, loc,
+        ValueRange{vector::FromElementsOp::create(
+            b, loc, type, loadElements8(buffer, indices, Value()))});
+  }
+  llvm::SmallVector<Value> values;
+  for (int64_t j = 0; j < 8; ++j)
+    values.push_back(vector::ExtractOp::create(b, loc, branch.getResult(0), j));
+  return values;
+}
+
+void TileEmitter::materialize(unsigned which) {
+  const TilePlan::Staged &s = plan.staged[which];
+  beforeWrite(which);
+  Type bf16 = b.getBF16Type();
+  Value view = stagedViews[which];
+  auto toBF16 = [&](Value v) -> Value {
+    if (v.getType() == bf16)
+      return v;
+    if (!v.getType().isF32())
+      v = arith::ExtFOp::create(b, loc, b.getF32Type(), v);
+    return arith::TruncFOp::create(b, loc, bf16, v);
+  };
+  auto type = cast<RankedTensorType>(s.tile.getType());
+  if (plan.of(s.tile) == Placement::Frag) {
+    // A conversion by stmatrix: each 8 x 8 block of the fragment a warp
+    // holds (rows 64 r + 16 w + 8 h of row block r, columns 8 j of its
+    // warpgroup's share) is one core matrix of the copy, its rows 16
+    // contiguous bytes. A thread's pair of slots (i, i + 1) of a row block
+    // is its register of block (h = i / 2 % 2, j = i / 4); four blocks per
+    // instruction.
+    llvm::SmallVector<Value> values = elements(s.tile);
+    int64_t share = columns(s.tile) / plan.warpgroups;
+    int64_t blocks = share / 8;
+    int64_t perBlock = plan.slots(kFragmentRows, columns(s.tile));
+    auto i32 = b.getI32Type();
+    auto pack = [&](int64_t i) -> Value {
+      Value pair = vector::FromElementsOp::create(
+          b, loc, VectorType::get({2}, bf16),
+          ValueRange{toBF16(values[i]), toBF16(values[i + 1])});
+      return vector::BitCastOp::create(b, loc, VectorType::get({1}, i32), pair)
+          .getResult();
+    };
+    auto scalarOf = [&](Value v) -> Value {
+      return vector::ExtractOp::create(b, loc, v, 0);
+    };
+    Value laneRow = arith::RemUIOp::create(b, loc, lane, index(8));
+    Value matrix = arith::DivUIOp::create(b, loc, lane, index(8));
+    Value colBase = arith::MulIOp::create(b, loc, warpgroup, index(share));
+    for (int64_t rowBlock = 0; rowBlock < type.getDimSize(0) / kFragmentRows;
+         ++rowBlock) {
+      for (int64_t j0 = 0; j0 < blocks; j0 += 2) {
+        int64_t count = std::min<int64_t>(2, blocks - j0) * 2; // matrices
+        llvm::SmallVector<Value> sources;
+        for (int64_t m = 0; m < count; ++m)
+          sources.push_back(scalarOf(
+              pack(rowBlock * perBlock + 4 * (j0 + m / 2) + 2 * (m % 2))));
+        // Lane l addresses row l % 8 of matrix l / 8 (h = m % 2,
+        // j = j0 + m / 2).
+        Value m = count == 4 ? matrix
+                             : arith::RemUIOp::create(b, loc, matrix, index(2));
+        Value r0 = arith::AddIOp::create(
+            b, loc,
+            arith::AddIOp::create(
+                b, loc, arith::MulIOp::create(b, loc, warpInGroup, index(16)),
+                index(rowBlock * kFragmentRows)),
+            arith::MulIOp::create(
+                b, loc, arith::RemUIOp::create(b, loc, m, index(2)), index(8)));
+        Value c0 = arith::AddIOp::create(
+            b, loc, colBase,
+            arith::MulIOp::create(
+                b, loc,
+                arith::AddIOp::create(
+                    b, loc, index(j0),
+                    arith::DivUIOp::create(b, loc, m, index(2))),
+                index(8)));
+        Value element = groupedIndex(
+            s.rows, arith::AddIOp::create(b, loc, r0, laneRow), c0);
+        Value byte = arith::AddIOp::create(
+            b, loc, index(s.offset),
+            arith::MulIOp::create(b, loc, element, index(2)));
+        Value address = arith::AddIOp::create(
+            b, loc, windowAddress,
+            arith::IndexCastUIOp::create(b, loc, b.getI64Type(), byte));
+        Value pointer = LLVM::IntToPtrOp::create(
+            b, loc, LLVM::LLVMPointerType::get(b.getContext(), 3), address);
+        NVVM::StMatrixOp::create(
+            b, loc, pointer, sources,
+            NVVM::MMALayoutAttr::get(b.getContext(), NVVM::MMALayout::row),
+            NVVM::LdStMatrixShapeAttr::get(b.getContext(), 8, 8),
+            NVVM::LdStMatrixEltTypeAttr::get(b.getContext(),
+                                             NVVM::LdStMatrixEltType::B16));
+      }
+    }
+  } else {
+    // The block computes the tile 8 columns at a time (one 16-byte row of a
+    // core matrix each); consecutive threads take consecutive rows.
+    OpBuilder::InsertionGuard guard(b);
+    auto [row, col0] = enterRowGroups(type);
+    llvm::SmallVector<Value> values = evalRow8(s.tile, row, col0);
+    for (Value &v : values)
+      v = toBF16(v);
+    Value vec = vector::FromElementsOp::create(
+        b, loc, VectorType::get({8}, bf16), values);
+    vector::StoreOp::create(b, loc, vec, view,
+                            ValueRange{groupedIndex(s.rows, row, col0)},
+                            /*nontemporal=*/false,
+                            /*alignment=*/llvm::MaybeAlign(16));
+  }
+  writtenSince.insert(which);
+  // Copies in the same bytes are gone.
+  for (unsigned other = 0; other < plan.staged.size(); ++other)
+    if (other != which && overlap(other, which))
+      materialized.erase(other);
+  materialized.insert(which);
+}
+
+void TileEmitter::stage(Operation *op, llvm::ArrayRef<unsigned> needed) {
+  llvm::SmallVector<unsigned> batch;
+  for (unsigned i : needed)
+    if (!plan.staged[i].landing && !materialized.contains(i) &&
+        !llvm::is_contained(batch, i))
+      batch.push_back(i);
+  if (batch.empty())
+    return;
+  // Later contractions' operands that are ready now: fragments already
+  // computed, on-demand tiles whose inputs (tiles, and scalars read by their
+  // bodies) all are.
+  Block *block = op->getBlock();
+  std::function<bool(Value)> ready = [&](Value v) -> bool {
+    if (v.getParentBlock() != block)
+      return true; // from an enclosing scope
+    Operation *def = v.getDefiningOp();
+    if (!def || def->isBeforeInBlock(op))
+      return true;
+    Placement p = plan.of(v);
+    if (p == Placement::Empty)
+      return true; // never read
+    if (p == Placement::ScalarTensor && isa<linalg::GenericOp>(def))
+      return false; // a reduction, emitted in program order
+    if (p != Placement::Expr && p != Placement::ScalarTensor)
+      return false; // fragments and scalars are emitted in program order
+    bool inputsReady = true;
+    def->walk([&](Operation *inner) {
+      for (Value operand : inner->getOperands())
+        if (!def->isAncestor(operand.getParentRegion()->getParentOp()) &&
+            !ready(operand))
+          inputsReady = false;
+    });
+    return inputsReady;
+  };
+  for (Operation *next = op->getNextNode(); next; next = next->getNextNode()) {
+    auto generic = dyn_cast<linalg::GenericOp>(next);
+    if (!generic || !matchContraction(generic) ||
+        plan.of(generic.getResult(0)) != Placement::Frag)
+      continue;
+    for (OpOperand *input : generic.getDpsInputOperands()) {
+      std::optional<unsigned> i = plan.stagedIndex(input->get());
+      if (i && !plan.staged[*i].landing && !materialized.contains(*i) &&
+          !llvm::is_contained(batch, *i) && ready(input->get()))
+        batch.push_back(*i);
+    }
+  }
+  for (unsigned i : batch)
+    materialize(i);
+}
+
+TileEmitter::Operand TileEmitter::operandOf(unsigned staged, bool kIsRow) {
+  const TilePlan::Staged &s = plan.staged[staged];
+  Operand operand;
+  operand.mnMajor = kIsRow;
+  operand.base = windowAddress;
+  operand.offset = s.offset;
+  if (s.landing) {
+    // The current buffer of the pair, two bytes per element.
+    operand.offset = plan.landing[*s.landing].offset;
+    operand.base = arith::AddIOp::create(
+        b, loc, windowAddress,
+        arith::IndexCastUIOp::create(
+            b, loc, b.getI64Type(),
+            arith::MulIOp::create(b, loc, landingCurrent[*s.landing],
+                                  index(2))));
+  }
+  // Core matrices adjacent in the tile's rows are 16 x 8 = 128 bytes
+  // apart, in its columns groupBytes: K-major (K the columns) the
+  // leading stride is the column groups', MN-major the rows'.
+  operand.kGroupBytes = kIsRow ? 128 : s.columnGroupBytes();
+  operand.mnGroupBytes = kIsRow ? s.columnGroupBytes() : 128;
+  return operand;
+}
+
+void TileEmitter::emitRows(tensor::InsertSliceOp op) {
+  auto prefix = op.getSource().getDefiningOp<tensor::ExtractSliceOp>();
+  tensor::ExtractSliceOp slice = plan.rowsSlice.lookup(op.getDest());
+  Value rowOffset = scalar(op.getMixedOffsets()[0]);
+  Value colOffset = scalar(op.getMixedOffsets()[1]);
+  emitTileRows(prefix.getSource(), scalar(op.getMixedSizes()[0]),
+               buffers[slice.getSource()], [&](Value row, Value col) {
+                 return sliceIndices(
+                     slice, arith::AddIOp::create(b, loc, rowOffset, row),
+                     arith::AddIOp::create(b, loc, colOffset, col));
+               });
+}
+
+void TileEmitter::emitRows(tensor::ParallelInsertSliceOp op) {
+  Value tile = op.getSource();
+  Value length = index(op.getSourceType().getDimSize(0));
+  if (plan.of(tile) == Placement::Prefix) {
+    auto prefix = tile.getDefiningOp<tensor::ExtractSliceOp>();
+    tile = prefix.getSource();
+    length = scalar(prefix.getMixedSizes()[0]);
+  }
+  llvm::SmallBitVector dropped = op.getDroppedDims();
+  llvm::SmallVector<OpFoldResult> offsets = op.getMixedOffsets();
+  emitTileRows(tile, length, buffers[op.getDest()], [&](Value row, Value col) {
+    return indicesAt(offsets, dropped, row, col);
+  });
+}
+
+void TileEmitter::emitTileRows(
+    Value tile, Value length, Value buffer,
+    llvm::function_ref<llvm::SmallVector<Value>(Value, Value)> indices) {
+  Type element = cast<MemRefType>(buffer.getType()).getElementType();
+  auto convert = [&](Value v) -> Value {
+    if (v.getType() == element)
+      return v;
+    if (!v.getType().isF32())
+      v = arith::ExtFOp::create(b, loc, b.getF32Type(), v);
+    return element.isF32() ? v : arith::TruncFOp::create(b, loc, element, v);
+  };
+  if (plan.of(tile) == Placement::Frag) {
+    llvm::SmallVector<Value> values = elements(tile);
+    int64_t cols = columns(tile);
+    int64_t perBlock = plan.slots(kFragmentRows, cols);
+    // Per row block, the thread's two rows: slots 0, 1 mod 4 and 2, 3.
+    for (int64_t first = 0; first < int64_t(values.size()); first += 2) {
+      if (first % perBlock >= 4)
+        continue;
+      Value row = slotRow(first, cols);
+      Value inside =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row, length);
+      auto guard = scf::IfOp::create(b, loc, inside, /*withElseRegion=*/false);
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPoint(guard.thenBlock()->getTerminator());
+      int64_t end = (first / perBlock + 1) * perBlock;
+      for (int64_t i = first; i < end; i += 4) {
+        Value pair = vector::FromElementsOp::create(
+            b, loc, VectorType::get({2}, element),
+            ValueRange{convert(values[i]), convert(values[i + 1])});
+        vector::StoreOp::create(
+            b, loc, pair, buffer, indices(row, slotCol(i, cols)),
+            /*nontemporal=*/false,
+            /*alignment=*/
+            llvm::MaybeAlign(2 * element.getIntOrFloatBitWidth() / 8));
+      }
+    }
+    return;
+  }
+  // An on-demand tile: the block stores it 8 columns at a time.
+  auto type = cast<RankedTensorType>(tile.getType());
+  OpBuilder::InsertionGuard guard(b);
+  auto [row, col0] = enterRowGroups(type);
+  Value inside =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row, length);
+  auto ifInside = scf::IfOp::create(b, loc, inside, /*withElseRegion=*/false);
+  b.setInsertionPoint(ifInside.thenBlock()->getTerminator());
+  llvm::SmallVector<Value> values = evalRow8(tile, row, col0);
+  for (Value &v : values)
+    v = convert(v);
+  Value vec = vector::FromElementsOp::create(
+      b, loc, VectorType::get({8}, element), values);
+  vector::StoreOp::create(
+      b, loc, vec, buffer, indices(row, col0),
+      /*nontemporal=*/false,
+      /*alignment=*/llvm::MaybeAlign(8 * element.getIntOrFloatBitWidth() / 8));
+}
+
+Value TileEmitter::cloneAt(Value v, scf::ForOp loop, IRMapping &mapping) {
+  if (Value mapped = mapping.lookupOrNull(v))
+    return mapped;
+  Operation *def = v.getDefiningOp();
+  if (!def || def->getBlock() != loop.getBody())
+    return scalar(v);
+  for (Value operand : def->getOperands())
+    mapping.map(operand, cloneAt(operand, loop, mapping));
+  b.clone(*def, mapping);
+  return mapping.lookup(v);
+}
+
+void TileEmitter::issueLanding(unsigned l, scf::ForOp loop, Value iv,
+                               Value base) {
+  const TilePlan::Landing &landing = plan.landing[l];
+  tensor::InsertSliceOp insert = landing.tokens;
+  auto slice = insert.getSource().getDefiningOp<tensor::ExtractSliceOp>();
+  IRMapping mapping;
+  mapping.map(loop.getInductionVar(), iv);
+  llvm::SmallVector<OpFoldResult> offsets;
+  for (OpFoldResult offset : slice.getMixedOffsets())
+    offsets.push_back(
+        isa<Value>(offset)
+            ? OpFoldResult(cloneAt(cast<Value>(offset), loop, mapping))
+            : offset);
+  OpFoldResult size = insert.getMixedSizes()[0];
+  Value length = isa<Value>(size) ? cloneAt(cast<Value>(size), loop, mapping)
+                                  : scalar(size);
+  // Consecutive threads take consecutive 16 bytes of a row (coalesced).
+  int64_t groups = landing.cols / 8;
+  auto copies = scf::ForOp::create(
+      b, loc, threadId, index(landing.rows * groups), index(plan.threads()));
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(copies.getBody()->getTerminator());
+  Value unit = copies.getInductionVar();
+  Value row = arith::DivUIOp::create(b, loc, unit, index(groups));
+  Value col = arith::MulIOp::create(
+      b, loc, arith::RemUIOp::create(b, loc, unit, index(groups)), index(8));
+  Value inside =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row, length);
+  Value safeRow = arith::SelectOp::create(b, loc, inside, row, index(0));
+  // Rows past the chunk's end: nothing read, 16 zero bytes written.
+  Value elements = arith::SelectOp::create(b, loc, inside, index(8), index(0));
+  Value at =
+      arith::AddIOp::create(b, loc, base, groupedIndex(landing.rows, row, col));
+  Value source = buffers[slice.getSource()];
+  llvm::SmallVector<Value> from =
+      indicesAt(offsets, slice.getDroppedDims(), safeRow, col);
+  // cp.async moves 16 aligned bytes; tokens a view leaves off a 16-byte
+  // boundary are read element by element instead (synchronously: the
+  // chunk's opening barrier orders them like the copies).
+  auto aligned = scf::IfOp::create(b, loc, alignedOf(source),
+                                   /*withElseRegion=*/true);
+  b.setInsertionPoint(aligned.thenBlock()->getTerminator());
+  nvgpu::DeviceAsyncCopyOp::create(
+      b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), landingViews[l],
+      ValueRange{at}, source, from, b.getIndexAttr(8), elements,
+      b.getUnitAttr());
+  b.setInsertionPoint(aligned.elseBlock()->getTerminator());
+  llvm::SmallVector<Value> values = loadElements8(source, from, inside);
+  vector::StoreOp::create(
+      b, loc,
+      vector::FromElementsOp::create(
+          b, loc, VectorType::get({8}, b.getBF16Type()), values),
+      landingViews[l], ValueRange{at}, /*nontemporal=*/false,
+      /*alignment=*/llvm::MaybeAlign(16));
+}
