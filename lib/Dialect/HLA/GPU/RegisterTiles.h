@@ -5,7 +5,7 @@
 //===----------------------------------------------------------------------===//
 //
 // hla-gpu-lower-register-tiles runs a tensor chunk loop as one warpgroup per
-// (sequence, head) with its tiles as values. Two steps, one file each:
+// (sequence, head) with its tiles as values, in these files:
 //
 //   PlaceTiles.cpp          where each tile lives (TilePlan), or why the
 //                           loop cannot be placed;
