@@ -544,7 +544,8 @@ LogicalResult mlir::hla::compileToArtefact(ModuleOp module,
       };
       bool placed = tryTiles();
       // A loop whose copies overflow shared memory at full value width may
-      // fit at 32 columns (hla3: 332 KB at 64).
+      // fit at half of it (hla3 at d = 64: 332 KB at 64 columns; hla2 at
+      // d = 128: 266 KB at 128).
       if (!placed && options.valueTile == -1 &&
           pipeline.schedule == "persistent" &&
           narrowerValueTile(0, valueWidth(module))) {
