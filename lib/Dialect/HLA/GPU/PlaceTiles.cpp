@@ -119,6 +119,26 @@ std::optional<Placement> Placer::of(Value v) {
   return std::nullopt;
 }
 
+/// Whether `slice` is one whole matrix of its source's two trailing
+/// dimensions (every leading dimension a single index).
+static bool isWholeTrailingMatrix(tensor::ExtractSliceOp slice) {
+  auto source = cast<RankedTensorType>(slice.getSourceType());
+  int64_t rank = source.getRank();
+  if (rank < 2 || !source.hasStaticShape() ||
+      !slice.getType().hasStaticShape() || !slice.hasUnitStride())
+    return false;
+  llvm::SmallVector<OpFoldResult> offsets = slice.getMixedOffsets();
+  llvm::SmallVector<OpFoldResult> sizes = slice.getMixedSizes();
+  for (int64_t d = 0; d < rank; ++d) {
+    std::optional<int64_t> size = getConstantIntValue(sizes[d]);
+    bool trailing = d >= rank - 2;
+    if (trailing ? !isZeroInteger(offsets[d]) || size != source.getDimSize(d)
+                 : size != 1)
+      return false;
+  }
+  return true;
+}
+
 /// The token insertion whose bf16 values `tile` holds: the insertion
 /// itself, or its elements widened (exactly) to f32.
 static tensor::InsertSliceOp tokensOf(Value tile) {
@@ -422,9 +442,12 @@ LogicalResult Placer::placeOp(Operation *op) {
     std::optional<Placement> p = of(extract.getSource());
     if (p == Placement::Global) {
       Type element = extract.getType().getElementType();
-      // A state written by an earlier kernel: read where it is needed.
+      // A state written by an earlier kernel (a run's summary): a whole
+      // matrix of its trailing two dimensions, read where it is needed.
+      // (float32 tokens, also whole rows, are a window of the time
+      // dimension: they stay exact on the phase mapper.)
       if (!isa<BlockArgument>(extract.getSource()) && element.isF32() &&
-          extract.getType().hasStaticShape()) {
+          isWholeTrailingMatrix(extract)) {
         plan.placement[extract] = Placement::Expr;
         return success();
       }
