@@ -495,6 +495,8 @@ LogicalResult mlir::hla::compileToArtefact(ModuleOp module,
   });
   pipeline.indexBitwidth = largest < (int64_t(1) << 31) ? 32 : 64;
   // Device code for `pipeline` into `module`.
+  // The value width the register-tile value tiles halve.
+  int64_t width = valueWidth(module);
   auto buildDevice = [&](CUDAPipelineOptions &pipeline) -> LogicalResult {
     // The auto schedule is the segmented one where it helps (few sequence-
     // head pairs) and its kernels fit in shared memory: tried on a copy,
@@ -547,9 +549,8 @@ LogicalResult mlir::hla::compileToArtefact(ModuleOp module,
       // fit at half of it (hla3 at d = 64: 332 KB at 64 columns; hla2 at
       // d = 128: 266 KB at 128).
       if (!placed && options.valueTile == -1 &&
-          pipeline.schedule == "persistent" &&
-          narrowerValueTile(0, valueWidth(module))) {
-        pipeline.valueTile = narrowerValueTile(0, valueWidth(module));
+          pipeline.schedule == "persistent" && narrowerValueTile(0, width)) {
+        pipeline.valueTile = narrowerValueTile(0, width);
         placed = tryTiles();
         if (!placed)
           pipeline.valueTile = options.valueTile;
@@ -690,7 +691,7 @@ LogicalResult mlir::hla::compileToArtefact(ModuleOp module,
         // columns, which 32-column tiles would double the blocks for.
         pipeline.warpgroups = 2;
       } else if (tiles && options.valueTile == -1 &&
-                 narrowerValueTile(pipeline.valueTile, valueWidth(*pristine))) {
+                 narrowerValueTile(pipeline.valueTile, width)) {
         // Then narrower value tiles: fewer registers for the value-wide
         // state and outputs (hla3 at 2x16x32768 fits at 32 columns).
         if (!spillingTiles && pipeline.generator == "tiles")
@@ -698,8 +699,7 @@ LogicalResult mlir::hla::compileToArtefact(ModuleOp module,
                                      pipeline.warpgroups};
         pipeline.generator = "tiles";
         pipeline.schedule = "persistent";
-        pipeline.valueTile =
-            narrowerValueTile(pipeline.valueTile, valueWidth(*pristine));
+        pipeline.valueTile = narrowerValueTile(pipeline.valueTile, width);
         pipeline.warpgroups = options.cudaWarpgroups;
       } else if (tiles) {
         pipeline.generator = "phases";

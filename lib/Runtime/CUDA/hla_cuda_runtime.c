@@ -146,10 +146,10 @@ static void openDriver(void) {
   }
   // Buffers between kernels come from the device's stream-ordered pool
   // (mgpuMemAlloc). By default the pool gives freed memory back to the
-  // system at every synchronisation, so each call mapped its buffers
-  // again: 6 MB of run summaries cost hla2's segmented call about 0.45 ms
-  // on an H200. The pool keeps what it has instead (a speed-up only: a
-  // driver that refuses leaves the default).
+  // system at every synchronisation, so a call may map its buffers again;
+  // the pool keeps what it has instead (a speed-up only, not measurable on
+  // its own on an H200 next to the buffer reuse below; a driver that
+  // refuses leaves the default).
   CUmemoryPool pool = NULL;
   if (p_cuDeviceGetDefaultMemPool(&pool, device) == CUDA_SUCCESS) {
     cuuint64_t keepAll = ~(cuuint64_t)0;
@@ -486,11 +486,12 @@ void mgpuEventRecord(void *event, void *stream) {
 // Buffers between kernels (hla's gpu.alloc async: the segmented form's run
 // summaries, the phases' scratch) come from the driver's stream-ordered
 // pool, and a freed one is kept for the next allocation of the same size
-// (the next call of the same artefact): an H200 spent about 0.27 ms per
-// call of hla2's segmented kernels at 2x16x32768 between them, around the
-// pool's allocation and release of its 6 MB. The reuse is ordered after
-// the free on the stream it happened on (an event); at most
-// kBufferCacheBytes are kept, for the process's lifetime.
+// (the next call of the same artefact): 0.1 ms less per call of hla2's
+// segmented kernels at 2x16x32768 on an H200 (its three 2 MB run
+// summaries). The reuse is ordered after the free on the stream it
+// happened on (an event; these event calls still take 40-80 us each
+// there, HLA_CUDA_TRACE); at most kBufferCacheBytes are kept, for the
+// process's lifetime.
 enum { kLiveBuffers = 64, kCachedBuffers = 16 };
 static const size_t kBufferCacheBytes = (size_t)1 << 30;
 typedef struct {

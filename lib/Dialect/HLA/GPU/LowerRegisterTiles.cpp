@@ -29,7 +29,6 @@
 #include "hla/Dialect/HLA/GPU/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -625,12 +624,9 @@ void TileEmitter::emitOp(Operation *op) {
   if (auto slice = dyn_cast<tensor::ExtractSliceOp>(op);
       slice && plan.of(slice.getResult()) == Placement::ScalarTensor) {
     // A 0-d state an earlier kernel wrote: every thread reads it.
-    llvm::SmallVector<Value> indices;
-    for (OpFoldResult offset : slice.getMixedOffsets())
-      indices.push_back(
-          scalar(getValueOrCreateConstantIndexOp(b, loc, offset)));
     reduced[slice.getResult()] =
-        memref::LoadOp::create(b, loc, buffers[slice.getSource()], indices);
+        memref::LoadOp::create(b, loc, buffers[slice.getSource()],
+                               sliceIndices(slice, Value(), Value()));
     return;
   }
   if (isa<scf::YieldOp, tensor::ExtractSliceOp, tensor::EmptyOp, linalg::FillOp,
@@ -749,12 +745,10 @@ void TileEmitter::run() {
       auto once = scf::IfOp::create(b, loc, first, /*withElseRegion=*/false);
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPoint(once.thenBlock()->getTerminator());
-      llvm::SmallVector<Value> indices;
-      for (OpFoldResult offset : insert.getMixedOffsets())
-        indices.push_back(
-            scalar(getValueOrCreateConstantIndexOp(b, loc, offset)));
       memref::StoreOp::create(b, loc, value, buffers[insert.getDest()],
-                              indices);
+                              indicesAt(insert.getMixedOffsets(),
+                                        insert.getDroppedDims(), Value(),
+                                        Value()));
       continue;
     }
     if (plan.of(insert.getSource()) != Placement::Rows)

@@ -119,21 +119,25 @@ std::optional<Placement> Placer::of(Value v) {
   return std::nullopt;
 }
 
-/// Whether `slice` is one whole matrix of its source's two trailing
-/// dimensions (every leading dimension a single index).
-static bool isWholeTrailingMatrix(tensor::ExtractSliceOp slice) {
+/// Whether `slice` reads one whole f32 state an earlier kernel wrote (a
+/// run's summary): a single element, or a whole matrix of the source's two
+/// trailing dimensions, every other dimension a single index. (float32
+/// tokens are a window of the time dimension: they stay exact on the phase
+/// mapper.)
+static bool isEarlierKernelState(tensor::ExtractSliceOp slice) {
   auto source = cast<RankedTensorType>(slice.getSourceType());
-  int64_t rank = source.getRank();
-  if (rank < 2 || !source.hasStaticShape() ||
-      !slice.getType().hasStaticShape() || !slice.hasUnitStride())
+  int64_t rank = source.getRank(), kept = slice.getType().getRank();
+  if (isa<BlockArgument>(slice.getSource()) ||
+      !source.getElementType().isF32() || !source.hasStaticShape() ||
+      !slice.hasUnitStride() || (kept != 0 && kept != 2) || rank < kept)
     return false;
   llvm::SmallVector<OpFoldResult> offsets = slice.getMixedOffsets();
   llvm::SmallVector<OpFoldResult> sizes = slice.getMixedSizes();
   for (int64_t d = 0; d < rank; ++d) {
     std::optional<int64_t> size = getConstantIntValue(sizes[d]);
-    bool trailing = d >= rank - 2;
-    if (trailing ? !isZeroInteger(offsets[d]) || size != source.getDimSize(d)
-                 : size != 1)
+    bool whole = d >= rank - kept;
+    if (whole ? !isZeroInteger(offsets[d]) || size != source.getDimSize(d)
+              : size != 1)
       return false;
   }
   return true;
@@ -429,12 +433,12 @@ LogicalResult Placer::placeOp(Operation *op) {
     return success();
   }
   if (auto extract = dyn_cast<tensor::ExtractSliceOp>(op)) {
-    if (extract.getType().getRank() == 0 &&
-        of(extract.getSource()) == Placement::Global &&
-        !isa<BlockArgument>(extract.getSource()) &&
-        extract.getType().getElementType().isF32()) {
-      // A 0-d state an earlier kernel wrote (a run's decay).
-      plan.placement[extract] = Placement::ScalarTensor;
+    if (of(extract.getSource()) == Placement::Global &&
+        isEarlierKernelState(extract)) {
+      // Read where it is needed (a run's decay: by every thread).
+      plan.placement[extract] = extract.getType().getRank() == 0
+                                    ? Placement::ScalarTensor
+                                    : Placement::Expr;
       return success();
     }
     if (!extract.hasUnitStride() || extract.getType().getRank() != 2)
@@ -442,15 +446,6 @@ LogicalResult Placer::placeOp(Operation *op) {
     std::optional<Placement> p = of(extract.getSource());
     if (p == Placement::Global) {
       Type element = extract.getType().getElementType();
-      // A state written by an earlier kernel (a run's summary): a whole
-      // matrix of its trailing two dimensions, read where it is needed.
-      // (float32 tokens, also whole rows, are a window of the time
-      // dimension: they stay exact on the phase mapper.)
-      if (!isa<BlockArgument>(extract.getSource()) && element.isF32() &&
-          isWholeTrailingMatrix(extract)) {
-        plan.placement[extract] = Placement::Expr;
-        return success();
-      }
       if (!element.isBF16())
         return refuse(op, "a slice of a tensor that is not bf16 (float32 "
                           "tokens keep exact float32 arithmetic on the phase "
