@@ -535,20 +535,27 @@ FailureOr<ChunkPlan> mlir::hla::chunk::buildChunkPlan(const MonoidSpec &spec,
 }
 
 std::string mlir::hla::chunk::printTerm(const MonoidSpec &spec,
-                                        const IndexTerm &term) {
+                                        const IndexTerm &term,
+                                        unsigned bareFrom) {
   std::string text;
   llvm::raw_string_ostream os(text);
   os << (term.coeff < 0 ? "- " : "+ ") << std::abs(term.coeff) << " sum{";
-  for (size_t v = 1; v < term.vars.size(); ++v)
+  for (size_t v = 1; v < term.vars.size(); ++v) {
+    const IndexVar &var = term.vars[v];
     os << (v > 1 ? ", " : "") << "v" << v
-       << (term.vars[v].strict ? " < v" : " <= v") << term.vars[v].parent;
+       << (var.later ? (var.strict ? " > v" : " >= v")
+                     : (var.strict ? " < v" : " <= v"))
+       << var.parent;
+    if (var.atEnd)
+      os << " = E";
+  }
   os << "}";
   for (const ChainFactor &f : term.chain) {
     os << " ";
     if (f.kind == ChainFactor::Kind::Token)
       os << spec.inputs[f.slot].name << "[v" << f.var << "]";
     else
-      os << spec.components[f.slot].name << "0";
+      os << spec.components[f.slot].name << (f.slot < bareFrom ? "0" : "");
     if (f.transposed)
       os << ".T";
   }

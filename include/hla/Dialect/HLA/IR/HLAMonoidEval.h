@@ -1,4 +1,5 @@
-//===- HLAMonoidEval.h - Numeric evaluation of monoids -----------*- C++ -*-===//
+//===- HLAMonoidEval.h - Numeric evaluation of monoids -----------*- C++
+//-*-===//
 //
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
@@ -73,11 +74,13 @@ public:
                       llvm::ArrayRef<DenseMatrix> inputs,
                       const MonoidValue &state) const;
 
-private:
+  /// Evaluates any rule: side-B components read `b`, the others `a`; an
+  /// empty rule is the zero of `target`'s shape.
   DenseMatrix evaluate(const MonoidExpr &expr, const MonoidSlot *target,
-                       llvm::ArrayRef<DenseMatrix> inputs,
-                       const MonoidValue *a, const MonoidValue *b) const;
+                       llvm::ArrayRef<DenseMatrix> inputs, const MonoidValue *a,
+                       const MonoidValue *b) const;
 
+private:
   MonoidSpec spec;
   llvm::StringMap<int64_t> sizes;
   int64_t defaultSize;

@@ -1,4 +1,5 @@
-//===- ChunkPlan.h - Intra-chunk forms derived from a monoid -----*- C++ -*-===//
+//===- ChunkPlan.h - Intra-chunk forms derived from a monoid -----*- C++
+//-*-===//
 //
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
@@ -44,9 +45,17 @@ namespace mlir::hla::chunk {
 /// A token index variable of a term: it ranges over positions <= (or <, when
 /// strict) its parent's. Variable 0 is the root: the readout position t, or
 /// the chunk's last token E for summaries.
+///
+/// Backward terms (ChunkVjp.h) are rooted at the token whose gradient they
+/// give, so some of their variables run over *later* positions: >= (or >)
+/// their parent's, and one may be pinned to the chunk's last token E.
 struct IndexVar {
   int parent = -1;
   bool strict = false;
+  /// Ranges over positions >= (or >) the parent's instead of <= (<).
+  bool later = false;
+  /// Fixed at the chunk's last position (a summary's former root).
+  bool atEnd = false;
 };
 
 /// One factor of a term's matrix chain.
@@ -109,7 +118,10 @@ FailureOr<ChunkPlan> buildChunkPlan(const MonoidSpec &spec, std::string &error);
 
 /// Prints a term, e.g. `+1 * sum{v1<=v0, v2<v1} q[v0].T k[v1] k[v1].T q[v2]
 /// v[v2].T * g^(...)`, for tests and debugging.
-std::string printTerm(const MonoidSpec &spec, const IndexTerm &term);
+/// Carried factors print as `S0` (the carried-in state); components from
+/// `bareFrom` on (a backward's cotangents) print by their name alone.
+std::string printTerm(const MonoidSpec &spec, const IndexTerm &term,
+                      unsigned bareFrom = ~0u);
 
 //===----------------------------------------------------------------------===//
 // Contraction of one term
@@ -131,9 +143,10 @@ struct ChainPiece {
 
 /// Splits a term's chain at its 1x1 boundaries. Scalar token inputs and
 /// scalar carried components are returned in `scalars` (they commute).
-FailureOr<std::vector<ChainPiece>>
-splitChain(const MonoidSpec &spec, const IndexTerm &term,
-           std::vector<ChainFactor> &scalars, std::string &error);
+FailureOr<std::vector<ChainPiece>> splitChain(const MonoidSpec &spec,
+                                              const IndexTerm &term,
+                                              std::vector<ChainFactor> &scalars,
+                                              std::string &error);
 
 /// A non-negative decomposition of a term's decay exponent into factors that
 /// are each at most 1 on the chunk: a weight w ≥ 0 on each tree edge,
