@@ -1,4 +1,5 @@
-//===- HLAOps.cpp - hla operations --------------------------------*- C++ -*-===//
+//===- HLAOps.cpp - hla operations --------------------------------*- C++
+//-*-===//
 //
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
@@ -76,9 +77,9 @@ static LogicalResult verifyActivation(Operation *op, llvm::StringRef name,
                                       RankedTensorType type, int64_t rank,
                                       llvm::StringRef layout) {
   if (type.getRank() != rank)
-    return op->emitOpError() << "'" << name << "' must have rank " << rank
-                             << " " << layout << ", but has rank "
-                             << type.getRank();
+    return op->emitOpError()
+           << "'" << name << "' must have rank " << rank << " " << layout
+           << ", but has rank " << type.getRank();
   if (!isSupportedFloat(type.getElementType()))
     return op->emitOpError() << "'" << name
                              << "' element type must be f32, f16 or bf16, but "
@@ -176,10 +177,10 @@ static FailureOr<int64_t> verifyCuSeqlens(Operation *op, Value cuSeqlens,
 
 /// Checks a group of state tensors (initial or final) against the op's
 /// state slots: [lead, H_q, slot shape...] in f32.
-static LogicalResult
-verifyStateGroup(Operation *op, llvm::StringRef groupName, TypeRange types,
-                 llvm::ArrayRef<AttentionStateSlot> slots, int64_t lead,
-                 int64_t heads) {
+static LogicalResult verifyStateGroup(Operation *op, llvm::StringRef groupName,
+                                      TypeRange types,
+                                      llvm::ArrayRef<AttentionStateSlot> slots,
+                                      int64_t lead, int64_t heads) {
   if (types.size() != slots.size()) {
     std::string names;
     for (auto [i, slot] : llvm::enumerate(slots))
@@ -198,9 +199,9 @@ verifyStateGroup(Operation *op, llvm::StringRef groupName, TypeRange types,
              << ") has shape " << shapeToString(tensor.getShape())
              << " but the state needs " << shapeToString(expected);
     if (!tensor.getElementType().isF32())
-      return op->emitOpError() << "'" << groupName << "' #" << i << " ("
-                               << slot.name << ") must be f32, got "
-                               << tensor.getElementType();
+      return op->emitOpError()
+             << "'" << groupName << "' #" << i << " (" << slot.name
+             << ") must be f32, got " << tensor.getElementType();
   }
   return success();
 }
@@ -220,14 +221,15 @@ static LogicalResult verifyAttentionOp(AttentionOpInterface op) {
       failed(verifySameElementType(operation, "value", v, "query", q)))
     return failure();
   // B, H and D must not be empty (an empty sequence, T = 0, is allowed).
-  for (auto [name, type] : {std::make_pair("query", q), std::make_pair("key", k),
-                            std::make_pair("value", v)})
-    for (auto [axis, what] : {std::make_pair(0, "batch size"),
-                              std::make_pair(2, "head count"),
-                              std::make_pair(3, "feature size")})
+  for (auto [name, type] :
+       {std::make_pair("query", q), std::make_pair("key", k),
+        std::make_pair("value", v)})
+    for (auto [axis, what] :
+         {std::make_pair(0, "batch size"), std::make_pair(2, "head count"),
+          std::make_pair(3, "feature size")})
       if (type.getDimSize(axis) == 0)
-        return op.emitOpError() << "'" << name << "' " << what
-                                << " must be at least 1, got 0";
+        return op.emitOpError()
+               << "'" << name << "' " << what << " must be at least 1, got 0";
   for (unsigned axis : {0u, 1u})
     if (failed(verifySameDim(operation, "key", k, "query", q, axis)) ||
         failed(verifySameDim(operation, "value", v, "query", q, axis)))
@@ -247,14 +249,13 @@ static LogicalResult verifyAttentionOp(AttentionOpInterface op) {
   llvm::SmallVector<int64_t> expectedOut = {q.getDimSize(0), q.getDimSize(1),
                                             hq, v.getDimSize(3)};
   if (!shapesCompatible(out.getShape(), expectedOut))
-    return op.emitOpError() << "'output' has shape "
-                            << shapeToString(out.getShape())
-                            << " but [B, T, H_q, dv] is "
-                            << shapeToString(expectedOut);
+    return op.emitOpError()
+           << "'output' has shape " << shapeToString(out.getShape())
+           << " but [B, T, H_q, dv] is " << shapeToString(expectedOut);
   if (out.getElementType() != q.getElementType())
-    return op.emitOpError() << "'output' element type " << out.getElementType()
-                            << " differs from 'query' element type "
-                            << q.getElementType();
+    return op.emitOpError()
+           << "'output' element type " << out.getElementType()
+           << " differs from 'query' element type " << q.getElementType();
 
   if (failed(verifyOptionAttrs(operation)))
     return failure();
@@ -281,15 +282,12 @@ static LogicalResult verifyAttentionOp(AttentionOpInterface op) {
     return failure();
   if (!op.getFinalState().empty() &&
       failed(verifyStateGroup(operation, "final_state",
-                              op.getFinalState().getTypes(), *slots, lead,
-                              hq)))
+                              op.getFinalState().getTypes(), *slots, lead, hq)))
     return failure();
   return success();
 }
 
-LogicalResult LinearAttentionOp::verify() {
-  return verifyAttentionOp(*this);
-}
+LogicalResult LinearAttentionOp::verify() { return verifyAttentionOp(*this); }
 LogicalResult HLA2Op::verify() { return verifyAttentionOp(*this); }
 LogicalResult AHLAOp::verify() { return verifyAttentionOp(*this); }
 LogicalResult HLA3Op::verify() { return verifyAttentionOp(*this); }
@@ -390,8 +388,8 @@ public:
       }
     }
     std::string error;
-    if (failed(binder.bind(slot, tensor.getShape().drop_front(leadRank),
-                           error)))
+    if (failed(
+            binder.bind(slot, tensor.getShape().drop_front(leadRank), error)))
       return op->emitOpError() << what << " #" << index << ": " << error;
     return success();
   }
@@ -417,11 +415,11 @@ static LogicalResult verifyCommonFloat(Operation *op, llvm::StringRef what,
   for (Type type : types) {
     Type element = cast<RankedTensorType>(type).getElementType();
     if (!isa<FloatType>(element))
-      return op->emitOpError() << what << " must be float tensors, got "
-                               << type;
+      return op->emitOpError()
+             << what << " must be float tensors, got " << type;
     if (first && element != first)
-      return op->emitOpError() << what << " mix element types " << first
-                               << " and " << element;
+      return op->emitOpError()
+             << what << " mix element types " << first << " and " << element;
     first = element;
   }
   return success();
@@ -548,13 +546,12 @@ LogicalResult ScanOp::verify() {
       llvm::SmallVector<int64_t> expected(leading);
       llvm::append_range(expected, binder.resolve(slot));
       if (!shapesCompatible(tensor.getShape(), expected))
-        return emitOpError() << what << " #" << i << " ('" << slot.name
-                             << "') has shape "
-                             << shapeToString(tensor.getShape())
-                             << " but needs " << shapeToString(expected);
-      Type element =
-          cast<RankedTensorType>(getSegments()[carried[i]].getType())
-              .getElementType();
+        return emitOpError()
+               << what << " #" << i << " ('" << slot.name << "') has shape "
+               << shapeToString(tensor.getShape()) << " but needs "
+               << shapeToString(expected);
+      Type element = cast<RankedTensorType>(getSegments()[carried[i]].getType())
+                         .getElementType();
       if (tensor.getElementType() != element)
         return emitOpError() << what << " #" << i << " ('" << slot.name
                              << "') element type " << tensor.getElementType()
@@ -573,8 +570,7 @@ LogicalResult ReadoutOp::verify() {
   const MonoidSpec &spec = getMonoid().getSpec();
   const MonoidReadout *num = spec.findReadout("num");
   if (!num)
-    return emitOpError() << "monoid '" << spec.name
-                         << "' has no 'num' readout";
+    return emitOpError() << "monoid '" << spec.name << "' has no 'num' readout";
   llvm::SmallVector<unsigned> readInputs = spec.getReadoutInputs();
   llvm::SmallVector<unsigned> carried = spec.getCarryComponents();
   if (getInputs().size() != readInputs.size())
@@ -613,6 +609,53 @@ LogicalResult ReadoutOp::verify() {
                          << shapeToString(expected);
   if (!isa<FloatType>(out.getElementType()))
     return emitOpError() << "'output' must be a float tensor";
+  return success();
+}
+
+LogicalResult PrefixVjpOp::verify() {
+  const MonoidSpec &spec = getMonoid().getSpec();
+  const MonoidReadout *num = spec.findReadout("num");
+  if (!num)
+    return emitOpError() << "monoid '" << spec.name << "' has no 'num' readout";
+  if (getInputs().size() != spec.inputs.size())
+    return emitOpError() << "monoid '" << spec.name << "' has "
+                         << spec.inputs.size() << " inputs, got "
+                         << getInputs().size();
+  if (getGradients().size() != getInputs().size())
+    return emitOpError() << "needs one gradient per input ("
+                         << getInputs().size() << "), got "
+                         << getGradients().size();
+  MonoidDimBinder binder;
+  // [B, T, H] before every slot.
+  SlotChecker checker(*this, binder, /*minLead=*/3);
+  for (auto [i, input] : llvm::enumerate(getInputs())) {
+    if (failed(checker.check("input", i, spec.inputs[i], input.getType())))
+      return failure();
+    if (cast<RankedTensorType>(input.getType()).getRank() !=
+        int64_t(3 + spec.inputs[i].getRank()))
+      return emitOpError() << "input #" << i << " ('" << spec.inputs[i].name
+                           << "') needs exactly 3 leading dimensions [B, T, H]";
+    if (getGradients()[i].getType() != input.getType())
+      return emitOpError() << "gradient #" << i << " has type "
+                           << getGradients()[i].getType()
+                           << " but its input has " << input.getType();
+  }
+  std::string error;
+  FailureOr<MonoidMatrixShape> shape = spec.inferTermShape(num->expr[0], error);
+  if (failed(shape))
+    return emitOpError() << error;
+  llvm::SmallVector<int64_t> expected(checker.getLead());
+  for (const std::string &symbol : {shape->rows, shape->cols})
+    if (symbol != "1")
+      expected.push_back(binder.lookup(symbol));
+  auto cotangent = cast<RankedTensorType>(getCotangent().getType());
+  if (!shapesCompatible(cotangent.getShape(), expected))
+    return emitOpError() << "'cotangent' has shape "
+                         << shapeToString(cotangent.getShape())
+                         << " but the readout's output has "
+                         << shapeToString(expected);
+  if (!isa<FloatType>(cotangent.getElementType()))
+    return emitOpError() << "'cotangent' must be a float tensor";
   return success();
 }
 

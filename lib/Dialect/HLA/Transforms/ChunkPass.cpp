@@ -107,6 +107,11 @@ struct HLAChunkPass : public hla::impl::HLAChunkPassBase<HLAChunkPass> {
     for (Operation *readout : readouts)
       if (failed(chunk(readout)))
         return signalPassFailure();
+    llvm::SmallVector<PrefixVjpOp> vjps;
+    getOperation()->walk([&](PrefixVjpOp op) { vjps.push_back(op); });
+    for (PrefixVjpOp op : vjps)
+      if (failed(lowerPrefixVjp(op, chunkSize)))
+        return signalPassFailure();
   }
 
   LogicalResult chunk(Operation *readout) {

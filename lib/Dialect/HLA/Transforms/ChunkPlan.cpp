@@ -675,6 +675,9 @@ FailureOr<DecayPlan> mlir::hla::chunk::planDecay(const IndexTerm &term,
   for (size_t v = 0; v < n; ++v)
     order[v] = v;
   llvm::stable_sort(order, [&](int a, int b) { return depth[a] > depth[b]; });
+  // An edge to an earlier child weighs γ^(w (parent − child)), one to a
+  // later child γ^(w (child − parent)): w moves between the two variables'
+  // coefficients with opposite signs.
   std::vector<double> childSum(n, 0.0);
   for (int v : order) {
     double excess = term.decay[v] - childSum[v];
@@ -687,11 +690,20 @@ FailureOr<DecayPlan> mlir::hla::chunk::planDecay(const IndexTerm &term,
       plan.fromStart[0] = std::max(excess, 0.0);
       continue;
     }
-    if (excess >= 0) {
+    const IndexVar &var = term.vars[v];
+    if (var.later) {
+      if (excess < -1e-12) {
+        error = "the decay grows towards later tokens (weight " +
+                std::to_string(excess) + ")";
+        return failure();
+      }
+      plan.edge[v] = std::max(excess, 0.0);
+      childSum[var.parent] -= plan.edge[v];
+    } else if (excess >= 0) {
       plan.fromStart[v] = excess;
     } else {
       plan.edge[v] = -excess;
-      childSum[term.vars[v].parent] += plan.edge[v];
+      childSum[var.parent] += plan.edge[v];
     }
   }
   plan.constant = term.decayConst;

@@ -133,6 +133,10 @@ inline OpFoldResult idx(OpBuilder &b, int64_t v) { return b.getIndexAttr(v); }
 /// keeps them, so that value tiles can be computed apart; else nullopt.
 std::optional<std::string> separableValueSymbol(const MonoidSpec &spec);
 
+/// Lowers hla.prefix_vjp to loops over chunks of `chunk` tokens
+/// (ChunkBackward.cpp).
+LogicalResult lowerPrefixVjp(PrefixVjpOp op, int64_t chunk);
+
 /// Reports a chunking failure at `op`, prefixed with the pass name.
 inline InFlightDiagnostic chunkError(Operation *op) {
   return op->emitError() << "hla-chunk: ";

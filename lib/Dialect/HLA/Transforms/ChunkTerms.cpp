@@ -358,13 +358,31 @@ FailureOr<TermEmitter::TermValue> TermEmitter::emit(const IndexTerm &term,
   // decay the end weights of a token index are 1 up to the chunk's end and
   // 0 past it, which its tiles already are: left out (a tile fewer for
   // every summary, and the token tile itself stays an operand).
+  //
+  // Backward terms (ChunkVjp.h) also have later variables: their mask is
+  // the transposed one, and where no token tile zeroes the positions past
+  // the chunk's length, a validity vector does. A variable pinned to the
+  // chunk's last token is no index: its edge is a weight on its parent.
   for (size_t v = 1; v < term.vars.size(); ++v) {
-    int p = term.vars[v].parent;
-    bool strict = term.vars[v].strict;
+    const IndexVar &var = term.vars[v];
+    int p = var.parent;
+    bool strict = var.strict;
     double w = decayPlan->edge[v];
-    if (isSummary && p == 0) {
+    if (var.atEnd) {
+      if (!var.later || tokenIndices.contains(int(v)) ||
+          llvm::any_of(term.vars,
+                       [&](const IndexVar &o) { return o.parent == int(v); }))
+        return chunkError(anchor)
+               << "a term's chunk-end variable must be a leaf after its "
+                  "parent without token factors";
+      net.addUnary(p, endWeights(w, strict));
+    } else if (isSummary && p == 0) {
       if (w != 0.0 || strict || !tokenIndices.contains(int(v)))
         net.addUnary(v, endWeights(w, strict));
+    } else if (var.later) {
+      net.addPair(v, p, decay.mask(w, strict));
+      if (!tokenIndices.contains(int(v)))
+        net.addUnary(v, endWeights(0.0, false));
     } else {
       net.addPair(p, v, decay.mask(w, strict));
     }
@@ -373,7 +391,7 @@ FailureOr<TermEmitter::TermValue> TermEmitter::emit(const IndexTerm &term,
     double u = decayPlan->fromStart[v];
     if (u == 0.0)
       continue;
-    if (isSummary && v == 0)
+    if ((isSummary && v == 0) || term.vars[v].atEnd)
       net.addScalar(startScalar(u));
     else
       net.addUnary(v, decay.fromStart(u));
@@ -393,7 +411,7 @@ FailureOr<TermEmitter::TermValue> TermEmitter::emit(const IndexTerm &term,
     keep.push_back(rightVar);
   llvm::SmallVector<int> internal;
   for (size_t v = isSummary ? 1 : 0; v < term.vars.size(); ++v)
-    if (!llvm::is_contained(keep, int(v)))
+    if (!llvm::is_contained(keep, int(v)) && !term.vars[v].atEnd)
       internal.push_back(v);
   while (!internal.empty()) {
     // The index with the fewest neighbours first.

@@ -1,4 +1,5 @@
-//===- ChunkVjp.cpp - One chunk's backward, derived from its plan -*- C++ -*-===//
+//===- ChunkVjp.cpp - One chunk's backward, derived from its plan -*- C++
+//-*-===//
 //
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
@@ -303,8 +304,7 @@ LogicalResult VjpBuilder::differentiateReadouts() {
               differentiateChain<ChainFactor>(summed.chain, i, g, isScalar,
                                               readoutShape[out.index]);
           if (!chain)
-            return traceError("scalar component",
-                              spec.components[f.slot].name);
+            return traceError("scalar component", spec.components[f.slot].name);
           summed.chain = std::move(*chain);
           auto target = llvm::find_if(
               plan.carriedFromReadouts,

@@ -351,6 +351,40 @@ def HLA_ReadoutOp : HLA_Op<"readout", [Pure, AttrSizedOperandSegments]> {
   let hasVerifier = 1;
 }
 
+def HLA_PrefixVjpOp : HLA_Op<"prefix_vjp", [Pure]> {
+  let summary = "vector-Jacobian product of segment -> inclusive scan -> readout";
+  let description = [{
+    The backward of the chain `hla.readout(inputs, hla.scan(hla.segment(
+    inputs)))` under the monoid: given the cotangent of the readout's output
+    (`num / (den + eps)` when the monoid has a `den` readout, else `num`),
+    the gradient of every monoid input, in the monoid's input order. The
+    operands are every input of the monoid, `[B, T, H, input shape]` (T the
+    scanned axis, every input with the same heads), and the cotangent,
+    shaped like the readout's output; each result has its input's type.
+
+    The gradient is derived from the monoid by `hla-chunk` (ChunkVjp.h): a
+    pass over the chunks for their carried-in states, then a reverse pass
+    carrying the cotangent of the state from chunk to chunk.
+
+    ```mlir
+    %dq, %dk, %dv = hla.prefix_vjp #m (%q, %k, %v) cotangent(%do)
+        : (tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>,
+           tensor<1x8x2x4xf32>)
+        -> (tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>)
+    ```
+  }];
+  let arguments = (ins HLA_MonoidAttr:$monoid,
+                       Variadic<AnyRankedTensor>:$inputs,
+                       AnyRankedTensor:$cotangent,
+                       DefaultValuedAttr<F64Attr, "1e-6">:$eps);
+  let results = (outs Variadic<AnyRankedTensor>:$gradients);
+  let assemblyFormat = [{
+    $monoid `(` $inputs `)` `cotangent` `(` $cotangent `)` attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def HLA_FeatureMapOp : HLA_Op<"feature_map", [Pure]> {
   let summary = "positive random features φ(z) = m^-½ exp(Ω z − ‖z‖²/2)";
   let description = [{

@@ -150,8 +150,9 @@ FailureOr<std::vector<ChainPiece>> splitChain(const MonoidSpec &spec,
 
 /// A non-negative decomposition of a term's decay exponent into factors that
 /// are each at most 1 on the chunk: a weight w ≥ 0 on each tree edge,
-/// γ^(w (parent − child)), a weight u ≥ 0 per variable from the chunk's
-/// start, γ^(u (v + 1)), and a constant.
+/// γ^(w (parent − child)) (γ^(w (child − parent)) to a later child), a
+/// weight u ≥ 0 per variable from the chunk's start, γ^(u (v + 1)), and a
+/// constant.
 struct DecayPlan {
   std::vector<double> edge;      ///< per variable (its edge to its parent)
   std::vector<double> fromStart; ///< per variable
