@@ -14,6 +14,8 @@
 
 #include "hla/Target/Artefact.h"
 
+#include "hla/Dialect/HLA/Transforms/Passes.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
@@ -429,6 +431,15 @@ LogicalResult mlir::hla::compileToArtefact(ModuleOp module,
     return fail("--emit=" + options.emit + " needs an output file (-o)");
 
   std::string error;
+  if (options.vjp) {
+    if (cuda)
+      return fail("--vjp is not supported for --hla-target=cuda yet (the "
+                  "derived backward is lowered for the CPU)");
+    PassManager pm(module.getContext());
+    pm.addPass(createHLADeriveVjpPass(HLADeriveVjpPassOptions{options.entry}));
+    if (failed(runPhase(pm, module, options, "hla-derive-vjp")))
+      return failure();
+  }
   if (!cuda) {
     // The target pipeline, down to the LLVM dialect with the artefact ABI.
     CPUPipelineOptions pipeline;

@@ -132,6 +132,10 @@ const std::vector<Knob> &knobs() {
        "holding one is read out a second time)",
        show(&O::causalIsolation),
        boolean(&O::causalIsolation, "causal-isolation")},
+      {"vjp",
+       "CPU: compile the entry function's backward instead, f(inputs..., "
+       "d_output) -> the inputs' gradients (hla-derive-vjp)",
+       show(&O::vjp), boolean(&O::vjp, "vjp")},
       {"scan-threads", "CPU: threads the auto scan schedule plans for",
        show(&O::threads), integer(&O::threads, 1, 1 << 16, "scan-threads")},
       {"vectorize", "CPU: tile and vectorise the chunk math",

@@ -51,6 +51,9 @@ struct ArtefactOptions {
   bool stableFeatures = true;
   /// Outputs before a non-finite token stay finite (hla-chunk).
   bool causalIsolation = true;
+  /// Compile the backward of the entry function instead (hla-derive-vjp):
+  /// f(inputs..., d_output) -> the inputs' gradients. CPU only for now.
+  bool vjp = false;
   int64_t threads = 2;
   bool vectorize = true;
   /// CUDA: GPU architecture, PTX features, toolkit root ("" = the default).

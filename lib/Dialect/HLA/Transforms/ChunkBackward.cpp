@@ -83,8 +83,8 @@ class PrefixVjpLowering {
 public:
   PrefixVjpLowering(PrefixVjpOp op, int64_t chunk, const ChunkPlan &forward,
                     const ChunkVjpPlan &backward)
-      : op(op), spec(op.getMonoid().getSpec()), chunk(chunk),
-        forward(forward), backward(backward) {}
+      : op(op), spec(op.getMonoid().getSpec()), chunk(chunk), forward(forward),
+        backward(backward) {}
 
   LogicalResult lower();
 
@@ -99,8 +99,8 @@ private:
                            llvm::ArrayRef<IndexTerm> terms, bool isSummary,
                            llvm::ArrayRef<int64_t> shape);
   /// Every component's summary of the chunk (decay components: γ^length).
-  FailureOr<llvm::SmallVector<Value>>
-  emitSummaries(OpBuilder &b, Location loc, const ChunkTiles &tiles);
+  FailureOr<llvm::SmallVector<Value>> emitSummaries(OpBuilder &b, Location loc,
+                                                    const ChunkTiles &tiles);
 
   PrefixVjpOp op;
   const MonoidSpec &spec;
@@ -161,8 +161,8 @@ FailureOr<Value> PrefixVjpLowering::emitSum(TileBuilder &tb,
     FailureOr<TermEmitter::TermValue> value = emitter.emit(term, isSummary);
     if (failed(value))
       return failure();
-    Value v = value->right ? tb.matmul(value->left, value->right)
-                           : value->value;
+    Value v =
+        value->right ? tb.matmul(value->left, value->right) : value->value;
     sum = sum ? tb.add(sum, v) : v;
   }
   return sum ? sum : tb.zeros(shape);
@@ -174,8 +174,8 @@ PrefixVjpLowering::emitSummaries(OpBuilder &b, Location loc,
   TileBuilder tb(b, loc);
   llvm::SmallVector<Value> values(spec.components.size());
   for (const PlannedOutput &out : forward.summaries) {
-    FailureOr<Value> v = emitSum(tb, spec, tiles, out.terms, true,
-                                 componentShapes[out.index]);
+    FailureOr<Value> v =
+        emitSum(tb, spec, tiles, out.terms, true, componentShapes[out.index]);
     if (failed(v))
       return failure();
     values[out.index] = *v;
@@ -227,8 +227,8 @@ LogicalResult PrefixVjpLowering::lower() {
     else if (r.name == "den")
       denIndex = i;
     else
-      return chunkError(op) << "readout '" << r.name
-                            << "' is neither num nor den";
+      return chunkError(op)
+             << "readout '" << r.name << "' is neither num nor den";
   }
   MonoidAttr auxMonoid =
       MonoidAttr::get(ctx, transposedCombineMonoid(backward));
@@ -245,8 +245,8 @@ LogicalResult PrefixVjpLowering::lower() {
                                             type.getElementType()));
   }
   auto loop = scf::ForallOp::create(
-      b, loc, llvm::ArrayRef<OpFoldResult>{idx(b, batch), idx(b, heads)},
-      inits, std::nullopt);
+      b, loc, llvm::ArrayRef<OpFoldResult>{idx(b, batch), idx(b, heads)}, inits,
+      std::nullopt);
   OpBuilder::InsertionGuard guard(b);
   Block *body = loop.getBody();
   b.setInsertionPointToStart(body);
@@ -295,7 +295,8 @@ LogicalResult PrefixVjpLowering::lower() {
   size_t k = carried.size();
   llvm::SmallVector<Value> forwardInits;
   for (unsigned c : carried) {
-    Value all = tensor::EmptyOp::create(b, loc, perChunkType(c).getShape(), f32);
+    Value all =
+        tensor::EmptyOp::create(b, loc, perChunkType(c).getShape(), f32);
     Value identity = buildMonoidIdentity(b, loc, spec, c, componentType(c));
     auto [offsets, sizes, strides] = chunkSlice(b, c, c0);
     forwardInits.push_back(tensor::InsertSliceOp::create(
@@ -310,9 +311,9 @@ LogicalResult PrefixVjpLowering::lower() {
         llvm::SmallVector<Value> state;
         for (size_t i = 0; i < k; ++i) {
           auto [offsets, sizes, strides] = chunkSlice(nb, carried[i], c);
-          state.push_back(tensor::ExtractSliceOp::create(
-              nb, l, componentType(carried[i]), iter[i], offsets, sizes,
-              strides));
+          state.push_back(
+              tensor::ExtractSliceOp::create(nb, l, componentType(carried[i]),
+                                             iter[i], offsets, sizes, strides));
         }
         ChunkTiles tiles;
         tiles.chunk = chunk;
@@ -354,10 +355,9 @@ LogicalResult PrefixVjpLowering::lower() {
   llvm::SmallVector<RankedTensorType> rowTypes;
   for (auto [i, input] : llvm::enumerate(op.getInputs())) {
     auto type = cast<RankedTensorType>(input.getType());
-    llvm::SmallVector<OpFoldResult> offsets = {bi, c0, hi}, sizes = {
-                                                               idx(b, 1),
-                                                               idx(b, length),
-                                                               idx(b, 1)};
+    llvm::SmallVector<OpFoldResult> offsets = {bi, c0, hi},
+                                    sizes = {idx(b, 1), idx(b, length),
+                                             idx(b, 1)};
     llvm::SmallVector<int64_t> rowShape = {length};
     if (type.getRank() == 4) {
       offsets.push_back(c0);
@@ -409,18 +409,19 @@ LogicalResult PrefixVjpLowering::lower() {
           FailureOr<Value> num =
               emitSum(tb, spec, tiles, forward.readouts[numIndex].terms, false,
                       {chunk, width});
-          FailureOr<Value> denom = emitSum(
-              tb, spec, tiles, forward.readouts[denIndex].terms, false, {chunk});
+          FailureOr<Value> denom =
+              emitSum(tb, spec, tiles, forward.readouts[denIndex].terms, false,
+                      {chunk});
           if (failed(num) || failed(denom))
             return bail();
           double eps = op.getEps().convertToDouble();
           Value inv = tb.generic(
-              {*denom}, tb.empty({chunk}), {nb.getMultiDimIdentityMap(1),
-                                            nb.getMultiDimIdentityMap(1)},
+              {*denom}, tb.empty({chunk}),
+              {nb.getMultiDimIdentityMap(1), nb.getMultiDimIdentityMap(1)},
               {utils::IteratorType::parallel},
               [&](OpBuilder &eb, Location el, ValueRange args) -> Value {
-                Value e = arith::ConstantOp::create(eb, el,
-                                                    eb.getF32FloatAttr(eps));
+                Value e =
+                    arith::ConstantOp::create(eb, el, eb.getF32FloatAttr(eps));
                 Value one =
                     arith::ConstantOp::create(eb, el, eb.getF32FloatAttr(1));
                 Value sum = arith::AddFOp::create(eb, el, args[0], e);
@@ -450,8 +451,8 @@ LogicalResult PrefixVjpLowering::lower() {
                                     : Value(tensor::EmptyOp::create(
                                           nb, l, componentShapes[cc], f32)));
           }
-        auto transposed = CombineOp::create(nb, l, TypeRange(auxTypes),
-                                            auxMonoid, lhs, rhs);
+        auto transposed =
+            CombineOp::create(nb, l, TypeRange(auxTypes), auxMonoid, lhs, rhs);
 
         ChunkTiles vtiles = tiles;
         llvm::append_range(vtiles.tokens, cotangents);
@@ -502,8 +503,8 @@ LogicalResult PrefixVjpLowering::lower() {
           llvm::SmallVector<OpFoldResult> ones(tileShape.size(), idx(nb, 1));
           Value valid = tensor::ExtractSliceOp::create(
               nb, l,
-              RankedTensorType::get(validShape, rowType.getElementType()),
-              cast, zeros, sizes, ones);
+              RankedTensorType::get(validShape, rowType.getElementType()), cast,
+              zeros, sizes, ones);
           llvm::SmallVector<OpFoldResult> at = {start};
           if (tileShape.size() == 2)
             at.push_back(idx(nb, 0));
@@ -514,7 +515,8 @@ LogicalResult PrefixVjpLowering::lower() {
         // the loop keeps one buffer (a fresh one per iteration would need a
         // run-time alias check to be freed after the loop).
         for (size_t j = 0; j < nl; ++j)
-          next[j] = linalg::CopyOp::create(nb, l, next[j], iter[j]).getResult(0);
+          next[j] =
+              linalg::CopyOp::create(nb, l, next[j], iter[j]).getResult(0);
         scf::YieldOp::create(nb, l, next);
       });
   if (failed(status))
@@ -523,10 +525,9 @@ LogicalResult PrefixVjpLowering::lower() {
   b.setInsertionPointToStart(loop.getTerminator().getBody());
   for (auto [i, input] : llvm::enumerate(op.getInputs())) {
     auto type = cast<RankedTensorType>(input.getType());
-    llvm::SmallVector<OpFoldResult> offsets = {bi, c0, hi}, sizes = {
-                                                               idx(b, 1),
-                                                               idx(b, length),
-                                                               idx(b, 1)};
+    llvm::SmallVector<OpFoldResult> offsets = {bi, c0, hi},
+                                    sizes = {idx(b, 1), idx(b, length),
+                                             idx(b, 1)};
     if (type.getRank() == 4) {
       offsets.push_back(c0);
       sizes.push_back(idx(b, type.getDimSize(3)));
@@ -543,8 +544,7 @@ LogicalResult PrefixVjpLowering::lower() {
 
 } // namespace
 
-LogicalResult mlir::hla::chunk::lowerPrefixVjp(PrefixVjpOp op,
-                                               int64_t chunk) {
+LogicalResult mlir::hla::chunk::lowerPrefixVjp(PrefixVjpOp op, int64_t chunk) {
   const MonoidSpec &spec = op.getMonoid().getSpec();
   std::string error;
   FailureOr<ChunkPlan> forward = buildChunkPlan(spec, error);

@@ -9,6 +9,46 @@
 
 include "mlir/Pass/PassBase.td"
 
+def HLADeriveVjpPass : Pass<"hla-derive-vjp", "ModuleOp"> {
+  let summary = "Replace a function by its vector-Jacobian product";
+  let description = [{
+    The function `function` must return the output of one attention op
+    (`hla.linear_attention`, `hla.hla2`, `hla.ahla` or `hla.hla3`) applied
+    to three distinct arguments, without initial or final states, packed
+    sequences or grouped heads. It is replaced, under the same name, by its
+    backward: the arguments, then the output's cotangent, in; the gradient
+    of every argument out, in argument order. The gradient is an
+    `hla.prefix_vjp` under the op's monoid, which `hla-chunk` lowers with
+    the backward derived from that monoid.
+
+    Before:
+
+    ```mlir
+    func.func @main(%q: tensor<1x8x2x4xf32>, %k: tensor<1x8x2x4xf32>,
+                    %v: tensor<1x8x2x4xf32>) -> tensor<1x8x2x4xf32> {
+      %o = hla.hla2 %q, %k, %v : (...) -> tensor<1x8x2x4xf32>
+      return %o : tensor<1x8x2x4xf32>
+    }
+    ```
+
+    After:
+
+    ```mlir
+    func.func @main(%q: ..., %k: ..., %v: ..., %do: tensor<1x8x2x4xf32>)
+        -> (tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>) {
+      %dq, %dk, %dv = hla.prefix_vjp #hla2 (%q, %k, %v) cotangent(%do) ...
+      return %dq, %dk, %dv : ...
+    }
+    ```
+  }];
+  let options = [
+    Option<"function", "function", "std::string", /*default=*/"\"main\"",
+           "The function to differentiate">,
+  ];
+  let dependentDialects = ["::mlir::hla::HLADialect",
+                           "::mlir::func::FuncDialect"];
+}
+
 def HLAExpandPass : Pass<"hla-expand"> {
   let summary = "Rewrite attention ops into prefix-moment algebra ops";
   let description = [{

@@ -1,0 +1,54 @@
+// RUN: hla-opt %s --split-input-file --hla-derive-vjp --verify-diagnostics
+
+// Tests that the function must be exactly one attention op.
+// expected-error @+1 {{hla-derive-vjp: @main must return the output of one attention op and do nothing else}}
+func.func @main(%q: tensor<1x8x2x4xf32>) -> tensor<1x8x2x4xf32> {
+  %o = hla.linear_attention %q, %q, %q : (tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>) -> tensor<1x8x2x4xf32>
+  %p = hla.linear_attention %o, %q, %q : (tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>) -> tensor<1x8x2x4xf32>
+  return %p : tensor<1x8x2x4xf32>
+}
+
+// -----
+
+// Tests that one argument feeding two inputs is refused (its gradient would
+// be a sum).
+func.func @main(%q: tensor<1x8x2x4xf32>, %v: tensor<1x8x2x4xf32>) -> tensor<1x8x2x4xf32> {
+  // expected-error @+1 {{hla-derive-vjp: q, k and v must be three different arguments}}
+  %o = hla.hla2 %q, %q, %v : (tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>) -> tensor<1x8x2x4xf32>
+  return %o : tensor<1x8x2x4xf32>
+}
+
+// -----
+
+// Tests that grouped K/V heads are refused.
+func.func @main(%q: tensor<1x8x4x4xf32>, %k: tensor<1x8x2x4xf32>, %v: tensor<1x8x2x4xf32>) -> tensor<1x8x4x4xf32> {
+  // expected-error @+1 {{hla-derive-vjp: grouped K/V heads are not differentiated yet}}
+  %o = hla.linear_attention %q, %k, %v : (tensor<1x8x4x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>) -> tensor<1x8x4x4xf32>
+  return %o : tensor<1x8x4x4xf32>
+}
+
+// -----
+
+// Tests that an op without a derived backward is named.
+func.func @main(%q: tensor<1x8x2x4xf32>, %k: tensor<1x8x2x4xf32>, %v: tensor<1x8x2x4xf32>, %g: tensor<1x8x2x4xf32>, %beta: tensor<1x8x2xf32>) -> tensor<1x8x2x4xf32> {
+  // expected-error @+1 {{hla-derive-vjp: the backward of 'hla.kda' is not derived yet (linear_attention, hla2, ahla and hla3 are)}}
+  %o = hla.kda %q, %k, %v, %g, %beta : (tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2xf32>) -> tensor<1x8x2x4xf32>
+  return %o : tensor<1x8x2x4xf32>
+}
+
+// -----
+
+// Tests that states are refused.
+func.func @main(%q: tensor<1x8x2x4xf32>, %k: tensor<1x8x2x4xf32>, %v: tensor<1x8x2x4xf32>) -> (tensor<1x8x2x4xf32>, tensor<1x2x4x4xf32>) {
+  // expected-error @+1 {{hla-derive-vjp: initial and final states and packed sequences are not differentiated yet}}
+  %o, %s = hla.linear_attention %q, %k, %v : (tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>) -> (tensor<1x8x2x4xf32>, tensor<1x2x4x4xf32>)
+  return %o, %s : tensor<1x8x2x4xf32>, tensor<1x2x4x4xf32>
+}
+
+// -----
+
+// Tests that a missing function is reported.
+// expected-error @+1 {{hla-derive-vjp: no function @main with a body}}
+module {
+  func.func private @main(tensor<1x8x2x4xf32>) -> tensor<1x8x2x4xf32>
+}
