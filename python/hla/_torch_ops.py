@@ -19,7 +19,14 @@ Schema of every op (the same on both paths)::
 
 with the attributes resolved (``scale`` a number, ``decay`` 1.0 for none,
 ``chunk_size`` 0 for the compiler's default) and the result ``[o, *state]``.
-Backward raises NotImplementedError: training support is a later issue.
+
+Backward: for the ops in ``functional.DIFFERENTIABLE`` on the CPU, the
+gradients of q, k and v come from the backward the compiler derives from
+the op's monoid (``functional.execute_backward``). Grouped K/V heads are
+differentiated through k and v repeated to the query heads (their
+gradients summed back over each group). Everything else (other ops, CUDA,
+gradients through initial or final states, packed sequences) raises
+NotImplementedError saying so.
 """
 
 from __future__ import annotations
@@ -92,20 +99,64 @@ def _fake(op):
     return fake
 
 
-def _no_backward(op):
-    return NotImplementedError(f"hla.{op}: backward is not implemented; the compiled ops are "
-                               f"inference-only for now (training support is a later issue)")
+def _no_backward(op, why):
+    return NotImplementedError(f"hla.{op}: backward is not implemented {why}")
+
+
+def _input_gradients(op, operands, has_states, has_cu, attrs, chunk_size, grads):
+    """(dq, dk, dv) of the op's output cotangent grads[0]; raises where the
+    backward is not derived."""
+    if op not in functional.DIFFERENTIABLE:
+        raise _no_backward(op, f"yet (the compiler derives it for "
+                               f"{', '.join(functional.DIFFERENTIABLE)})")
+    if has_states or has_cu or any(g is not None and bool(g.any()) for g in grads[1:]):
+        raise _no_backward(op, "through initial or final states and packed sequences yet")
+    q, k, v = operands[:3]
+    if q.device.type != "cpu":
+        raise _no_backward(op, f"on {q.device.type} yet (the derived backward runs on the CPU)")
+    grad = grads[0] if grads[0] is not None else torch.zeros(
+        q.shape[:3] + v.shape[3:], dtype=q.dtype)
+    groups = q.shape[2] // max(k.shape[2], 1)
+    if groups > 1:
+        k = k.repeat_interleave(groups, dim=2)
+        v = v.repeat_interleave(groups, dim=2)
+    dq, dk, dv = functional.execute_backward(
+        op, [q.detach(), k.detach(), v.detach()], grad.to(q.dtype).contiguous(), attrs,
+        chunk_size, "cpu")
+    if groups > 1:
+        B, T = dk.shape[:2]
+        dk = dk.reshape(B, T, -1, groups, dk.shape[3]).sum(3)
+        dv = dv.reshape(B, T, -1, groups, dv.shape[3]).sum(3)
+    return dq, dk, dv
+
+
+def _setup_context(op):
+    def setup_context(ctx, inputs, output):
+        tensors, states, cu, attrs, _, chunk = _unpack(op, inputs)
+        ctx.save_for_backward(*tensors)
+        ctx.hla = (bool(states), cu is not None, attrs, chunk)
+
+    return setup_context
 
 
 def _backward(op):
     def backward(ctx, *grads):
-        raise _no_backward(op)
+        flat = []
+        for g in grads:  # Tensor[] outputs come as one list
+            flat.extend(g if isinstance(g, (list, tuple)) else [g])
+        has_states, has_cu, attrs, chunk = ctx.hla
+        operands = list(ctx.saved_tensors)
+        d = _input_gradients(op, operands, has_states, has_cu, attrs, chunk, flat)
+        n = len(functional.operand_names(op))
+        rest = [None] * (n - 3) + [None, None] + [None] * len(functional.OP_ATTRIBUTES[op])
+        return (*d, *rest, None, None)
 
     return backward
 
 
-class _InferenceOnly(torch.autograd.Function):
-    """Old torch: gives outputs a grad_fn whose backward says why it cannot."""
+class _Differentiable(torch.autograd.Function):
+    """Old torch: the op with the derived backward (or one that says why
+    there is none)."""
 
     @staticmethod
     def forward(ctx, op, n_tensors, n_states, has_cu, rest, *tensors):
@@ -114,6 +165,9 @@ class _InferenceOnly(torch.autograd.Function):
         states = list(tensors[n_tensors:n_tensors + n_states])
         cu = tensors[-1] if has_cu else None
         attrs, final, chunk = rest
+        ctx.save_for_backward(*operands)
+        ctx.hla = (n_states, has_cu, dict(attrs), chunk)
+        ctx.set_materialize_grads(False)
         with _below_autograd():  # past our Autograd kernel
             outputs = getattr(torch.ops.hla, op)(
                 *_pack(op, operands, states, cu, dict(attrs), final, chunk))
@@ -121,7 +175,12 @@ class _InferenceOnly(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, *grads):
-        raise _no_backward(ctx.op)
+        n_states, has_cu, attrs, chunk = ctx.hla
+        operands = list(ctx.saved_tensors)
+        d = _input_gradients(ctx.op, operands, n_states > 0, has_cu, attrs, chunk,
+                             list(grads))
+        rest = [None] * (len(operands) - 3 + n_states + int(has_cu))
+        return (None, None, None, None, None, *d, *rest)
 
 
 @contextlib.contextmanager
@@ -140,14 +199,15 @@ def _below_autograd():
 
 
 def _autograd_kernel(op):
-    """Old torch's Autograd key: outputs get a grad_fn that refuses backward
-    (rather than silently none), and meta tensors get through to Meta."""
+    """Old torch's Autograd key: outputs get the derived backward's grad_fn
+    (or one that says why there is none), and meta tensors get through to
+    Meta."""
 
     def kernel(*args):
         tensors, states, cu, attrs, final, chunk = _unpack(op, args)
         if torch.is_grad_enabled() and any(t.requires_grad for t in tensors + states):
             rest = (tuple(sorted(attrs.items())), final, chunk)
-            return list(_InferenceOnly.apply(op, len(tensors), len(states), cu is not None,
+            return list(_Differentiable.apply(op, len(tensors), len(states), cu is not None,
                                              rest, *tensors, *states,
                                              *([cu] if cu is not None else [])))
         with _below_autograd():
@@ -170,7 +230,7 @@ def register():
                     continue  # another copy of this package registered it
                 opdef = custom_op(f"hla::{op}", _kernel(op), mutates_args=(), schema=schema(op))
                 opdef.register_fake(_fake(op))
-                opdef.register_autograd(_backward(op))
+                opdef.register_autograd(_backward(op), setup_context=_setup_context(op))
             _uses_custom_op = True
         else:
             _library = torch.library.Library("hla", "DEF")

@@ -96,7 +96,7 @@ _OPTIONS = {
     "schedule": ("schedule",), "chunk_form": ("choice", CHUNK_FORMS),
     "cuda_mma": ("choice", ("auto", "wgmma", "mma.sync")),
     "cuda_generator": ("choice", ("auto", "tiles", "phases")),
-    "vectorize": ("bool",), "causal_isolation": ("bool",),
+    "vectorize": ("bool",), "causal_isolation": ("bool",), "vjp": ("bool",),
     "linsimp_stable_features": ("bool",),
     "cuda_chip": ("str",), "cuda_features": ("str",), "cuda_toolkit": ("str",),
     "entry": ("str",), "ptxas_log": ("str",), "runtime_dir": ("str",),

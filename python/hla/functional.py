@@ -53,6 +53,8 @@ OPS = tuple(OP_ATTRIBUTES)
 # Ops the CPU pipeline does not lower yet: a compile failure is "not
 # implemented", quoting the compiler, rather than a compiler error.
 NOT_YET_LOWERED = ("linsimp", "kda")
+# Ops whose backward the compiler derives (hla-derive-vjp), on the CPU.
+DIFFERENTIABLE = ("linear_attention", "hla2", "ahla", "hla3")
 
 
 def operand_names(op):
@@ -492,6 +494,54 @@ def execute(op, arrays, states, cu, attrs, output_final_state, chunk_size, targe
     stream = (_tensors.torch_module().cuda.current_stream(device).cuda_stream
               if target == "cuda" else None)
     fn.call_pointers([v.data for v in in_views], [v.data for v in out_views], stream)
+    del in_views, out_views
+    return outputs
+
+
+def compiled_backward(op, inputs, dtypes, attrs, chunk_size, target):
+    """The compiled backward of ``@attend`` (``vjp=True``): (q, k, v, do)
+    -> (dq, dk, dv), memoised like the forward."""
+    key = ("vjp", op, target, tuple(inputs), tuple(dtypes), tuple(sorted(attrs.items())),
+           chunk_size)
+    fn = _functions.get(key)
+    if fn is None:
+        text = build_ir(op, inputs, dtypes, attrs, [], [], None)
+        library = compiler.compile(text, target=target, chunk_size=chunk_size, vjp=True,
+                                   entry=ir.FUNCTION_NAME)
+        fn = library.function(ir.FUNCTION_NAME)
+        _functions[key] = fn
+    return fn
+
+
+def execute_backward(op, arrays, grad_output, attrs, chunk_size, target):
+    """The gradients [dq, dk, dv] of sum(grad_output * op(q, k, v)) for
+    checked q, k, v with one head count (no states, no packed sequences),
+    derived by the compiler from the op's monoid. CPU only for now."""
+    if op not in DIFFERENTIABLE:
+        raise NotImplementedError(f"hla.{op}: the backward is not derived yet (it is for "
+                                  f"{', '.join(DIFFERENTIABLE)})")
+    if target != "cpu":
+        raise NotImplementedError(f"hla.{op}: the backward runs on the CPU only for now "
+                                  f"(target {target!r})")
+    lib = _tensors.library_of(arrays[0])
+    device = lib.device(arrays[0])
+    dtypes = [lib.dtype_name(x) for x in arrays]
+    if any(n == 0 for n in _shape(arrays[0])[:3]):
+        return [lib.empty(_shape(x), t, device) for x, t in zip(arrays, dtypes)]
+    arrays = [lib.contiguous(x) for x in arrays]
+    grad_output = lib.contiguous(grad_output)
+    fn = compiled_backward(op, [_shape(x) for x in arrays], dtypes, attrs, chunk_size, target)
+    outputs = [lib.empty(_shape(x), t, device) for x, t in zip(arrays, dtypes)]
+    in_views = [lib.borrow(x) for x in arrays + [grad_output]]
+    out_views = [lib.borrow(x) for x in outputs]
+    for views, specs in ((in_views, fn.inputs), (out_views, fn.outputs)):
+        if len(views) != len(specs) or any(
+                tuple(v.shape) != s.shape or v.dtype != s.dtype or not v.is_contiguous
+                for v, s in zip(views, specs)):
+            raise RuntimeError(f"hla.{op}: internal error: backward buffers "
+                               f"{[(v.dtype, v.shape) for v in views]} do not match the "
+                               f"compiled signature {specs}")
+    fn.call_pointers([v.data for v in in_views], [v.data for v in out_views], None)
     del in_views, out_views
     return outputs
 

@@ -96,3 +96,28 @@ def run_python(code, env=None, timeout=120):
 
 def reference(op, *args, **kwargs):
     return getattr(hla.reference, op)(*args, **kwargs)
+
+
+def central_differences(fn, arrays, g, h=1e-6):
+    """Gradients of sum(g * fn(*arrays)) by central differences in float64,
+    one per array (fn: a float64 reference)."""
+    arrays = [np.array(a, dtype=np.float64) for a in arrays]
+    g = np.asarray(g, dtype=np.float64)
+
+    def loss():
+        return float(np.sum(g * fn(*arrays)))
+
+    grads = []
+    for a in arrays:
+        grad = np.zeros_like(a)
+        flat, out = a.reshape(-1), grad.reshape(-1)
+        for e in range(flat.size):
+            keep = flat[e]
+            flat[e] = keep + h
+            plus = loss()
+            flat[e] = keep - h
+            minus = loss()
+            flat[e] = keep
+            out[e] = (plus - minus) / (2 * h)
+        grads.append(grad)
+    return grads

@@ -25,6 +25,7 @@ import pytest
 
 import hla.reference as ref
 
+from .api_util import central_differences
 from .codegen_util import (HLA_OPT, attention_graph, compile_graph, relative_error,
                            run_exe, tensor_type)
 
@@ -56,30 +57,6 @@ def vjp_graph(op, qshape, kshape, vshape, options):
              f"{{eps = {eps:.17e} : f64}} : ({results}, {out}) -> ({results})\n"
              f"  return {', '.join(f'%r#{i}' for i in range(len(order)))} : {results}\n}}\n")
     return text, order
-
-
-def numeric_gradients(op, arrays, g, options, h=1e-6):
-    """Central differences of sum(g * op(q, k, v)) in float64."""
-    arrays = [a.astype(np.float64) for a in arrays]
-    g = g.astype(np.float64)
-
-    def loss(xs):
-        return float(np.sum(g * getattr(ref, op)(*xs, **options)))
-
-    grads = []
-    for i, a in enumerate(arrays):
-        grad = np.zeros_like(a)
-        flat, out = a.reshape(-1), grad.reshape(-1)
-        for e in range(flat.size):
-            keep = flat[e]
-            flat[e] = keep + h
-            plus = loss(arrays)
-            flat[e] = keep - h
-            minus = loss(arrays)
-            flat[e] = keep
-            out[e] = (plus - minus) / (2 * h)
-        grads.append(grad)
-    return grads
 
 
 CASES = [
@@ -114,7 +91,8 @@ def check_backward(tmp_path, op, options, T, chunk, hq=2, d=4, dv=3, seed=0):
     exe = compile_graph(graph, chunk=chunk)
     arrays = {"q": q, "k": k, "v": v}
     got = dict(zip(order, run_exe(exe, [arrays[n] for n in order] + [g], tmp_path)))
-    want = dict(zip("qkv", numeric_gradients(op, [q, k, v], g, options)))
+    want = dict(zip("qkv", central_differences(
+        lambda *x: getattr(ref, op)(*x, **options), [q, k, v], g)))
     for name in "qkv":
         err = relative_error(got[name], want[name])
         assert err <= 1e-4, (f"d{name} of {op} {options} T={T} chunk={chunk}: "
