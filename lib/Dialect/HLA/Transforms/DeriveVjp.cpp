@@ -1,4 +1,5 @@
-//===- DeriveVjp.cpp - A function replaced by its backward -------*- C++ -*-===//
+//===- DeriveVjp.cpp - A function replaced by its backward -------*- C++
+//-*-===//
 //
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
@@ -26,8 +27,7 @@ using namespace mlir::hla;
 
 namespace {
 
-struct DeriveVjpPass
-    : public hla::impl::HLADeriveVjpPassBase<DeriveVjpPass> {
+struct DeriveVjpPass : public hla::impl::HLADeriveVjpPassBase<DeriveVjpPass> {
   using HLADeriveVjpPassBase::HLADeriveVjpPassBase;
 
   LogicalResult derive(func::FuncOp func) {
@@ -40,9 +40,9 @@ struct DeriveVjpPass
                         ? ret.getOperand(0).getDefiningOp()
                         : nullptr;
     auto attention = dyn_cast_or_null<AttentionOpInterface>(op);
-    if (attention && (!attention.getInitialState().empty() ||
-                      !attention.getFinalState().empty() ||
-                      attention.getCuSeqlens()))
+    if (attention &&
+        (!attention.getInitialState().empty() ||
+         !attention.getFinalState().empty() || attention.getCuSeqlens()))
       return fail(op, "initial and final states and packed sequences are not "
                       "differentiated yet");
     if (!attention || ret.getNumOperands() != 1 ||
@@ -54,9 +54,8 @@ struct DeriveVjpPass
       return fail(op, "the backward of '" + op->getName().getStringRef() +
                           "' is not derived yet (linear_attention, hla2, "
                           "ahla and hla3 are)");
-    llvm::SmallVector<Value> operands = {attention.getQuery(),
-                                         attention.getKey(),
-                                         attention.getValue()};
+    llvm::SmallVector<Value> operands = {
+        attention.getQuery(), attention.getKey(), attention.getValue()};
     llvm::SmallVector<unsigned> argumentOf;
     for (Value v : operands) {
       auto arg = dyn_cast<BlockArgument>(v);
@@ -83,9 +82,10 @@ struct DeriveVjpPass
     // The monoid's inputs, by name, are q, k and v.
     llvm::SmallVector<Value> inputs;
     for (const MonoidSlot &slot : spec->inputs) {
-      int which = slot.name == "q" ? 0 : slot.name == "k" ? 1
-                                     : slot.name == "v"   ? 2
-                                                          : -1;
+      int which = slot.name == "q"   ? 0
+                  : slot.name == "k" ? 1
+                  : slot.name == "v" ? 2
+                                     : -1;
       if (which < 0)
         return fail(op, "monoid input '" + slot.name + "' is not q, k or v");
       inputs.push_back(operands[which]);
@@ -99,8 +99,8 @@ struct DeriveVjpPass
     for (Value v : inputs)
       gradientTypes.push_back(v.getType());
     auto vjp = PrefixVjpOp::create(
-        b, loc, gradientTypes, MonoidAttr::get(op->getContext(), *spec),
-        inputs, cotangent, eps ? eps : b.getF64FloatAttr(1e-6));
+        b, loc, gradientTypes, MonoidAttr::get(op->getContext(), *spec), inputs,
+        cotangent, eps ? eps : b.getF64FloatAttr(1e-6));
     // Gradients in argument order.
     llvm::SmallVector<Value> gradients(3);
     for (auto [i, input] : llvm::enumerate(inputs))
