@@ -432,9 +432,6 @@ LogicalResult mlir::hla::compileToArtefact(ModuleOp module,
 
   std::string error;
   if (options.vjp) {
-    if (cuda)
-      return fail("--vjp is not supported for --hla-target=cuda yet (the "
-                  "derived backward is lowered for the CPU)");
     PassManager pm(module.getContext());
     pm.addPass(createHLADeriveVjpPass(HLADeriveVjpPassOptions{options.entry}));
     if (failed(runPhase(pm, module, options, "hla-derive-vjp")))

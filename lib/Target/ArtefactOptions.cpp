@@ -133,7 +133,7 @@ const std::vector<Knob> &knobs() {
        show(&O::causalIsolation),
        boolean(&O::causalIsolation, "causal-isolation")},
       {"vjp",
-       "CPU: compile the entry function's backward instead, f(inputs..., "
+       "Compile the entry function's backward instead, f(inputs..., "
        "d_output) -> the inputs' gradients (hla-derive-vjp)",
        show(&O::vjp), boolean(&O::vjp, "vjp")},
       {"scan-threads", "CPU: threads the auto scan schedule plans for",

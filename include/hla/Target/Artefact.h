@@ -52,7 +52,7 @@ struct ArtefactOptions {
   /// Outputs before a non-finite token stay finite (hla-chunk).
   bool causalIsolation = true;
   /// Compile the backward of the entry function instead (hla-derive-vjp):
-  /// f(inputs..., d_output) -> the inputs' gradients. CPU only for now.
+  /// f(inputs..., d_output) -> the inputs' gradients.
   bool vjp = false;
   int64_t threads = 2;
   bool vectorize = true;
