@@ -117,36 +117,13 @@ Value PrefixVjpLowering::loadRows(OpBuilder &b, Location loc, Value operand,
                                   Value batchIndex, Value head, Value start,
                                   Value rows) {
   auto type = cast<RankedTensorType>(operand.getType());
-  bool isScalar = type.getRank() == 3;
   llvm::SmallVector<OpFoldResult> offsets = {batchIndex, start, head};
-  llvm::SmallVector<OpFoldResult> sizes = {idx(b, 1), rows, idx(b, 1)};
-  llvm::SmallVector<int64_t> sliceShape = {ShapedType::kDynamic};
-  llvm::SmallVector<int64_t> tileShape = {chunk};
-  if (!isScalar) {
-    int64_t width = type.getDimSize(3);
+  int64_t width = 0;
+  if (type.getRank() == 4) {
     offsets.push_back(idx(b, 0));
-    sizes.push_back(idx(b, width));
-    sliceShape.push_back(width);
-    tileShape.push_back(width);
+    width = type.getDimSize(3);
   }
-  llvm::SmallVector<OpFoldResult> strides(type.getRank(), idx(b, 1));
-  Type element = type.getElementType();
-  Value slice = tensor::ExtractSliceOp::create(
-      b, loc, RankedTensorType::get(sliceShape, element), operand, offsets,
-      sizes, strides);
-  Value zero = arith::ConstantOp::create(b, loc, b.getFloatAttr(element, 0.0));
-  Value padded = linalg::FillOp::create(
-                     b, loc, zero,
-                     Value(tensor::EmptyOp::create(b, loc, tileShape, element)))
-                     .getResult(0);
-  llvm::SmallVector<OpFoldResult> zeros(tileShape.size(), idx(b, 0));
-  llvm::SmallVector<OpFoldResult> insertSizes = {rows};
-  if (!isScalar)
-    insertSizes.push_back(idx(b, tileShape[1]));
-  llvm::SmallVector<OpFoldResult> ones(tileShape.size(), idx(b, 1));
-  padded = tensor::InsertSliceOp::create(b, loc, slice, padded, zeros,
-                                         insertSizes, ones);
-  return TileBuilder(b, loc).castTo(padded, b.getF32Type());
+  return loadChunkRows(b, loc, operand, offsets, rows, chunk, width);
 }
 
 FailureOr<Value> PrefixVjpLowering::emitSum(TileBuilder &tb,

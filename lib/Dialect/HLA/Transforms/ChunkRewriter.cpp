@@ -29,6 +29,41 @@ using utils::IteratorType;
 
 namespace mlir::hla::chunk {
 
+Value mlir::hla::chunk::loadChunkRows(OpBuilder &b, Location loc, Value operand,
+                                      llvm::ArrayRef<OpFoldResult> offsets,
+                                      Value length, int64_t chunk,
+                                      int64_t width) {
+  auto type = cast<RankedTensorType>(operand.getType());
+  bool isScalar = type.getRank() == 3;
+  llvm::SmallVector<OpFoldResult> sizes = {idx(b, 1), length, idx(b, 1)};
+  llvm::SmallVector<OpFoldResult> strides(type.getRank(), idx(b, 1));
+  llvm::SmallVector<int64_t> sliceShape = {ShapedType::kDynamic};
+  llvm::SmallVector<int64_t> tileShape = {chunk};
+  if (!isScalar) {
+    sizes.push_back(idx(b, width));
+    sliceShape.push_back(width);
+    tileShape.push_back(width);
+  }
+  Type element = type.getElementType();
+  Value slice = tensor::ExtractSliceOp::create(
+      b, loc, RankedTensorType::get(sliceShape, element), operand, offsets,
+      sizes, strides);
+  Value zero = arith::ConstantOp::create(b, loc, b.getFloatAttr(element, 0.0));
+  Value padded = linalg::FillOp::create(
+                     b, loc, zero,
+                     Value(tensor::EmptyOp::create(b, loc, tileShape, element)))
+                     .getResult(0);
+  llvm::SmallVector<OpFoldResult> zeros(tileShape.size(), idx(b, 0));
+  llvm::SmallVector<OpFoldResult> insertSizes = {length};
+  if (!isScalar)
+    insertSizes.push_back(idx(b, width));
+  llvm::SmallVector<OpFoldResult> ones(tileShape.size(), idx(b, 1));
+  padded = tensor::InsertSliceOp::create(b, loc, slice, padded, zeros,
+                                         insertSizes, ones);
+  TileBuilder tb(b, loc);
+  return tb.castTo(padded, b.getF32Type());
+}
+
 void ChunkRewriter::prepareShapes() {
   SegmentOp segment = info.segment;
   carried = spec.getCarryComponents();
@@ -277,34 +312,9 @@ Value ChunkRewriter::loadTile(OpBuilder &b, Location loc, unsigned input,
   if (valueColumns)
     width = valueWidth;
   llvm::SmallVector<OpFoldResult> offsets = {batch, start, kvHead};
-  llvm::SmallVector<OpFoldResult> sizes = {idx(b, 1), length, idx(b, 1)};
-  llvm::SmallVector<OpFoldResult> strides(type.getRank(), idx(b, 1));
-  llvm::SmallVector<int64_t> sliceShape = {ShapedType::kDynamic};
-  llvm::SmallVector<int64_t> tileShape = {chunk};
-  if (!isScalar) {
-    offsets.push_back(valueColumns ? valueColumn(b) : idx(b, 0));
-    sizes.push_back(idx(b, width));
-    sliceShape.push_back(width);
-    tileShape.push_back(width);
-  }
-  Type element = type.getElementType();
-  Value slice = tensor::ExtractSliceOp::create(
-      b, loc, RankedTensorType::get(sliceShape, element), operand, offsets,
-      sizes, strides);
-  Value zero = arith::ConstantOp::create(b, loc, b.getFloatAttr(element, 0.0));
-  Value padded = linalg::FillOp::create(
-                     b, loc, zero,
-                     Value(tensor::EmptyOp::create(b, loc, tileShape, element)))
-                     .getResult(0);
-  llvm::SmallVector<OpFoldResult> zeros(tileShape.size(), idx(b, 0));
-  llvm::SmallVector<OpFoldResult> insertSizes = {length};
   if (!isScalar)
-    insertSizes.push_back(idx(b, width));
-  llvm::SmallVector<OpFoldResult> ones(tileShape.size(), idx(b, 1));
-  padded = tensor::InsertSliceOp::create(b, loc, slice, padded, zeros,
-                                         insertSizes, ones);
-  TileBuilder tb(b, loc);
-  return tb.castTo(padded, b.getF32Type());
+    offsets.push_back(valueColumns ? valueColumn(b) : idx(b, 0));
+  return loadChunkRows(b, loc, operand, offsets, length, chunk, width);
 }
 
 std::pair<Value, Value> ChunkRewriter::chunkBounds(OpBuilder &b, Location loc,

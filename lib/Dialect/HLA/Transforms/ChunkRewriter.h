@@ -133,6 +133,13 @@ inline OpFoldResult idx(OpBuilder &b, int64_t v) { return b.getIndexAttr(v); }
 /// keeps them, so that value tiles can be computed apart; else nullopt.
 std::optional<std::string> separableValueSymbol(const MonoidSpec &spec);
 
+/// Rows [start, start + length) of a [B, T, H, width] (or [B, T, H])
+/// operand at `offsets` (batch, start, head[, first column]), zero-padded
+/// to `chunk` rows, as f32.
+Value loadChunkRows(OpBuilder &b, Location loc, Value operand,
+                    llvm::ArrayRef<OpFoldResult> offsets, Value length,
+                    int64_t chunk, int64_t width);
+
 /// Lowers hla.prefix_vjp to loops over chunks of `chunk` tokens
 /// (ChunkBackward.cpp).
 LogicalResult lowerPrefixVjp(PrefixVjpOp op, int64_t chunk);
