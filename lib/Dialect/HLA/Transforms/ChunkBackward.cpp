@@ -93,14 +93,19 @@ private:
   /// zero-padded to `chunk` rows, f32.
   Value loadRows(OpBuilder &b, Location loc, Value operand, Value batch,
                  Value head, Value start, Value length);
-  /// Sums the terms of `out` (rows [c, width] or a component).
+  /// Sums `terms` (rows [c, width] or a component).
   FailureOr<Value> emitSum(TileBuilder &tb, const MonoidSpec &termSpec,
                            const ChunkTiles &tiles,
                            llvm::ArrayRef<IndexTerm> terms, bool isSummary,
-                           llvm::ArrayRef<int64_t> shape);
-  /// Every component's summary of the chunk (decay components: γ^length).
+                           llvm::ArrayRef<int64_t> shape) {
+    return emitTermSum(tb, termSpec, tiles, *decay, op, terms, isSummary,
+                       shape);
+  }
   FailureOr<llvm::SmallVector<Value>> emitSummaries(OpBuilder &b, Location loc,
-                                                    const ChunkTiles &tiles);
+                                                    const ChunkTiles &tiles) {
+    return emitChunkSummaries(b, loc, spec, forward, tiles, *decay, op,
+                              componentShapes);
+  }
 
   PrefixVjpOp op;
   const MonoidSpec &spec;
@@ -124,47 +129,6 @@ Value PrefixVjpLowering::loadRows(OpBuilder &b, Location loc, Value operand,
     width = type.getDimSize(3);
   }
   return loadChunkRows(b, loc, operand, offsets, rows, chunk, width);
-}
-
-FailureOr<Value> PrefixVjpLowering::emitSum(TileBuilder &tb,
-                                            const MonoidSpec &termSpec,
-                                            const ChunkTiles &tiles,
-                                            llvm::ArrayRef<IndexTerm> terms,
-                                            bool isSummary,
-                                            llvm::ArrayRef<int64_t> shape) {
-  TermEmitter emitter(tb, termSpec, tiles, *decay, op);
-  Value sum;
-  for (const IndexTerm &term : terms) {
-    FailureOr<TermEmitter::TermValue> value = emitter.emit(term, isSummary);
-    if (failed(value))
-      return failure();
-    Value v =
-        value->right ? tb.matmul(value->left, value->right) : value->value;
-    sum = sum ? tb.add(sum, v) : v;
-  }
-  return sum ? sum : tb.zeros(shape);
-}
-
-FailureOr<llvm::SmallVector<Value>>
-PrefixVjpLowering::emitSummaries(OpBuilder &b, Location loc,
-                                 const ChunkTiles &tiles) {
-  TileBuilder tb(b, loc);
-  llvm::SmallVector<Value> values(spec.components.size());
-  for (const PlannedOutput &out : forward.summaries) {
-    FailureOr<Value> v =
-        emitSum(tb, spec, tiles, out.terms, true, componentShapes[out.index]);
-    if (failed(v))
-      return failure();
-    values[out.index] = *v;
-  }
-  for (unsigned c = 0; c < spec.components.size(); ++c) {
-    if (values[c])
-      continue;
-    Value w = DecayTiles::decayOf(b, loc, tiles.length, decay->getLogGamma());
-    values[c] = tensor::FromElementsOp::create(
-        b, loc, RankedTensorType::get({}, b.getF32Type()), ValueRange{w});
-  }
-  return values;
 }
 
 LogicalResult PrefixVjpLowering::lower() {

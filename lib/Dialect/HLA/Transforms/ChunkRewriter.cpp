@@ -382,29 +382,8 @@ FailureOr<Value> ChunkRewriter::emitOutput(TileBuilder &tb,
                                            const ChunkTiles &tiles,
                                            bool isSummary,
                                            llvm::ArrayRef<int64_t> shape) {
-  TermEmitter emitter(tb, spec, tiles, *decay, info.readout);
-  Value sum;
-  auto accumulate = [&](Value v) { sum = sum ? tb.add(sum, v) : v; };
-  // Terms left as left · right, by right factor: Σ Lᵢ · R = (Σ Lᵢ) · R.
-  llvm::SmallVector<std::pair<Value, Value>> byRight;
-  for (const IndexTerm &term : out.terms) {
-    FailureOr<TermEmitter::TermValue> value = emitter.emit(term, isSummary);
-    if (failed(value))
-      return failure();
-    if (!value->right) {
-      accumulate(value->value);
-      continue;
-    }
-    auto *group = llvm::find_if(
-        byRight, [&](auto &g) { return g.second == value->right; });
-    if (group == byRight.end())
-      byRight.push_back({value->left, value->right});
-    else
-      group->first = tb.add(group->first, value->left);
-  }
-  for (auto [left, right] : byRight)
-    accumulate(tb.matmul(left, right));
-  return sum ? sum : tb.zeros(shape);
+  return emitTermSum(tb, spec, tiles, *decay, info.readout, out.terms,
+                     isSummary, shape);
 }
 
 FailureOr<llvm::SmallVector<Value>>
@@ -412,24 +391,8 @@ ChunkRewriter::emitSummaries(OpBuilder &b, Location loc,
                              const ChunkTiles &tiles) {
   if (deltaRule)
     return emitDeltaRule(b, loc, tiles, Value());
-  TileBuilder tb(b, loc);
-  llvm::SmallVector<Value> values(spec.components.size());
-  for (const PlannedOutput &out : plan.summaries) {
-    FailureOr<Value> v =
-        emitOutput(tb, out, tiles, true, componentShapes[out.index]);
-    if (failed(v))
-      return failure();
-    values[out.index] = *v;
-  }
-  // Decay components: γ^length.
-  for (unsigned c = 0; c < spec.components.size(); ++c) {
-    if (values[c])
-      continue;
-    Value w = DecayTiles::decayOf(b, loc, tiles.length, decay->getLogGamma());
-    values[c] = tensor::FromElementsOp::create(
-        b, loc, RankedTensorType::get({}, b.getF32Type()), ValueRange{w});
-  }
-  return values;
+  return emitChunkSummaries(b, loc, spec, plan, tiles, *decay, info.readout,
+                            componentShapes);
 }
 
 FailureOr<Value> ChunkRewriter::emitReadoutRows(OpBuilder &b, Location loc,

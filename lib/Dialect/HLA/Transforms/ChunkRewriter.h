@@ -112,6 +112,20 @@ private:
   Operation *anchor;
 };
 
+/// The sum of `terms` (a summary's, of shape `shape`, or readout rows);
+/// terms that end in the same right factor share one product with it.
+FailureOr<Value> emitTermSum(TileBuilder &tb, const MonoidSpec &spec,
+                             const ChunkTiles &tiles, DecayTiles &decay,
+                             Operation *anchor, llvm::ArrayRef<IndexTerm> terms,
+                             bool isSummary, llvm::ArrayRef<int64_t> shape);
+
+/// Every component's chunk summary (decay components: γ^length).
+FailureOr<llvm::SmallVector<Value>>
+emitChunkSummaries(OpBuilder &b, Location loc, const MonoidSpec &spec,
+                   const ChunkPlan &plan, const ChunkTiles &tiles,
+                   DecayTiles &decay, Operation *anchor,
+                   llvm::ArrayRef<llvm::SmallVector<int64_t>> componentShapes);
+
 /// Static sizes of a matched segment -> scan -> readout chain. The readout
 /// is an hla.readout or LinSimp's hla.anchor_readout (`anchor`).
 struct ChainInfo {

@@ -495,3 +495,60 @@ FailureOr<TermEmitter::TermValue> TermEmitter::emit(const IndexTerm &term,
   }
   return TermValue(net.applyScalars(result, coeff));
 }
+
+//===----------------------------------------------------------------------===//
+// Sums of terms
+//===----------------------------------------------------------------------===//
+
+FailureOr<Value> mlir::hla::chunk::emitTermSum(
+    TileBuilder &tb, const MonoidSpec &spec, const ChunkTiles &tiles,
+    DecayTiles &decay, Operation *anchor, llvm::ArrayRef<IndexTerm> terms,
+    bool isSummary, llvm::ArrayRef<int64_t> shape) {
+  TermEmitter emitter(tb, spec, tiles, decay, anchor);
+  Value sum;
+  auto accumulate = [&](Value v) { sum = sum ? tb.add(sum, v) : v; };
+  // Terms left as left · right, by right factor: Σ Lᵢ · R = (Σ Lᵢ) · R.
+  llvm::SmallVector<std::pair<Value, Value>> byRight;
+  for (const IndexTerm &term : terms) {
+    FailureOr<TermEmitter::TermValue> value = emitter.emit(term, isSummary);
+    if (failed(value))
+      return failure();
+    if (!value->right) {
+      accumulate(value->value);
+      continue;
+    }
+    auto *group = llvm::find_if(
+        byRight, [&](auto &g) { return g.second == value->right; });
+    if (group == byRight.end())
+      byRight.push_back({value->left, value->right});
+    else
+      group->first = tb.add(group->first, value->left);
+  }
+  for (auto [left, right] : byRight)
+    accumulate(tb.matmul(left, right));
+  return sum ? sum : tb.zeros(shape);
+}
+
+FailureOr<llvm::SmallVector<Value>> mlir::hla::chunk::emitChunkSummaries(
+    OpBuilder &b, Location loc, const MonoidSpec &spec, const ChunkPlan &plan,
+    const ChunkTiles &tiles, DecayTiles &decay, Operation *anchor,
+    llvm::ArrayRef<llvm::SmallVector<int64_t>> componentShapes) {
+  TileBuilder tb(b, loc);
+  llvm::SmallVector<Value> values(spec.components.size());
+  for (const PlannedOutput &out : plan.summaries) {
+    FailureOr<Value> v = emitTermSum(tb, spec, tiles, decay, anchor, out.terms,
+                                     true, componentShapes[out.index]);
+    if (failed(v))
+      return failure();
+    values[out.index] = *v;
+  }
+  // Decay components: γ^length.
+  for (unsigned c = 0; c < spec.components.size(); ++c) {
+    if (values[c])
+      continue;
+    Value w = DecayTiles::decayOf(b, loc, tiles.length, decay.getLogGamma());
+    values[c] = tensor::FromElementsOp::create(
+        b, loc, RankedTensorType::get({}, b.getF32Type()), ValueRange{w});
+  }
+  return values;
+}
