@@ -444,6 +444,19 @@ def compiled_function(op, inputs, dtypes, attrs, state_shapes_in, final_shapes, 
     return fn
 
 
+def _check_buffers(op, fn, in_views, out_views):
+    """The buffers against the compiled signature. The IR was built from
+    these very arrays, so this cannot fail unless something before it is
+    wrong; it is cheap and guards the ABI."""
+    for views, specs in ((in_views, fn.inputs), (out_views, fn.outputs)):
+        if len(views) != len(specs) or any(
+                tuple(v.shape) != s.shape or v.dtype != s.dtype or not v.is_contiguous
+                for v, s in zip(views, specs)):
+            raise RuntimeError(f"hla.{op}: internal error: buffers "
+                               f"{[(v.dtype, v.shape) for v in views]} do not match the "
+                               f"compiled signature {specs}")
+
+
 def execute(op, arrays, states, cu, attrs, output_final_state, chunk_size, target):
     """Runs checked arguments: values of cu_seqlens, dense copies, compile
     (cached), allocate outputs in the caller's library, call by pointer.
@@ -480,15 +493,7 @@ def execute(op, arrays, states, cu, attrs, output_final_state, chunk_size, targe
     ins = arrays + states + ([cu] if cu is not None else [])
     in_views = [lib.borrow(x) for x in ins]
     out_views = [lib.borrow(x) for x in outputs]
-    # The IR was built from these very arrays, so this cannot fail unless
-    # something above is wrong; it is cheap and guards the ABI.
-    for views, specs in ((in_views, fn.inputs), (out_views, fn.outputs)):
-        if len(views) != len(specs) or any(
-                tuple(v.shape) != s.shape or v.dtype != s.dtype or not v.is_contiguous
-                for v, s in zip(views, specs)):
-            raise RuntimeError(f"hla.{op}: internal error: buffers "
-                               f"{[(v.dtype, v.shape) for v in views]} do not match the "
-                               f"compiled signature {specs}")
+    _check_buffers(op, fn, in_views, out_views)
     # CUDA: launch on torch's current stream, the one the inputs were
     # exported for and the outputs were allocated on (no host sync).
     stream = (_tensors.torch_module().cuda.current_stream(device).cuda_stream
@@ -534,13 +539,7 @@ def execute_backward(op, arrays, grad_output, attrs, chunk_size, target):
     outputs = [lib.empty(_shape(x), t, device) for x, t in zip(arrays, dtypes)]
     in_views = [lib.borrow(x) for x in arrays + [grad_output]]
     out_views = [lib.borrow(x) for x in outputs]
-    for views, specs in ((in_views, fn.inputs), (out_views, fn.outputs)):
-        if len(views) != len(specs) or any(
-                tuple(v.shape) != s.shape or v.dtype != s.dtype or not v.is_contiguous
-                for v, s in zip(views, specs)):
-            raise RuntimeError(f"hla.{op}: internal error: backward buffers "
-                               f"{[(v.dtype, v.shape) for v in views]} do not match the "
-                               f"compiled signature {specs}")
+    _check_buffers(op, fn, in_views, out_views)
     fn.call_pointers([v.data for v in in_views], [v.data for v in out_views], None)
     del in_views, out_views
     return outputs
