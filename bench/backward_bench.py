@@ -141,6 +141,10 @@ def run(outdir):
             import peers as peers_module
             peers = peers_module
             break
+    try:  # issue 14's anchor: PyTorch autograd of the eager chunked HLA2
+        import torch_anchors
+    except ImportError:
+        torch_anchors = None
     for c in cases["timed"]:
         B, H, T, d = c["B"], c["H"], c["T"], c["d"]
         base = os.path.join(outdir, c["name"])
@@ -171,20 +175,31 @@ def run(outdir):
             row["grad_diff_vs_fla"] = [
                 float((a.float() - b.grad.float()).norm() / b.grad.float().norm())
                 for a, b in zip(grads, (qs, ks, vs))]
+        if torch_anchors is not None and c["op"] == "hla2":
+            # The anchor's layout is [B, H, T, d] and its output f32.
+            qa, ka, va = (x.transpose(1, 2).detach().clone().requires_grad_(True)
+                          for x in (q, k, v))
+            do_a = do.transpose(1, 2).float()
+
+            def eager():
+                torch_anchors.hla2_chunked(qa, ka, va).backward(do_a)
+            row["torch_eager_fwdbwd_ms"] = median_ms(eager)
         results["timed"].append(row)
         print(json.dumps(row), flush=True)
     out = os.environ.get("OUT", outdir)
     with open(os.path.join(out, "backward_bench.json"), "w") as f:
         json.dump(results, f, indent=1)
     print(f"\n{results['device']}\n")
-    print("| op, B×H×T×d | hla fwd ms | hla bwd ms | hla fwd+bwd | FLA fwd+bwd | ratio |")
+    print("| op, B×H×T×d | hla fwd ms | hla bwd ms | hla fwd+bwd | peer fwd+bwd | "
+          "hla ÷ peer speed |")
     print("| --- | --- | --- | --- | --- | --- |")
     for r in results["timed"]:
-        fla = r.get("fla_fwdbwd_ms")
-        ratio = f"{fla / r['hla_fwdbwd_ms']:.2f}×" if fla else "—"
+        peer = r.get("fla_fwdbwd_ms") or r.get("torch_eager_fwdbwd_ms")
+        name = "FLA " if "fla_fwdbwd_ms" in r else "torch eager " if peer else ""
+        ratio = f"{peer / r['hla_fwdbwd_ms']:.2f}×" if peer else "—"
         print(f"| {r['op']} {r['B']}×{r['H']}×{r['T']}×{r['d']} | {r['hla_fwd_ms']:.3f} | "
               f"{r['hla_bwd_ms']:.3f} | {r['hla_fwdbwd_ms']:.3f} | "
-              f"{fla if fla is None else round(fla, 3)} | {ratio} |")
+              f"{name}{'—' if peer is None else round(peer, 3)} | {ratio} |")
 
 
 if __name__ == "__main__":

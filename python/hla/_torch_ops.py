@@ -112,17 +112,19 @@ def _input_gradients(op, operands, has_states, has_cu, attrs, chunk_size, grads)
     if has_states or has_cu or any(g is not None and bool(g.any()) for g in grads[1:]):
         raise _no_backward(op, "through initial or final states and packed sequences yet")
     q, k, v = operands[:3]
-    if q.device.type != "cpu":
-        raise _no_backward(op, f"on {q.device.type} yet (the derived backward runs on the CPU)")
+    target = {"cpu": "cpu", "cuda": "cuda"}.get(q.device.type)
+    if target is None:
+        raise _no_backward(op, f"on {q.device.type} (the derived backward runs on the CPU "
+                               f"and on CUDA)")
     grad = grads[0] if grads[0] is not None else torch.zeros(
-        q.shape[:3] + v.shape[3:], dtype=q.dtype)
+        q.shape[:3] + v.shape[3:], dtype=q.dtype, device=q.device)
     groups = q.shape[2] // max(k.shape[2], 1)
     if groups > 1:
         k = k.repeat_interleave(groups, dim=2)
         v = v.repeat_interleave(groups, dim=2)
     dq, dk, dv = functional.execute_backward(
         op, [q.detach(), k.detach(), v.detach()], grad.to(q.dtype).contiguous(), attrs,
-        chunk_size, "cpu")
+        chunk_size, target)
     if groups > 1:
         B, T = dk.shape[:2]
         dk = dk.reshape(B, T, -1, groups, dk.shape[3]).sum(3)
@@ -134,7 +136,7 @@ def _setup_context(op):
     def setup_context(ctx, inputs, output):
         tensors, states, cu, attrs, _, chunk = _unpack(op, inputs)
         ctx.save_for_backward(*tensors)
-        ctx.hla = (bool(states), cu is not None, attrs, chunk)
+        ctx.hla = (len(states), cu is not None, attrs, chunk)
 
     return setup_context
 
@@ -144,12 +146,15 @@ def _backward(op):
         flat = []
         for g in grads:  # Tensor[] outputs come as one list
             flat.extend(g if isinstance(g, (list, tuple)) else [g])
-        has_states, has_cu, attrs, chunk = ctx.hla
+        n_states, has_cu, attrs, chunk = ctx.hla
         operands = list(ctx.saved_tensors)
-        d = _input_gradients(op, operands, has_states, has_cu, attrs, chunk, flat)
+        d = _input_gradients(op, operands, n_states > 0, has_cu, attrs, chunk, flat)
+        # One entry per schema argument, the Tensor[] of states as a list:
+        # (q, k, v, further operands, states, cu_seqlens, attributes...,
+        # output_final_state, chunk_size).
         n = len(functional.operand_names(op))
-        rest = [None] * (n - 3) + [None, None] + [None] * len(functional.OP_ATTRIBUTES[op])
-        return (*d, *rest, None, None)
+        return (*d, *[None] * (n - 3), [None] * n_states, None,
+                *[None] * len(functional.OP_ATTRIBUTES[op]), None, None)
 
     return backward
 

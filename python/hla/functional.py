@@ -20,8 +20,10 @@ Outputs have the inputs' dtype (f32, f16 or bf16); states are f32.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import numbers
+import sys
 
 from . import _tensors, compiler, ir
 
@@ -518,18 +520,52 @@ def compiled_backward(op, inputs, dtypes, attrs, chunk_size, target):
     return fn
 
 
+@contextlib.contextmanager
+def recorded_compiles():
+    """Runs as usual and records every compile the ops ask for, forward and
+    backward (cache hits too): yields a list that fills with (ir_text,
+    compile options) pairs, for ``compiler.precompile`` to build the same
+    artefacts for another target (a GPU machine without the compiler)."""
+    records = []
+    forward, backward = compiled_function, compiled_backward
+
+    def record(text, options):
+        if (text, options) not in records:
+            records.append((text, options))
+
+    def recording_forward(op, inputs, dtypes, attrs, state_shapes_in, final_shapes, cu,
+                          chunk_size, target):
+        record(build_ir(op, inputs, dtypes, attrs, state_shapes_in, final_shapes, cu),
+               {"chunk_size": chunk_size})
+        return forward(op, inputs, dtypes, attrs, state_shapes_in, final_shapes, cu,
+                       chunk_size, target)
+
+    def recording_backward(op, inputs, dtypes, attrs, chunk_size, target):
+        record(build_ir(op, inputs, dtypes, attrs, [], [], None),
+               {"chunk_size": chunk_size, "vjp": True, "entry": ir.FUNCTION_NAME})
+        return backward(op, inputs, dtypes, attrs, chunk_size, target)
+
+    module = sys.modules[__name__]
+    module.compiled_function, module.compiled_backward = recording_forward, recording_backward
+    try:
+        yield records
+    finally:
+        module.compiled_function, module.compiled_backward = forward, backward
+
+
 def execute_backward(op, arrays, grad_output, attrs, chunk_size, target):
     """The gradients [dq, dk, dv] of sum(grad_output * op(q, k, v)) for
     checked q, k, v with one head count (no states, no packed sequences),
-    derived by the compiler from the op's monoid. CPU only for now."""
+    derived by the compiler from the op's monoid; on the CPU or, for torch
+    CUDA tensors, the GPU (on torch's current stream)."""
     if op not in DIFFERENTIABLE:
         raise NotImplementedError(f"hla.{op}: the backward is not derived yet (it is for "
                                   f"{', '.join(DIFFERENTIABLE)})")
-    if target != "cpu":
-        raise NotImplementedError(f"hla.{op}: the backward runs on the CPU only for now "
-                                  f"(target {target!r})")
     lib = _tensors.library_of(arrays[0])
     device = lib.device(arrays[0])
+    if target == "cuda" and device != "cuda:0":
+        raise ValueError(f"hla.{op}: the inputs are on {device}, but hla's CUDA runtime runs "
+                         f"on device 0 (cuda:0); choose the GPU with CUDA_VISIBLE_DEVICES")
     dtypes = [lib.dtype_name(x) for x in arrays]
     if any(n == 0 for n in _shape(arrays[0])[:3]):
         return [lib.empty(_shape(x), t, device) for x, t in zip(arrays, dtypes)]
@@ -540,7 +576,9 @@ def execute_backward(op, arrays, grad_output, attrs, chunk_size, target):
     in_views = [lib.borrow(x) for x in arrays + [grad_output]]
     out_views = [lib.borrow(x) for x in outputs]
     _check_buffers(op, fn, in_views, out_views)
-    fn.call_pointers([v.data for v in in_views], [v.data for v in out_views], None)
+    stream = (_tensors.torch_module().cuda.current_stream(device).cuda_stream
+              if target == "cuda" else None)
+    fn.call_pointers([v.data for v in in_views], [v.data for v in out_views], stream)
     del in_views, out_views
     return outputs
 
