@@ -491,6 +491,30 @@ def compile(ir, target="cpu", **options):  # noqa: A001 (the public name is the 
         return library
 
 
+def precompile(ir, target="cpu", **options):
+    """Compiles into the disk cache without loading the result, so that a
+    machine that can run but not compile (a GPU machine without LLVM)
+    finds it: the entry ``compile(ir, target, **options)`` would make.
+    Returns the artefact's path; raises CompileError like ``compile``."""
+    if target not in TARGETS:
+        raise ValueError(f"hla.compile: unknown target {target!r} (known: {', '.join(TARGETS)})")
+    ir_text = _read_ir(ir)
+    normalised = _normalise_options(options, target)
+    key = cache_key(ir_text, target, normalised)
+    directory = _writable_cache_dir()
+    path = os.path.join(directory, key + ".so")
+    if not os.path.exists(path):
+        ok, text = _run_hla_compile(ir_text, target,
+                                    " ".join(f"{k}={v}" for k, v in normalised.items()), path)
+        if not ok:
+            _raise_compile_error(target, text)
+        try:  # for humans only, as in compile()
+            _atomic_write(os.path.join(directory, key + ".mlir"), ir_text)
+        except OSError:
+            pass
+    return path
+
+
 def _load_or_compile(ir_text, target, normalised, key):
     names = runtime.public_functions(ir_text)
     primary = cache_dir()
