@@ -77,6 +77,11 @@ def all_cases():
         cases.append(case(f"{op}-packed", op, 150, options=dict(decay=0.93),
                           chunk=16, B=1, hkv=1, state=True,
                           cu_seqlens=[0, 1, 1, 70, 150]))
+        # Packed on tensor cores (bf16, d = 64: wgmma), the offsets checked
+        # outside the kernels.
+        cases.append(case(f"{op}-packed-bf16", op, 300, B=1, d=64, dv=64, dtype="bf16",
+                          tol=1e-2, chunk=32 if op == "hla3" else 64, state=True,
+                          cu_seqlens=[0, 1, 1, 170, 300]))
         # Half-precision inputs at a model-like head size (hla3's chunk state
         # and tiles at c = 64, d = 64 exceed a thread block's shared memory).
         half_chunk = 32 if op == "hla3" else 64

@@ -35,6 +35,7 @@ LogicalResult ChunkRewriter::rewritePhased() {
   OpBuilder hoist(segment);
   Type f32 = b.getF32Type();
   prepareShapes();
+  checkOffsets(b, loc);
   prepareTiles(b, hoist, loc);
 
   // Phase 1: chunk summaries of every component.
@@ -169,6 +170,7 @@ LogicalResult ChunkRewriter::rewriteFused() {
   OpBuilder b(readout);
   Type f32 = b.getF32Type();
   prepareShapes();
+  checkOffsets(b, loc);
   if (failed(prepareValueTiles()))
     return failure();
 

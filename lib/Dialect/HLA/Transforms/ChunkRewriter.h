@@ -213,12 +213,18 @@ private:
   LogicalResult prepareValueTiles();
   /// The first value column of the current tile (0 when not cut).
   OpFoldResult valueColumn(OpBuilder &b) const;
+  /// Packed: checks at run time, once and ahead of every loop (on the GPU
+  /// outside the kernels that use them), that the offsets run from 0 to T
+  /// without decreasing. Kernels then build their slot tables unchecked: an
+  /// assertion inside a kernel would serialize its wgmma (ptxas C7510) and
+  /// a failed one would poison the CUDA context.
+  void checkOffsets(OpBuilder &b, Location loc);
   /// The constant tiles (at `hoist`) and, packed, the slot table (at `b`).
   void prepareTiles(OpBuilder &b, OpBuilder &hoist, Location loc);
   /// Builds the slot table of packed sequences: per chunk slot its start
   /// token and length (0 for unused slots), and per sequence the offset of
   /// its first slot (N + 1 entries, the last one the number of used slots).
-  /// Checks at run time that the offsets run from 0 to T without decreasing.
+  /// It trusts the offsets: checkOffsets has run before any loop.
   std::tuple<Value, Value, Value, Value>
   buildChunkTable(OpBuilder &b, Location loc, Value cuSeqlens,
                   int64_t sequences, int64_t slots);
