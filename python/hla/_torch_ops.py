@@ -103,14 +103,54 @@ def _no_backward(op, why):
     return NotImplementedError(f"hla.{op}: backward is not implemented {why}")
 
 
-def _input_gradients(op, operands, has_states, has_cu, attrs, chunk_size, grads):
+# Packed sequences are differentiated as a padded batch whose length is
+# rounded up to this multiple, so that batches whose longest sequence
+# differs a little share one compiled backward.
+PADDED_LENGTH_MULTIPLE = 64
+
+
+def _padding_index(cu, T):
+    """For packed offsets ``cu`` (N + 1): [N, L] positions into the T tokens
+    (L: the longest sequence, rounded up) and the mask of real ones."""
+    bounds = [int(c) for c in cu.tolist()]
+    lengths = [b - a for a, b in zip(bounds, bounds[1:])]
+    L = max(1, -(-max(lengths + [1]) // PADDED_LENGTH_MULTIPLE)) * PADDED_LENGTH_MULTIPLE
+    steps = torch.arange(L, device=cu.device)
+    starts = cu[:-1].to(torch.long).unsqueeze(1)
+    valid = steps.unsqueeze(0) < (cu[1:] - cu[:-1]).to(torch.long).unsqueeze(1)
+    index = torch.where(valid, starts + steps, torch.zeros_like(starts + steps))
+    return index, valid
+
+
+def _packed_input_gradients(op, q, k, v, cu, attrs, chunk_size, grad):
+    """(dq, dk, dv) of packed sequences (batch 1): each sequence becomes a
+    row of a zero-padded batch. The pads come after a sequence's tokens and
+    their output cotangent is zero, so by causality they change no real
+    token's gradient."""
+    index, valid = _padding_index(cu, q.shape[1])
+
+    def pad(x):
+        rows = x[0][index.reshape(-1)].reshape(index.shape + x.shape[2:])
+        return rows * valid.reshape(valid.shape + (1, 1)).to(rows.dtype)
+
+    padded = _input_gradients(op, [pad(q), pad(k), pad(v)], False, None, attrs, chunk_size,
+                              [pad(grad)])
+    out = []
+    for x, d in zip((q, k, v), padded):
+        unpadded = torch.zeros_like(x)
+        unpadded[0].index_put_((index[valid],), d[valid])
+        out.append(unpadded)
+    return out
+
+
+def _input_gradients(op, operands, has_states, cu, attrs, chunk_size, grads):
     """(dq, dk, dv) of the op's output cotangent grads[0]; raises where the
     backward is not derived."""
     if op not in functional.DIFFERENTIABLE:
         raise _no_backward(op, f"yet (the compiler derives it for "
                                f"{', '.join(functional.DIFFERENTIABLE)})")
-    if has_states or has_cu or any(g is not None and bool(g.any()) for g in grads[1:]):
-        raise _no_backward(op, "through initial or final states and packed sequences yet")
+    if has_states or any(g is not None and bool(g.any()) for g in grads[1:]):
+        raise _no_backward(op, "through initial or final states yet")
     q, k, v = operands[:3]
     target = {"cpu": "cpu", "cuda": "cuda"}.get(q.device.type)
     if target is None:
@@ -118,6 +158,8 @@ def _input_gradients(op, operands, has_states, has_cu, attrs, chunk_size, grads)
                                f"and on CUDA)")
     grad = grads[0] if grads[0] is not None else torch.zeros(
         q.shape[:3] + v.shape[3:], dtype=q.dtype, device=q.device)
+    if cu is not None:
+        return _packed_input_gradients(op, q, k, v, cu, attrs, chunk_size, grad)
     groups = q.shape[2] // max(k.shape[2], 1)
     if groups > 1:
         k = k.repeat_interleave(groups, dim=2)
@@ -135,7 +177,7 @@ def _input_gradients(op, operands, has_states, has_cu, attrs, chunk_size, grads)
 def _setup_context(op):
     def setup_context(ctx, inputs, output):
         tensors, states, cu, attrs, _, chunk = _unpack(op, inputs)
-        ctx.save_for_backward(*tensors)
+        ctx.save_for_backward(*tensors, *([cu] if cu is not None else []))
         ctx.hla = (len(states), cu is not None, attrs, chunk)
 
     return setup_context
@@ -147,8 +189,9 @@ def _backward(op):
         for g in grads:  # Tensor[] outputs come as one list
             flat.extend(g if isinstance(g, (list, tuple)) else [g])
         n_states, has_cu, attrs, chunk = ctx.hla
-        operands = list(ctx.saved_tensors)
-        d = _input_gradients(op, operands, n_states > 0, has_cu, attrs, chunk, flat)
+        saved = list(ctx.saved_tensors)
+        cu = saved.pop() if has_cu else None
+        d = _input_gradients(op, saved, n_states > 0, cu, attrs, chunk, flat)
         # One entry per schema argument, the Tensor[] of states as a list:
         # (q, k, v, further operands, states, cu_seqlens, attributes...,
         # output_final_state, chunk_size).
@@ -170,7 +213,7 @@ class _Differentiable(torch.autograd.Function):
         states = list(tensors[n_tensors:n_tensors + n_states])
         cu = tensors[-1] if has_cu else None
         attrs, final, chunk = rest
-        ctx.save_for_backward(*operands)
+        ctx.save_for_backward(*operands, *([cu] if cu is not None else []))
         ctx.hla = (n_states, has_cu, dict(attrs), chunk)
         ctx.set_materialize_grads(False)
         with _below_autograd():  # past our Autograd kernel
@@ -182,8 +225,8 @@ class _Differentiable(torch.autograd.Function):
     def backward(ctx, *grads):
         n_states, has_cu, attrs, chunk = ctx.hla
         operands = list(ctx.saved_tensors)
-        d = _input_gradients(ctx.op, operands, n_states > 0, has_cu, attrs, chunk,
-                             list(grads))
+        cu = operands.pop() if has_cu else None
+        d = _input_gradients(ctx.op, operands, n_states > 0, cu, attrs, chunk, list(grads))
         rest = [None] * (len(operands) - 3 + n_states + int(has_cu))
         return (None, None, None, None, None, *d, *rest)
 
