@@ -526,6 +526,15 @@ def _load_or_compile(ir_text, target, normalised, key):
         if library is not None:
             return library
     option_text = " ".join(f"{k}={v}" for k, v in normalised.items())
+    try:
+        _library.load()
+    except _library.CompilerNotFoundError as e:
+        # A machine that only runs cached artefacts: say which one is missing.
+        head = " ".join(line.strip() for line in ir_text.splitlines()[:2])[:400]
+        raise _library.CompilerNotFoundError(
+            f"hla.compile: no cached artefact for {_describe_graph(ir_text)} (target {target}, "
+            f"{option_text or 'default options'}; key {key} in {primary}) and the compiler "
+            f"cannot load: {e}\nIR: {head}") from e
     path = os.path.join(directory, key + ".so")
     try:
         library = _compile_into(directory, path, ir_text, target, option_text, names)

@@ -502,3 +502,26 @@ def test_nowhere_to_write_is_a_clear_error(tmp_path, monkeypatch):
     assert not [n for n in _entries(cache) if n.endswith(".so")]
     assert not _leftovers(cache)
     compiler.clear_memory_cache()
+
+
+def test_precompiled_entry_runs_without_the_compiler(tmp_path, monkeypatch):
+    """compiler.precompile fills the cache for a machine that cannot load the
+    compiler: there the entry is found and runs; a graph not in the cache
+    raises CompilerNotFoundError naming the graph, the target and the key."""
+    from hla import _library
+    text, name = _graph("precompiled")
+    monkeypatch.setenv("HLA_CACHE_DIR", str(tmp_path / "cache"))
+    path = compiler.precompile(text, "cpu")
+    assert os.path.exists(path) and compiler.verify_artefact(path) is None
+    assert compiler.precompile(text, "cpu") == path  # present: nothing to do
+
+    def absent():
+        raise _library.CompilerNotFoundError("simulated: no LLVM on this machine")
+    monkeypatch.setattr(_library, "load", absent)
+    library = compiler.compile(text)
+    assert getattr(library, name)(np.ones((4, 3), np.float32)).tolist() == [[3.0] * 3] * 4
+    with pytest.raises(_library.CompilerNotFoundError) as e:
+        compiler.compile(text.replace(name, name + "_missing"))
+    message = str(e.value)
+    assert f"no cached artefact for no hla op in @{name}_missing (target cpu" in message
+    assert "key " in message and "simulated: no LLVM" in message
