@@ -36,11 +36,15 @@ CHECKS = [
     ("hla3", {}),
 ]
 CHECK_SHAPE = (2, 100, 2, 16, 16)  # B, T, H, d, dv
-TIMED = [
+TIMED = [  # issue 14's table, and the higher orders beside hla2
     ("linear_attention", 8, 16, 2048, 64),
     ("linear_attention", 8, 16, 8192, 64),
+    ("linear_attention", 1, 16, 65536, 64),
+    ("linear_attention", 4, 16, 8192, 128),
     ("hla2", 8, 16, 2048, 64),
     ("hla2", 8, 16, 8192, 64),
+    ("ahla", 8, 16, 2048, 64),
+    ("hla3", 8, 16, 2048, 64),
 ]
 
 

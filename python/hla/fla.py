@@ -58,8 +58,9 @@ def _reverse_time(x, cu_seqlens):
     if cu_seqlens is None:
         return x.flip(1)
     bounds = [int(c) for c in cu_seqlens.tolist()]
+    functional.check_cu_seqlens_values("linear_attention", bounds, x.shape[1])
     index = torch.cat([torch.arange(e - 1, s - 1, -1) for s, e in zip(bounds, bounds[1:])]
-                      + [torch.arange(bounds[-1], x.shape[1])]).to(x.device)
+                      + [torch.arange(0)]).to(x.device)
     return x.index_select(1, index)
 
 

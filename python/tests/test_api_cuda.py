@@ -164,9 +164,13 @@ def test_backward_against_reference(name, op, shape, options, dtype):
 
 
 @needs_torch2
-def test_compiled_training_step():
-    """torch.compile of a whole training step (forward, loss, backward) with
-    HLAttention on CUDA: no graph break, the eager step's gradients."""
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_compiled_training_step(backend):
+    """A training step through torch.compile (fullgraph): the
+    forward graph holds hla's op, AOTAutograd's backward graph its derived
+    backward; the parameters' gradients equal the eager step's. (The
+    step's `loss.backward()` itself stays outside: Dynamo does not trace
+    Tensor.backward.)"""
     from hla import nn as hla_nn
     torch.manual_seed(0)
     layer = hla_nn.HLAttention(d_model=32, n_heads=2, n_kv_heads=1, op="hla2", decay=0.95)
@@ -175,20 +179,18 @@ def test_compiled_training_step():
     target = torch.randn(2, BACKWARD_T, 32, generator=torch.Generator().manual_seed(2)) * 0.1
     x, target = x.cuda(), target.cuda()
 
-    def step():
-        loss = ((layer(x) - target) ** 2).mean()
+    def loss_of(model):
+        return ((model(x) - target) ** 2).mean()
+
+    def step(model):
+        loss = loss_of(model)
         loss.backward()
-        return loss
-
-    def grads():
-        out = [p.grad.clone() for p in layer.parameters()]
+        grads = [p.grad.clone() for p in layer.parameters()]
         layer.zero_grad()
-        return out
+        return loss.detach(), grads
 
-    eager_loss = step()
-    eager = grads()
-    compiled_loss = torch.compile(step, backend="aot_eager", fullgraph=True)()
-    compiled = grads()
+    eager_loss, eager = step(layer)
+    compiled_loss, compiled = step(torch.compile(layer, backend=backend, fullgraph=True))
     assert torch.allclose(compiled_loss, eager_loss, rtol=1e-5, atol=1e-6)
     for a, b in zip(compiled, eager):
         assert torch.allclose(a, b, rtol=1e-4, atol=1e-6)
