@@ -77,6 +77,8 @@ def all_cases():
         cases.append(case(f"{op}-packed", op, 150, options=dict(decay=0.93),
                           chunk=16, B=1, hkv=1, state=True,
                           cu_seqlens=[0, 1, 1, 70, 150]))
+        # One sequence of one head: a chunk loop of one iteration.
+        cases.append(case(f"{op}-one-head", op, 100, B=1, hq=1, hkv=1, chunk=16))
         # Packed on tensor cores (bf16, d = 64: wgmma), the offsets checked
         # outside the kernels.
         cases.append(case(f"{op}-packed-bf16", op, 300, B=1, d=64, dv=64, dtype="bf16",

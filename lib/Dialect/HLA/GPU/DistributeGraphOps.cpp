@@ -73,6 +73,29 @@ struct HLAGPUDistributeGraphOpsPass
         ctx, {gpu::GPUBlockMappingAttr::get(ctx, gpu::MappingId::DimX)});
   }
 
+  /// hla-chunk's loops (the foralls of the function body) become thread
+  /// blocks too: mapped like the graph's loops, so that canonicalization
+  /// does not inline a loop of one (sequence, head) into the host code,
+  /// which must not touch device memory.
+  void keepChunkLoops(func::FuncOp func) {
+    MLIRContext *ctx = &getContext();
+    for (auto loop : func.getBody().front().getOps<scf::ForallOp>()) {
+      if (loop.getMapping())
+        continue;
+      int64_t rank = loop.getRank();
+      llvm::SmallVector<Attribute> dims;
+      for (int64_t i = 0; i < rank; ++i)
+        dims.push_back(gpu::GPUBlockMappingAttr::get(
+            ctx,
+            rank <= 3
+                ? static_cast<gpu::MappingId>(
+                      static_cast<int64_t>(gpu::MappingId::DimX) + i)
+                : static_cast<gpu::MappingId>(
+                      static_cast<int64_t>(gpu::MappingId::LinearDim0) + i)));
+      loop.setMappingAttr(ArrayAttr::get(ctx, dims));
+    }
+  }
+
   /// An op without parallel loops: one block runs it.
   LogicalResult wrapInOneBlock(IRRewriter &rewriter, linalg::LinalgOp op) {
     auto dps = cast<DestinationStyleOpInterface>(op.getOperation());
@@ -190,6 +213,7 @@ struct HLAGPUDistributeGraphOpsPass
     if (func.isExternal())
       return;
     copyInsertedSlices(func);
+    keepChunkLoops(func);
     llvm::SmallVector<linalg::LinalgOp> ops;
     for (Operation &op : func.getBody().front())
       if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op)) {
