@@ -174,6 +174,37 @@ def _input_gradients(op, operands, has_states, cu, attrs, chunk_size, grads):
     return dq, dk, dv
 
 
+def _vjp_schema(op):
+    """hla::<op>_vjp: the derived backward as an opaque op, so that
+    AOTAutograd traces a backward graph around it (torch.compile of a
+    training step) instead of into ctypes."""
+    args = ["Tensor q", "Tensor k", "Tensor v", "Tensor grad", "Tensor[] state_grads",
+            "Tensor? cu_seqlens"]
+    args += [f"{_ATTRIBUTE_TYPES[a]} {a}" for a in functional.OP_ATTRIBUTES[op]]
+    args += ["int chunk_size"]
+    return "(" + ", ".join(args) + ") -> Tensor[]"
+
+
+def _vjp_kernel(op):
+    def kernel(q, k, v, grad, state_grads, cu, *rest):
+        names = functional.OP_ATTRIBUTES[op]
+        attrs = dict(zip(names, rest[:len(names)]))
+        chunk = int(rest[len(names)]) or None
+        return list(_input_gradients(op, [q, k, v], False, cu, attrs, chunk,
+                                     [grad, *state_grads]))
+
+    kernel.__name__ = f"hla_{op}_vjp"
+    return kernel
+
+
+def _vjp_fake(op):
+    def fake(q, k, v, *rest):
+        return [torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)]
+
+    fake.__name__ = f"hla_{op}_vjp_fake"
+    return fake
+
+
 def _setup_context(op):
     def setup_context(ctx, inputs, output):
         tensors, states, cu, attrs, _, chunk = _unpack(op, inputs)
@@ -191,7 +222,14 @@ def _backward(op):
         n_states, has_cu, attrs, chunk = ctx.hla
         saved = list(ctx.saved_tensors)
         cu = saved.pop() if has_cu else None
-        d = _input_gradients(op, saved, n_states > 0, cu, attrs, chunk, flat)
+        if op not in functional.DIFFERENTIABLE or n_states:
+            _input_gradients(op, saved, n_states > 0, cu, attrs, chunk, flat)  # raises
+        q, k, v = saved[:3]
+        grad = flat[0] if flat[0] is not None else torch.zeros(
+            q.shape[:3] + v.shape[3:], dtype=q.dtype, device=q.device)
+        d = getattr(torch.ops.hla, op + "_vjp")(
+            q, k, v, grad, [g for g in flat[1:] if g is not None], cu,
+            *[attrs[a] for a in functional.OP_ATTRIBUTES[op]], int(chunk or 0))
         # One entry per schema argument, the Tensor[] of states as a list:
         # (q, k, v, further operands, states, cu_seqlens, attributes...,
         # output_final_state, chunk_size).
@@ -276,6 +314,10 @@ def register():
             for op in functional.OPS:
                 if hasattr(torch.ops.hla, op):
                     continue  # another copy of this package registered it
+                if op in functional.DIFFERENTIABLE:
+                    vjp = custom_op(f"hla::{op}_vjp", _vjp_kernel(op), mutates_args=(),
+                                    schema=_vjp_schema(op))
+                    vjp.register_fake(_vjp_fake(op))
                 opdef = custom_op(f"hla::{op}", _kernel(op), mutates_args=(), schema=schema(op))
                 opdef.register_fake(_fake(op))
                 opdef.register_autograd(_backward(op), setup_context=_setup_context(op))

@@ -134,6 +134,7 @@ BACKWARD_CASES = [
     ("ahla-decay", "ahla", {}, dict(decay=0.9), "f32"),
     ("hla3", "hla3", {}, {}, "f32"),
     ("hla2-bf16", "hla2", {}, {}, "bf16"),
+    ("ahla-one-head", "ahla", dict(hq=1), {}, "f32"),  # a chunk loop of one iteration
 ]
 BACKWARD_T = 21
 BACKWARD_TOL = {"f32": 1e-4, "bf16": 1e-2}
