@@ -174,7 +174,7 @@ def _kda(name, q, k, v, g, beta, *, A_log, dt_bias, scale, initial_state, output
                          f"{list(beta.shape)}")
     if use_qk_l2norm_in_kernel:
         q, k = _l2norm(q), _l2norm(k)
-    if use_gate_in_kernel:
+    if use_gate_in_kernel:  # lower_bound means nothing without the gate
         g = _kda_gate(g, A_log, dt_bias, lower_bound)
     if use_beta_sigmoid_in_kernel:
         beta = torch.sigmoid(beta.float()) * (2.0 if allow_neg_eigval else 1.0)
@@ -233,7 +233,7 @@ def chunk_kda(q, k, v, g, beta, scale=None, initial_state=None, output_final_sta
                 use_gate_in_kernel=use_gate_in_kernel,
                 use_beta_sigmoid_in_kernel=use_beta_sigmoid_in_kernel,
                 allow_neg_eigval=allow_neg_eigval,
-                lower_bound=lower_bound if use_gate_in_kernel else None,
+                lower_bound=lower_bound,
                 state_v_first=state_v_first, cu_seqlens=cu_seqlens)
 
 
@@ -256,5 +256,5 @@ def fused_recurrent_kda(q, k, v, g, beta, A_log=None, dt_bias=None, scale=None,
                 use_gate_in_kernel=use_gate_in_kernel,
                 use_beta_sigmoid_in_kernel=use_beta_sigmoid_in_kernel,
                 allow_neg_eigval=allow_neg_eigval,
-                lower_bound=lower_bound if use_gate_in_kernel else None,
+                lower_bound=lower_bound,
                 state_v_first=state_v_first, cu_seqlens=cu_seqlens)
