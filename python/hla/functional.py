@@ -492,17 +492,22 @@ def execute(op, arrays, states, cu, attrs, output_final_state, chunk_size, targe
                            shapes if states else [], final_shapes, cu_sig, chunk_size, target)
     outputs = [lib.empty(out_shape, dtypes[0], device)]
     outputs += [lib.empty(s, "f32", device) for s in final_shapes]
-    ins = arrays + states + ([cu] if cu is not None else [])
+    _run_compiled(op, fn, lib, arrays + states + ([cu] if cu is not None else []), outputs,
+                  target, device)
+    return outputs
+
+
+def _run_compiled(op, fn, lib, ins, outputs, target, device):
+    """Calls ``fn`` on the buffers of ``ins`` and ``outputs`` (checked
+    against its signature). CUDA: on torch's current stream, the one the
+    inputs were exported for and the outputs were allocated on (no host
+    sync)."""
     in_views = [lib.borrow(x) for x in ins]
     out_views = [lib.borrow(x) for x in outputs]
     _check_buffers(op, fn, in_views, out_views)
-    # CUDA: launch on torch's current stream, the one the inputs were
-    # exported for and the outputs were allocated on (no host sync).
     stream = (_tensors.torch_module().cuda.current_stream(device).cuda_stream
               if target == "cuda" else None)
     fn.call_pointers([v.data for v in in_views], [v.data for v in out_views], stream)
-    del in_views, out_views
-    return outputs
 
 
 def compiled_backward(op, inputs, dtypes, attrs, chunk_size, target):
@@ -573,13 +578,7 @@ def execute_backward(op, arrays, grad_output, attrs, chunk_size, target):
     grad_output = lib.contiguous(grad_output)
     fn = compiled_backward(op, [_shape(x) for x in arrays], dtypes, attrs, chunk_size, target)
     outputs = [lib.empty(_shape(x), t, device) for x, t in zip(arrays, dtypes)]
-    in_views = [lib.borrow(x) for x in arrays + [grad_output]]
-    out_views = [lib.borrow(x) for x in outputs]
-    _check_buffers(op, fn, in_views, out_views)
-    stream = (_tensors.torch_module().cuda.current_stream(device).cuda_stream
-              if target == "cuda" else None)
-    fn.call_pointers([v.data for v in in_views], [v.data for v in out_views], stream)
-    del in_views, out_views
+    _run_compiled(op, fn, lib, arrays + [grad_output], outputs, target, device)
     return outputs
 
 
