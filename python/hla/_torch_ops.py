@@ -109,12 +109,12 @@ def _no_backward(op, why):
 PADDED_LENGTH_MULTIPLE = 64
 
 
-def _padding_index(cu, T):
-    """For packed offsets ``cu`` (N + 1): [N, L] positions into the T tokens
+def _padding_index(cu):
+    """For packed offsets ``cu`` (N + 1): [N, L] positions into the tokens
     (L: the longest sequence, rounded up) and the mask of real ones."""
     bounds = [int(c) for c in cu.tolist()]
-    lengths = [b - a for a, b in zip(bounds, bounds[1:])]
-    L = max(1, -(-max(lengths + [1]) // PADDED_LENGTH_MULTIPLE)) * PADDED_LENGTH_MULTIPLE
+    longest = max([b - a for a, b in zip(bounds, bounds[1:])] + [1])
+    L = -(-longest // PADDED_LENGTH_MULTIPLE) * PADDED_LENGTH_MULTIPLE
     steps = torch.arange(L, device=cu.device)
     starts = cu[:-1].to(torch.long).unsqueeze(1)
     valid = steps.unsqueeze(0) < (cu[1:] - cu[:-1]).to(torch.long).unsqueeze(1)
@@ -127,7 +127,7 @@ def _packed_input_gradients(op, q, k, v, cu, attrs, chunk_size, grad):
     row of a zero-padded batch. The pads come after a sequence's tokens and
     their output cotangent is zero, so by causality they change no real
     token's gradient."""
-    index, valid = _padding_index(cu, q.shape[1])
+    index, valid = _padding_index(cu)
 
     def pad(x):
         rows = x[0][index.reshape(-1)].reshape(index.shape + x.shape[2:])
@@ -143,21 +143,31 @@ def _packed_input_gradients(op, q, k, v, cu, attrs, chunk_size, grad):
     return out
 
 
-def _input_gradients(op, operands, has_states, cu, attrs, chunk_size, grads):
-    """(dq, dk, dv) of the op's output cotangent grads[0]; raises where the
-    backward is not derived."""
+def _check_derived(op, has_states):
+    """Raises where the compiler derives no backward (known before running)."""
     if op not in functional.DIFFERENTIABLE:
         raise _no_backward(op, f"yet (the compiler derives it for "
                                f"{', '.join(functional.DIFFERENTIABLE)})")
-    if has_states or any(g is not None and bool(g.any()) for g in grads[1:]):
+    if has_states:
         raise _no_backward(op, "through initial or final states yet")
+
+
+def _output_cotangent(q, v, grad):
+    """The output's cotangent; zeros where autograd passes none."""
+    return grad if grad is not None else torch.zeros(
+        q.shape[:3] + v.shape[3:], dtype=q.dtype, device=q.device)
+
+
+def _input_gradients(op, operands, has_states, cu, attrs, chunk_size, grads):
+    """(dq, dk, dv) of the op's output cotangent grads[0]; raises where the
+    backward is not derived."""
+    _check_derived(op, has_states or any(g is not None and bool(g.any()) for g in grads[1:]))
     q, k, v = operands[:3]
     target = {"cpu": "cpu", "cuda": "cuda"}.get(q.device.type)
     if target is None:
         raise _no_backward(op, f"on {q.device.type} (the derived backward runs on the CPU "
                                f"and on CUDA)")
-    grad = grads[0] if grads[0] is not None else torch.zeros(
-        q.shape[:3] + v.shape[3:], dtype=q.dtype, device=q.device)
+    grad = _output_cotangent(q, v, grads[0])
     if cu is not None:
         return _packed_input_gradients(op, q, k, v, cu, attrs, chunk_size, grad)
     groups = q.shape[2] // max(k.shape[2], 1)
@@ -222,13 +232,12 @@ def _backward(op):
         n_states, has_cu, attrs, chunk = ctx.hla
         saved = list(ctx.saved_tensors)
         cu = saved.pop() if has_cu else None
-        if op not in functional.DIFFERENTIABLE or n_states:
-            _input_gradients(op, saved, n_states > 0, cu, attrs, chunk, flat)  # raises
+        _check_derived(op, n_states > 0)
         q, k, v = saved[:3]
-        grad = flat[0] if flat[0] is not None else torch.zeros(
-            q.shape[:3] + v.shape[3:], dtype=q.dtype, device=q.device)
+        # Final-state cotangents are checked where the op runs (their values
+        # are unknown while torch.compile traces).
         d = getattr(torch.ops.hla, op + "_vjp")(
-            q, k, v, grad, [g for g in flat[1:] if g is not None], cu,
+            q, k, v, _output_cotangent(q, v, flat[0]), [g for g in flat[1:] if g is not None], cu,
             *[attrs[a] for a in functional.OP_ATTRIBUTES[op]], int(chunk or 0))
         # One entry per schema argument, the Tensor[] of states as a list:
         # (q, k, v, further operands, states, cu_seqlens, attributes...,

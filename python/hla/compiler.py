@@ -504,15 +504,25 @@ def precompile(ir, target="cpu", **options):
     directory = _writable_cache_dir()
     path = os.path.join(directory, key + ".so")
     if not os.path.exists(path):
-        ok, text = _run_hla_compile(ir_text, target,
-                                    " ".join(f"{k}={v}" for k, v in normalised.items()), path)
+        ok, text = _run_hla_compile(ir_text, target, _option_text(normalised), path)
         if not ok:
             _raise_compile_error(target, text)
-        try:  # for humans only, as in compile()
-            _atomic_write(os.path.join(directory, key + ".mlir"), ir_text)
-        except OSError:
-            pass
+        _keep_ir(directory, key, ir_text)
     return path
+
+
+def _option_text(normalised):
+    """hlaCompile's option string."""
+    return " ".join(f"{k}={v}" for k, v in normalised.items())
+
+
+def _keep_ir(directory, key, ir_text):
+    """The entry's IR beside it, for humans only: a cache too full for it
+    still works."""
+    try:
+        _atomic_write(os.path.join(directory, key + ".mlir"), ir_text)
+    except OSError:
+        pass
 
 
 def _load_or_compile(ir_text, target, normalised, key):
@@ -525,7 +535,7 @@ def _load_or_compile(ir_text, target, normalised, key):
                               may_discard=place == directory)
         if library is not None:
             return library
-    option_text = " ".join(f"{k}={v}" for k, v in normalised.items())
+    option_text = _option_text(normalised)
     try:
         _library.load()
     except _library.CompilerNotFoundError as e:
@@ -540,10 +550,7 @@ def _load_or_compile(ir_text, target, normalised, key):
         library = _compile_into(directory, path, ir_text, target, option_text, names)
     except ArtefactWriteError as e:
         return _compile_uncached(directory, e, ir_text, target, option_text, names)
-    try:  # for humans only: a cache too full for it still works
-        _atomic_write(os.path.join(directory, key + ".mlir"), ir_text)
-    except OSError:
-        pass
+    _keep_ir(directory, key, ir_text)
     return library
 
 
