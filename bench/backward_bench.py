@@ -9,7 +9,9 @@ and option to shared libraries of their backward, with inputs and the
 expected gradients from the CPU backward (itself checked against central
 differences of the float64 references by python/tests/test_backward_codegen.py),
 and (2) bf16 forward and backward libraries at issue 14's shapes. `run`
-checks (1) (relative error <= 1e-4) and times (2) next to FLA's
+checks (1) (relative error <= 1e-4) and times (2), after checking each
+forward output against the float64 reference on a prefix (an op whose
+checks fail, or a kernel over the bf16 tolerance, is not timed), next to FLA's
 `chunk_linear_attn` forward+backward (peers.py's `with_backward`, on the
 same inputs): median of 20 timed runs after 3 warm-ups, CUDA events.
 Writes $OUT/backward_bench.json and prints a markdown table.
@@ -26,6 +28,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(REPO, "python"))
+from gpu_util import record_build  # noqa: E402
 
 CHECKS = [
     ("linear_attention", {}),
@@ -82,6 +85,7 @@ def compile_to(hla_opt, text, out, target, emit, vjp, chunk=None):
 
 def build(outdir, hla_opt):
     os.makedirs(outdir, exist_ok=True)
+    record_build(outdir)
     rng = np.random.default_rng(0)
     B, T, H, d, dv = CHECK_SHAPE
     cases = []
@@ -123,10 +127,11 @@ def build(outdir, hla_opt):
 
 def run(outdir):
     import torch
-    from gpu_util import hla_call, median_ms
+    from gpu_util import hla_call, median_ms, provenance, reference_error, refusal
     with open(os.path.join(outdir, "cases.json")) as f:
         cases = json.load(f)
-    results = {"device": torch.cuda.get_device_name(), "checks": [], "timed": []}
+    results = {"device": torch.cuda.get_device_name(), "provenance": provenance(outdir),
+               "checks": [], "timed": []}
     for c in cases["checks"]:
         base = os.path.join(outdir, c["name"])
         ins = [torch.from_numpy(np.load(f"{base}_{n}.npy")).cuda() for n in "qkvg"]
@@ -165,6 +170,22 @@ def run(outdir):
         fwd = hla_call(base + "_fwd.so", [q, k, v], [o])
         bwd = hla_call(base + "_bwd.so", [q, k, v, do], grads)
         row = dict(c)
+        # Times only for an op whose gradients were checked and whose
+        # forward output here agrees with the float64 reference.
+        fwd()
+        bwd()
+        torch.cuda.synchronize()
+        row["fwd_rel_err"] = reference_error(c["op"], (q, k, v), o)
+        failed = [x["name"] for x in results["checks"] if x["op"] == c["op"] and not x["ok"]]
+        why = ("refused: gradient checks failed: " + ", ".join(failed) if failed else
+               refusal(row["fwd_rel_err"]) or
+               (None if all(bool(torch.isfinite(g).all()) for g in grads)
+                else "refused: non-finite gradients"))
+        if why:
+            row["refused"] = why
+            results["timed"].append(row)
+            print(c["name"], why, flush=True)
+            continue
         row["hla_fwd_ms"] = median_ms(fwd)
         row["hla_bwd_ms"] = median_ms(bwd)
         row["hla_fwdbwd_ms"] = row["hla_fwd_ms"] + row["hla_bwd_ms"]
@@ -198,6 +219,9 @@ def run(outdir):
           "hla ÷ peer speed |")
     print("| --- | --- | --- | --- | --- | --- |")
     for r in results["timed"]:
+        if "refused" in r:
+            print(f"| {r['op']} {r['B']}×{r['H']}×{r['T']}×{r['d']} | {r['refused']} |||||")
+            continue
         peer = r.get("fla_fwdbwd_ms") or r.get("torch_eager_fwdbwd_ms")
         name = "FLA " if "fla_fwdbwd_ms" in r else "torch eager " if peer else ""
         ratio = f"{peer / r['hla_fwdbwd_ms']:.2f}×" if peer else "—"

@@ -2,8 +2,11 @@
 calling an hla CUDA library on torch tensors (needs torch with CUDA)."""
 
 import ctypes
+import json
+import os
 import re
 import subprocess
+import time
 
 SASS_MNEMONICS = ["HGMMA", "HMMA", "LDL", "STL", "LDS", "STS", "LDG", "STG", "BAR", "FFMA"]
 
@@ -56,3 +59,94 @@ def hla_call(path, inputs, outputs):
         if fn(ins, outs) != 0:
             raise RuntimeError(f"{path}: {lib.hla_last_error().decode()}")
     return call
+
+
+# ---------------------------------------------------------------------------
+# What a reported time stands on: the commit measured and a checked result
+# ---------------------------------------------------------------------------
+
+BF16_TOLERANCE = 1e-2  # relative Frobenius error of a bf16 kernel's output
+REFERENCE = "float64 hla.reference (numpy) on sequence 0, tokens [0, n)"
+REFERENCE_TOKENS = 160  # five 32-token chunks, two and a half 64-token ones
+
+
+def _commit():
+    """(commit, dirty) of the checkout this file is in, or (None, None)
+    where git or the repository's history is absent (the GPU machine gets
+    a copy of the working tree without .git)."""
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    try:
+        head = subprocess.run(["git", "-C", repo, "rev-parse", "HEAD"],
+                              capture_output=True, text=True, timeout=30)
+        if head.returncode != 0:
+            return None, None
+        status = subprocess.run(["git", "-C", repo, "status", "--porcelain",
+                                 "--untracked-files=no"],
+                                capture_output=True, text=True, timeout=30)
+        return head.stdout.strip(), bool(status.stdout.strip())
+    except (OSError, subprocess.SubprocessError):
+        return None, None
+
+
+def record_build(outdir):
+    """Called by a benchmark's `build`: writes OUTDIR/provenance.json, the
+    commit the artefacts were compiled from (dirty: tracked files differ)."""
+    commit, dirty = _commit()
+    with open(os.path.join(outdir, "provenance.json"), "w") as f:
+        json.dump({"commit": commit, "dirty": dirty,
+                   "built": time.strftime("%Y-%m-%d %H:%M:%S %Z")}, f, indent=1)
+
+
+def provenance(outdir):
+    """Called by a benchmark's `run`: the build's record plus the date,
+    device and torch of this run, for the results file."""
+    import torch
+    try:
+        with open(os.path.join(outdir, "provenance.json")) as f:
+            built = json.load(f)
+    except (OSError, ValueError):
+        built = {"commit": None, "note": "no provenance.json: built by an older script"}
+    return {**built, "run": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+            "device": torch.cuda.get_device_name(), "torch": torch.__version__,
+            "reference": REFERENCE, "tolerance": BF16_TOLERANCE}
+
+
+def _reference_module():
+    """hla/reference.py, loaded by path: the GPU machine has no compiler for
+    the hla package to find, and the reference needs only numpy."""
+    import importlib.util
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                        "python", "hla", "reference.py")
+    spec = importlib.util.spec_from_file_location("hla_reference_for_bench", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def reference_error(op, inputs, output, tokens=REFERENCE_TOKENS, **attributes):
+    """Relative Frobenius error of `output` ([B, T, H, dv] torch) on sequence
+    0's first `tokens` tokens against hla.reference's float64 `op` on the same
+    inputs (exact for a causal op: those rows depend on those tokens only).
+    `inputs` are the op's tensors in the op's order (kda: q, k, v, g, beta;
+    linsimp: q, k, v, r, u); `attributes` its keywords (scale, decay, omega
+    as a torch tensor, ...)."""
+    import numpy as np
+    ref = _reference_module()
+    n = min(tokens, output.shape[1])
+    xs = [x[:1, :n].double().cpu().numpy() for x in inputs]
+    kw = {k: (v.double().cpu().numpy() if hasattr(v, "cpu") else v)
+          for k, v in attributes.items()}
+    if op == "kda":
+        want = ref.kda(*xs[:3], g=xs[3], beta=xs[4], **kw)
+    else:
+        want = getattr(ref, op)(*xs, **kw)
+    got = output[:1, :n].double().cpu().numpy()
+    return float(np.linalg.norm(got - want) / np.linalg.norm(want))
+
+
+def refusal(error, tolerance=BF16_TOLERANCE):
+    """None where a kernel's result may be timed; else why its time is not
+    reported (an error over tolerance, or not finite)."""
+    if not error <= tolerance:  # NaN included
+        return f"refused: relative error {error:.2e} > tolerance {tolerance:.0e}"
+    return None

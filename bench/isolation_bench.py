@@ -7,8 +7,9 @@ the same clean inputs (the common path: no chunk holds a non-finite value).
     isolation_bench.py run OUTDIR       # on the GPU machine: time, compare
 
 bf16 forward, median of 20 timed runs after 3 warm-up runs (CUDA events),
-fresh random inputs per shape. Also checks that both builds give the same
-outputs. Prints a table last and writes $OUT/isolation_bench.json.
+fresh random inputs per shape. Each output is checked against the float64
+reference on a prefix before it is timed (the run stops on one over the
+bf16 tolerance), and both builds must give the same outputs. Prints a table last and writes $OUT/isolation_bench.json.
 """
 
 import json
@@ -19,7 +20,8 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
-from gpu_util import hla_call, median_ms  # noqa: E402
+from gpu_util import (hla_call, median_ms, provenance, record_build, reference_error,  # noqa: E402
+                      refusal)
 
 # (op, B, H, T, d): the issue tables' shapes that compile quickly.
 SHAPES = [("hla2", 8, 16, 8192, 64), ("linear_attention", 8, 16, 8192, 64),
@@ -35,6 +37,7 @@ def build(outdir):
     from codegen_util import attention_graph, kda_graph
     hla_opt = os.path.join(REPO, "build", "bin", "hla-opt")
     os.makedirs(outdir, exist_ok=True)
+    record_build(outdir)
     for op, B, H, T, d in SHAPES:
         shape = (B, T, H, d)
         graph = (kda_graph(B, T, H, H, d, d, dtype="bf16") if op == "kda" else
@@ -71,6 +74,13 @@ def run(outdir):
             out = torch.full((B, T, H, d), float("nan"), device="cuda", dtype=dt)
             fn = hla_call(os.path.join(outdir, name_of(op, B, H, T, d, isolation) + ".so"),
                           inputs, [out])
+            fn()
+            torch.cuda.synchronize()
+            error = reference_error(op, inputs, out,
+                                    **({"scale": d ** -0.5} if op == "kda" else {"scale": 1.0}))
+            why = refusal(error)
+            if why:
+                raise SystemExit(f"isolation_bench: {name_of(op, B, H, T, d, isolation)}: {why}")
             times[isolation] = median_ms(fn)
             outs[isolation] = out.float()
         same = float((outs[True] - outs[False]).abs().max())
@@ -86,7 +96,7 @@ def run(outdir):
               f"{r['ratio']:.3f} | {r['max_abs_diff']:.1e} | {r['finite']} |")
     out = os.environ.get("OUT", outdir)
     with open(os.path.join(out, "isolation_bench.json"), "w") as f:
-        json.dump(rows, f, indent=1)
+        json.dump({"provenance": provenance(outdir), "rows": rows}, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,10 @@ the hla2 kernel.
 
 B x H x T x d = 8 x 16 x 8192 x 64, bf16 inputs (q, k scaled by d^-1/2),
 scale 1, each op's default options, chunk 32; median of 20 timed runs after
-warm-up (CUDA events), fresh random inputs. Writes $OUT/ops_bench.json.
+warm-up (CUDA events), fresh random inputs. Each output is checked against
+hla.reference's float64 op on a prefix first; the run stops rather than
+report a kernel over the bf16 tolerance (the ratios need all three). Writes
+$OUT/ops_bench.json with the commit the kernels were built from.
 """
 
 import json
@@ -19,7 +22,8 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
-from gpu_util import hla_call, median_ms, sass_mix  # noqa: E402
+from gpu_util import (hla_call, median_ms, provenance, record_build, reference_error,  # noqa: E402
+                      refusal, sass_mix)
 B, H, T, D = 8, 16, 8192, 64
 OPS = ["hla2", "ahla", "hla3"]
 CHUNK = 32
@@ -30,6 +34,7 @@ def build(outdir):
     from codegen_util import attention_graph
     hla_opt = os.path.join(REPO, "build", "bin", "hla-opt")
     os.makedirs(outdir, exist_ok=True)
+    record_build(outdir)
     shape = (B, T, H, D)
     for op in OPS:
         src = os.path.join(outdir, op + ".mlir")
@@ -48,6 +53,7 @@ def run(outdir):
     bench = median_ms
 
     result = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
+              "provenance": provenance(outdir),
               "shape": [B, H, T, D], "chunk": CHUNK, "ops": {}}
     for op in OPS:
         path = os.path.join(outdir, op + ".so")
@@ -57,7 +63,12 @@ def run(outdir):
         o = torch.full_like(v, float("nan"))
         call = hla_call(path, (q, k, v), (o,))
         call(); torch.cuda.synchronize()
-        entry = {"ms": bench(call), "finite": bool(torch.isfinite(o).all())}
+        entry = {"finite": bool(torch.isfinite(o).all()),
+                 "rel_err": reference_error(op, (q, k, v), o, scale=1.0)}
+        why = refusal(entry["rel_err"] if entry["finite"] else float("nan"))
+        if why:
+            raise SystemExit(f"ops_bench: {op}: {why}")
+        entry["ms"] = bench(call)
         entry["sass"] = sass_mix(os.path.join(outdir, op + ".cubin"))
         result["ops"][op] = entry
         print(op, json.dumps(entry), flush=True)

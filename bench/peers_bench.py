@@ -17,8 +17,11 @@ kda, through `../shared/bench/peers.py` (on the GPU machine: copy it and
 `../shared/peers/fla` into an ignored folder, e.g. `.device/peers/`, and set
 FLA_PARENT to it). hla2, ahla and hla3 have no peer in
 FLA: their rows give the issue's targets. Median of 20 timed runs after 3
-warm-ups (CUDA events). Outputs are compared with the peer's (relative
-Frobenius difference). Each row also gives the SASS mix of the artefact's
+warm-ups (CUDA events). Each output is first checked against the float64
+reference (gpu_util.reference_error; a kernel over the bf16 tolerance is
+not timed and its row says why) and compared with the peer's (relative
+Frobenius difference). The results carry the commit the artefacts were
+built from (OUTDIR/provenance.json, written by `build`). Each row also gives the SASS mix of the artefact's
 kernels (HGMMA, HMMA, BAR, LDS, STS, LDL, STL). Writes
 $OUT/peers_bench.json and prints a markdown table.
 """
@@ -31,7 +34,8 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
-from gpu_util import hla_call, median_ms, sass_mix  # noqa: E402
+from gpu_util import (hla_call, median_ms, provenance, record_build, reference_error,  # noqa: E402
+                      refusal, sass_mix)
 
 # (op, B, H, T, d, issue 12's target in ms or None where the peer sets it)
 ROWS = [
@@ -57,6 +61,11 @@ def name_of(compiler, op, B, H, T, d):
     return f"{compiler}_{op}_B{B}_H{H}_T{T}_d{d}"
 
 
+def attributes(op, d):
+    """The op's attributes as `graph` compiles them (hla.reference's keywords)."""
+    return {"scale": d ** -0.5 if op == "kda" else 1.0}
+
+
 def graph(op, B, H, T, d):
     sys.path.insert(0, os.path.join(REPO, "python", "tests"))
     from codegen_util import attention_graph, kda_graph
@@ -68,6 +77,7 @@ def graph(op, B, H, T, d):
 
 def build(outdir, compilers, rows=""):
     os.makedirs(outdir, exist_ok=True)
+    record_build(outdir)
     for compiler, hla_opt in compilers.items():
         for (op, B, H, T, d, _) in ROWS:
             name = name_of(compiler, op, B, H, T, d)
@@ -138,7 +148,15 @@ def run(outdir):
             call = hla_call(path, ins, (o,))
             call()
             torch.cuda.synchronize()
-            entry = {"ms": median_ms(call), "finite": bool(torch.isfinite(o).all())}
+            entry = {"finite": bool(torch.isfinite(o).all()),
+                     "rel_err": reference_error(op, ins, o, **attributes(op, d))}
+            why = refusal(entry["rel_err"] if entry["finite"] else float("nan"))
+            if why:
+                entry["refused"] = why
+                row[compiler] = entry
+                print(name, why, flush=True)
+                continue
+            entry["ms"] = median_ms(call)
             if want is not None:
                 entry["diff_vs_peer"] = float((o.float() - want).norm() / want.norm())
                 entry["speed_vs_peer"] = row["peer_ms"] / entry["ms"]
@@ -149,7 +167,8 @@ def run(outdir):
         print(json.dumps(row), flush=True)
         del ins, want
         torch.cuda.empty_cache()
-    result = {"device": device, "torch": torch.__version__, "rows": rows}
+    result = {"device": device, "torch": torch.__version__,
+              "provenance": provenance(outdir), "rows": rows}
     with open(os.path.join(os.environ.get("OUT", outdir), "peers_bench.json"), "w") as f:
         json.dump(result, f, indent=1)
     print(f"\n{device}, torch {torch.__version__}")
@@ -166,6 +185,9 @@ def run(outdir):
             s = e.get("sass", {})
             mix = "/".join(str(s.get(m, "?")) for m in ["HGMMA", "BAR", "LDS", "STS", "LDL"])
             speed = e.get("speed_vs_peer")
+            if "refused" in e:
+                line += f" {e['refused']} | – | {mix} |"
+                continue
             line += (f" {e.get('ms', float('nan')):.3f} | "
                      f"{f'{speed:.2f}×' if speed else '–'} | {mix} |")
         print(line)

@@ -14,8 +14,10 @@ so a cache hit never loads libHLACAPI.so, which pulls in all of LLVM.
 
 Writers compile to a temporary name in the cache directory, *seal* it (append
 its size and sha256, see ``verify_artefact``), load it and ``os.replace`` it
-into place, so concurrent processes never see a half-written artefact: the
-worst case is that two of them compile the same thing. Readers check the
+into place, so concurrent processes never see a half-written artefact.
+Processes that miss the same entry at once take turns on a lock file
+(``.lock-<key>``, removed after): the later ones find the first one's entry,
+so an entry is compiled once. Readers check the
 seal before loading, so a truncated or corrupted file (a partial copy of
 the cache, a full disk, an older hla's unsealed artefact) is discarded with
 a warning and compiled again instead of being mapped, which would fault on
@@ -26,8 +28,10 @@ full disk) gives an uncached copy, with a warning.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import errno
+import fcntl
 import hashlib
 import json
 import logging
@@ -546,12 +550,45 @@ def _load_or_compile(ir_text, target, normalised, key):
             f"{option_text or 'default options'}; key {key} in {primary}) and the compiler "
             f"cannot load: {e}\nIR: {head}") from e
     path = os.path.join(directory, key + ".so")
+    with _compile_lock(directory, key):
+        # Another process may have compiled it while this one waited.
+        library = _load_entry(path, names, may_discard=True)
+        if library is not None:
+            return library
+        try:
+            library = _compile_into(directory, path, ir_text, target, option_text, names)
+        except ArtefactWriteError as e:
+            return _compile_uncached(directory, e, ir_text, target, option_text, names)
+        _keep_ir(directory, key, ir_text)
+        return library
+
+
+@contextlib.contextmanager
+def _compile_lock(directory, key):
+    """Holds an exclusive lock on ``<directory>/.lock-<key>`` so that
+    processes missing the same entry at once compile it once: the others wait
+    and then find the entry. Only an economy, never needed for correctness
+    (entries appear by atomic rename), so a directory that cannot take the
+    lock file just goes without. The kernel drops the lock if its holder
+    dies; the holder removes the file when done (a waiter that locked the
+    removed file only looks the entry up again)."""
+    lock_path = os.path.join(directory, ".lock-" + key)
     try:
-        library = _compile_into(directory, path, ir_text, target, option_text, names)
-    except ArtefactWriteError as e:
-        return _compile_uncached(directory, e, ir_text, target, option_text, names)
-    _keep_ir(directory, key, ir_text)
-    return library
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError:
+        yield
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            try:
+                os.unlink(lock_path)
+            except OSError:
+                pass
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def _load_entry(path, names, may_discard):

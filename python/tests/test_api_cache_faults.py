@@ -97,7 +97,8 @@ def _leftovers(directory):
     """Temporaries anywhere under the cache directory."""
     found = []
     for root, dirs, files in os.walk(directory):
-        found += [os.path.join(root, n) for n in files + dirs if n.startswith(".tmp")]
+        found += [os.path.join(root, n) for n in files + dirs
+                  if n.startswith((".tmp", ".lock"))]
     return found
 
 
@@ -263,7 +264,8 @@ def _only_key(directory):
 
 def test_processes_on_a_cold_cache(tmp_path):
     """Four processes call the same op at once on an empty cache: each gets
-    the right result; one valid entry, no temporaries remain."""
+    the right result; one of them compiles (the others wait on its lock and
+    load its entry); one valid entry, no temporaries or lock files remain."""
     cache = tmp_path / "cache"
     q, k, v = _op_inputs(1, 13)
     np.savez(tmp_path / "qkv.npz", q=q, k=k, v=v)
@@ -271,12 +273,15 @@ def test_processes_on_a_cold_cache(tmp_path):
     procs = [subprocess.Popen([sys.executable, "-c", _OP_CHILD, str(tmp_path / "qkv.npz")],
                               env=env, cwd="/", stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True) for _ in range(4)]
+    compiles = 0
     for p in procs:
         out, err = p.communicate(timeout=180)
         assert p.returncode == 0, err
         report = json.loads(out.strip().splitlines()[-1])
         assert report["err"] <= 1e-5, report
         assert report["compiles"] + report["disk_hits"] == 1, report
+        compiles += report["compiles"]
+    assert compiles == 1
     _assert_one_valid_entry(cache, _only_key(cache))
 
 

@@ -76,6 +76,23 @@ def test_failed_check_raises_and_the_next_call_works(varlen, agree, offsets, mes
 
 
 @needs_compiler
+@pytest.mark.parametrize("options", [
+    dict(chunk_form="fused", segments=3, scan_threads=2),
+    dict(chunk_form="phased", scan_threads=2),
+])
+def test_checks_of_parallel_forms_raise(agree, options):
+    """The fused and phased forms run their chunks in OpenMP parallel loops;
+    the offsets are checked once before them, so a bad cu_seqlens raises
+    here too (a check inside a parallel region once ended the process)."""
+    lib = hla.compile(VARLEN, target="cpu", chunk_size=8, **options)
+    q, k, v = qkv()
+    for _ in range(2):
+        with pytest.raises(hla.RuntimeError, match="cu_seqlens must not decrease"):
+            lib.main(q, k, v, np.array([0, T + 6, T], np.int32))
+        check_valid_call(lib, agree)
+
+
+@needs_compiler
 def test_errors_are_per_thread(varlen, agree):
     """The message is thread-local: failing and succeeding calls on several
     threads each see their own outcome."""

@@ -25,6 +25,10 @@ using utils::IteratorType;
 
 namespace mlir::hla::chunk {
 
+/// The least log-decay one token applies inside a chunk (see Γ below):
+/// e^-64 ≈ 1.6e-28, far below f32's rounding unit (1.2e-7).
+static constexpr double kLogDecayFloor = -64.0;
+
 FailureOr<llvm::SmallVector<Value>>
 ChunkRewriter::emitDeltaRule(OpBuilder &b, Location loc,
                              const ChunkTiles &tiles, Value carried) {
@@ -83,6 +87,11 @@ ChunkRewriter::emitDeltaRule(OpBuilder &b, Location loc,
   };
   if (!built) {
     // Γ[r] = Σ_{s ≤ r} g[s]: the in-chunk cumulative log-decay per channel.
+    // Each g is raised to at least kLogDecayFloor first: a decay to exactly
+    // zero (g = −inf) would make every later Γ −inf and Γ_r − Γ_s = NaN;
+    // e^{kLogDecayFloor} is so far below f32's rounding that the earlier
+    // state's share is lost exactly as with 0, while the differences of
+    // later tokens' Γ keep their precision. NaN stays NaN (maximumf).
     gamma = tb.generic(
         {g}, tb.zeros({c, dk}), {map3({s, d}), map3({r, d})},
         {IT::parallel, IT::reduction, IT::parallel},
@@ -91,7 +100,9 @@ ChunkRewriter::emitDeltaRule(OpBuilder &b, Location loc,
           Value col = linalg::IndexOp::create(nb, l, 1);
           Value inside =
               arith::CmpIOp::create(nb, l, arith::CmpIPredicate::sle, col, row);
-          Value add = arith::AddFOp::create(nb, l, args[1], args[0]);
+          Value logDecay = arith::MaximumFOp::create(
+              nb, l, args[0], cst(nb, l, kLogDecayFloor));
+          Value add = arith::AddFOp::create(nb, l, args[1], logDecay);
           return arith::SelectOp::create(nb, l, inside, add, args[1]);
         });
 
