@@ -63,7 +63,7 @@ def build(outdir):
             f.write(attention_graph("hla2", shape, shape, shape, dict(scale=1.0), dtype="bf16"))
         r = subprocess.run([hla_opt, src, "--hla-target=cuda", "--emit=shared", "-o",
                             os.path.join(outdir, name + ".so"), f"--chunk-size={chunk}",
-                            f"--schedule={schedule}", f"--cuda-mma={mma}",
+                            f"--cuda-schedule={schedule}", f"--cuda-mma={mma}",
                             f"--cuda-threads={threads}"],
                            capture_output=True, text=True)
         errors = [l for l in r.stderr.splitlines() if "error:" in l]

@@ -43,7 +43,7 @@ def build(outdir):
         for emit, out in (("shared", op + ".so"), ("cubin", op + ".cubin")):
             r = subprocess.run([hla_opt, src, "--hla-target=cuda", f"--emit={emit}", "-o",
                                 os.path.join(outdir, out), f"--chunk-size={CHUNK}",
-                                "--schedule=persistent"], capture_output=True, text=True)
+                                "--cuda-schedule=persistent"], capture_output=True, text=True)
             print(op, emit, "ok" if r.returncode == 0 else r.stderr[-400:], flush=True)
 
 

@@ -11,6 +11,7 @@
 #include "hla/Dialect/HLA/IR/HLADialect.h"
 #include "hla/Dialect/HLA/Transforms/Passes.h"
 #include "hla/Pipelines/Pipelines.h"
+#include "hla/Target/CUDAKernelSearch.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/InitAllDialects.h"
@@ -35,6 +36,7 @@ void mlir::hla::registerAllPasses() {
   hla::registerHLAGPUPasses();
   hla::registerHLAConversionPasses();
   hla::registerHLAPipelines();
+  hla::registerCUDAKernelSearch();
   // Upstream passes, so that every step of hla's pipelines can be run and
   // tested on its own from hla-opt.
   mlir::registerAllPasses();

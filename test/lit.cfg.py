@@ -17,7 +17,26 @@ config.excludes = ["CMakeLists.txt", "README.md", "lit.cfg.py", "lit.site.cfg.py
                    "lib", "Inputs", "hla-capi-test.c", "consumer"]
 
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
-config.substitutions.append(("%PYTHON", config.python_executable))
+# A sanitized build (scripts/sanitize.sh) passes its sanitizer options on;
+# Python, which is not instrumented, preloads the sanitizer runtime that the
+# artefacts it loads were linked against (and leaves leak checking to the
+# tools: the interpreter keeps its objects to the end).
+for var in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LD_LIBRARY_PATH"):
+    if var in os.environ:
+        config.environment[var] = os.environ[var]
+# %preload_sanitizer goes before uninstrumented programs that load hla's
+# libraries (Python, upstream mlir-opt with the plugin).
+preload = ""
+if config.hla_sanitize:
+    config.available_features.add("sanitized")
+    runtime = os.environ.get("HLA_SANITIZER_RUNTIME")
+    if not runtime:
+        lit_config.fatal("a sanitized build's tests need HLA_SANITIZER_RUNTIME "
+                         "(run them through scripts/sanitize.sh)")
+    asan = os.environ.get("ASAN_OPTIONS", "")
+    preload = f"env LD_PRELOAD={runtime} ASAN_OPTIONS={asan}:detect_leaks=0"
+config.substitutions.append(("%preload_sanitizer", preload))
+config.substitutions.append(("%PYTHON", f"{preload} {config.python_executable}".strip()))
 config.substitutions.append(("%hla_src_root", config.hla_src_root))
 config.substitutions.append(("%hla_obj_root", config.hla_obj_root))
 config.substitutions.append(

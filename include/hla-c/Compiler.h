@@ -15,11 +15,10 @@
  *
  * The options string holds space-separated key=value pairs, the options
  * hla-opt takes as flags (`hla-opt --help`, "hla artefact options";
- * hlaCompileOptionNames lists the keys): chunk-size, chunk-form, schedule,
- * segments, causal-isolation, linsimp-stable-features, scan-threads,
- * vectorize, cuda-chip, cuda-features, cuda-mma, cuda-threads, cuda-toolkit,
- * entry, ptxas-log, runtime-dir. A bad value or an unknown key is an
- * error that names it.
+ * hlaCompileOptionNames lists the keys), e.g. chunk-size, chunk-form,
+ * scan-schedule, cuda-schedule, segments, causal-isolation, scan-threads,
+ * cuda-mma, cuda-threads. A bad value or an unknown key is an error that
+ * names it.
  */
 
 #ifndef HLA_C_COMPILER_H

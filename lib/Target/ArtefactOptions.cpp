@@ -83,11 +83,29 @@ Setter text(std::string ArtefactOptions::*field, const char *name,
   };
 }
 
+/// A mode option: its spellings are those of modeSpellings<Mode>().
+template <typename Mode>
+Setter mode(Mode ArtefactOptions::*field, const char *name) {
+  return [=](llvm::StringRef value, ArtefactOptions &options,
+             std::string &error) -> LogicalResult {
+    std::optional<Mode> parsed = parseMode<Mode>(value);
+    if (!parsed) {
+      error = "option '" + std::string(name) + "' needs " + modeNames<Mode>() +
+              ", not '" + value.str() + "'";
+      return failure();
+    }
+    options.*field = *parsed;
+    return success();
+  };
+}
+
 template <typename T>
 std::function<std::string(const ArtefactOptions &)>
 show(T ArtefactOptions::*field) {
   return [=](const ArtefactOptions &options) {
-    if constexpr (std::is_same_v<T, bool>)
+    if constexpr (std::is_enum_v<T>)
+      return modeName(options.*field).str();
+    else if constexpr (std::is_same_v<T, bool>)
       return std::string(options.*field ? "true" : "false");
     else if constexpr (std::is_same_v<T, std::string>)
       return options.*field;
@@ -106,12 +124,16 @@ const std::vector<Knob> &knobs() {
        "CPU: the chunked form: phased, fused or segmented (hla-chunk; "
        "segmented with segments=0 is the fused form wherever the (sequence, "
        "head) pairs fill the threads)",
-       show(&O::chunkForm),
-       text(&O::chunkForm, "chunk-form", {"phased", "fused", "segmented"})},
-      {"schedule",
-       "CPU: the scan over chunks (auto, sequential, blelloch); CUDA: the "
-       "kernel schedule (auto, persistent, segmented)",
-       show(&O::schedule), text(&O::schedule, "schedule")},
+       show(&O::chunkForm), mode(&O::chunkForm, "chunk-form")},
+      {"scan-schedule",
+       "CPU: the scan over chunk summaries (auto: blelloch where the "
+       "(sequence, head) pairs leave threads idle; sequential; blelloch)",
+       show(&O::scanSchedule), mode(&O::scanSchedule, "scan-schedule")},
+      {"cuda-schedule",
+       "CUDA: the kernels' decomposition (auto: chosen by trial; "
+       "persistent: one block per (sequence, head) over all its chunks; "
+       "segmented: runs of chunks in parallel, their states combined)",
+       show(&O::cudaSchedule), mode(&O::cudaSchedule, "cuda-schedule")},
       {"segments",
        "Segmented form/schedule: runs of chunks per sequence (0: chosen for "
        "the target)",
@@ -136,8 +158,10 @@ const std::vector<Knob> &knobs() {
        "Compile the entry function's backward instead, f(inputs..., "
        "d_output) -> the inputs' gradients (hla-derive-vjp)",
        show(&O::vjp), boolean(&O::vjp, "vjp")},
-      {"scan-threads", "CPU: threads the auto scan schedule plans for",
-       show(&O::threads), integer(&O::threads, 1, 1 << 16, "scan-threads")},
+      {"scan-threads",
+       "CPU: threads the auto scan schedule and the segmented form plan for",
+       show(&O::scanThreads),
+       integer(&O::scanThreads, 1, 1 << 16, "scan-threads")},
       {"vectorize", "CPU: tile and vectorise the chunk math",
        show(&O::vectorize), boolean(&O::vectorize, "vectorize")},
       {"cuda-chip", "CUDA: GPU architecture", show(&O::cudaChip),
@@ -147,13 +171,11 @@ const std::vector<Knob> &knobs() {
       {"cuda-mma",
        "CUDA: tensor-core instruction of chunk contractions (auto: wgmma on "
        "sm_90a, mma.sync elsewhere; wgmma; mma.sync)",
-       show(&O::cudaMma),
-       text(&O::cudaMma, "cuda-mma", {"auto", "wgmma", "mma.sync"})},
+       show(&O::cudaMma), mode(&O::cudaMma, "cuda-mma")},
       {"cuda-generator",
        "CUDA: chunk-loop code generator (auto: register tiles where they "
        "apply, else shared-memory phases; tiles; phases)",
-       show(&O::cudaGenerator),
-       text(&O::cudaGenerator, "cuda-generator", {"auto", "tiles", "phases"})},
+       show(&O::cudaGenerator), mode(&O::cudaGenerator, "cuda-generator")},
       {"cuda-warpgroups",
        "CUDA register tiles: warpgroups per block, each holding its share of "
        "every fragment's columns (0: auto, two where one would hold more "

@@ -48,8 +48,8 @@ import warnings
 from . import _library, runtime
 
 TARGETS = ("cpu", "cuda")
-SCHEDULES = {"cpu": ("auto", "sequential", "blelloch"),
-             "cuda": ("auto", "persistent", "segmented")}
+SCAN_SCHEDULES = ("auto", "sequential", "blelloch")  # cpu
+CUDA_SCHEDULES = ("auto", "persistent", "segmented")
 CHUNK_FORMS = ("phased", "fused", "segmented")
 
 # Counters, for tests and for users who want to know what a call cost:
@@ -97,7 +97,8 @@ _OPTIONS = {
     "chunk_size": ("int", 1), "segments": ("int", 0), "scan_threads": ("int", 1),
     "value_tile": ("int", -1),
     "cuda_threads": ("int", 32), "cuda_warpgroups": ("int", 0),
-    "schedule": ("schedule",), "chunk_form": ("choice", CHUNK_FORMS),
+    "scan_schedule": ("choice", SCAN_SCHEDULES), "cuda_schedule": ("choice", CUDA_SCHEDULES),
+    "chunk_form": ("choice", CHUNK_FORMS),
     "cuda_mma": ("choice", ("auto", "wgmma", "mma.sync")),
     "cuda_generator": ("choice", ("auto", "tiles", "phases")),
     "vectorize": ("bool",), "causal_isolation": ("bool",), "vjp": ("bool",),
@@ -123,11 +124,6 @@ def _normalise_options(options, target="cpu"):
                 raise ValueError(f"hla.compile: {key} must be an integer >= {kind[1]}, "
                                  f"got {value!r}")
             text = str(int(value))
-        elif kind[0] == "schedule":
-            if value not in SCHEDULES[target]:
-                raise ValueError(f"hla.compile: schedule must be one of {SCHEDULES[target]} "
-                                 f"for target {target!r}, got {value!r}")
-            text = value
         elif kind[0] == "choice":
             if value not in kind[1]:
                 raise ValueError(f"hla.compile: {key} must be one of {kind[1]}, got {value!r}")
@@ -465,9 +461,11 @@ def compile(ir, target="cpu", **options):  # noqa: A001 (the public name is the 
     "segmented", cpu), ``segments`` (int, runs of chunks per sequence of the
     segmented form or schedule; 0 = chosen for the target), ``value_tile``
     (int, value columns per iteration of the fused form or persistent
-    schedule; 0 = all, -1 = chosen for the target), ``schedule``
-    (cpu: "auto" | "sequential" | "blelloch"; cuda: "auto" | "persistent" |
-    "segmented"), ``scan_threads`` (int), ``vectorize`` (bool).
+    schedule; 0 = all, -1 = chosen for the target), ``scan_schedule``
+    (cpu: "auto" | "sequential" | "blelloch"), ``cuda_schedule`` ("auto" |
+    "persistent" | "segmented"), ``scan_threads`` (int), ``vectorize``
+    (bool); the full list is hla-opt's (``hla-opt --help``, the artefact
+    options).
     Raises ``CompileError`` (with ``.diagnostics``) when the compiler rejects
     the IR, ``TargetNotImplementedError`` (also a NotImplementedError) for a
     target it cannot generate code for yet, ``OSError`` when neither the

@@ -177,7 +177,7 @@ def compile_graph(graph, chunk=64, schedule="auto", emit="exe", extra=()):
     with open(src, "w") as f:
         f.write(graph)
     cmd = [HLA_OPT, src, "--hla-target=cpu", f"--emit={emit}", "-o", out,
-           f"--chunk-size={chunk}", f"--schedule={schedule}", *extra]
+           f"--chunk-size={chunk}", f"--scan-schedule={schedule}", *extra]
     result = subprocess.run(cmd, capture_output=True, text=True)
     if result.returncode != 0:
         raise RuntimeError(f"hla-opt failed: {' '.join(cmd)}\n{result.stderr}")

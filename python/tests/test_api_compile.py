@@ -44,7 +44,7 @@ def _temporaries(directory):
 
 @needs_compiler
 def test_compile_text_and_call():
-    lib = hla.compile(GRAPH, chunk_size=16, schedule="blelloch")
+    lib = hla.compile(GRAPH, chunk_size=16, scan_schedule="blelloch")
     assert sorted(lib.functions()) == ["attention", "double"]
     assert "double" in dir(lib)
     x = np.arange(12, dtype=np.float32).reshape(4, 3)
@@ -66,16 +66,16 @@ def test_compile_segmented_form():
 def test_compile_path_and_cache_hits(tmp_path):
     path = tmp_path / "graph.mlir"
     path.write_text(GRAPH)
-    first = hla.compile(str(path), schedule="sequential", scan_threads=2, chunk_form="fused")
+    first = hla.compile(str(path), scan_schedule="sequential", scan_threads=2, chunk_form="fused")
     before = dict(compiler.stats)
-    again = hla.compile(path, schedule="sequential", scan_threads=2,  # os.PathLike too
+    again = hla.compile(path, scan_schedule="sequential", scan_threads=2,  # os.PathLike too
                         chunk_form="fused")
     assert again is first
     assert compiler.stats["compiles"] == before["compiles"]
     assert compiler.stats["memory_hits"] == before["memory_hits"] + 1
     # Forget the loaded library: the next compile loads the file from disk.
     compiler.clear_memory_cache()
-    third = hla.compile(GRAPH, schedule="sequential", scan_threads=2, chunk_form="fused")
+    third = hla.compile(GRAPH, scan_schedule="sequential", scan_threads=2, chunk_form="fused")
     assert third is not first
     assert compiler.stats["compiles"] == before["compiles"]
     assert compiler.stats["disk_hits"] == before["disk_hits"] + 1
@@ -218,7 +218,7 @@ def test_unsupported_target_is_not_implemented():
 @needs_compiler
 @needs_torch
 def test_compiled_library_takes_torch_tensors():
-    lib = hla.compile(GRAPH, chunk_size=16, schedule="blelloch")
+    lib = hla.compile(GRAPH, chunk_size=16, scan_schedule="blelloch")
     q, k, v = inputs(33)
     tq, tk, tv = (torch.from_numpy(x) for x in (q, k, v))
     out = lib.attention(tq, tk.transpose(1, 2).contiguous().transpose(1, 2), tv)

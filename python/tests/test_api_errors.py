@@ -117,8 +117,8 @@ def test_compile_errors():
         hla.compile("func.func @f() { return }", target="gpu")
     with pytest.raises(TypeError, match="unknown option 'chunk'"):
         hla.compile("func.func @f() { return }", chunk=4)
-    with pytest.raises(ValueError, match="schedule"):
-        hla.compile("func.func @f() { return }", schedule="fast")
+    with pytest.raises(ValueError, match="scan_schedule"):
+        hla.compile("func.func @f() { return }", scan_schedule="fast")
     with pytest.raises(ValueError, match="chunk_size"):
         hla.compile("func.func @f() { return }", chunk_size=-1)
     with pytest.raises(ValueError, match="vectorize"):
@@ -127,11 +127,13 @@ def test_compile_errors():
         hla.compile("func.func @f() { return }", chunk_form="tiled")
     with pytest.raises(ValueError, match="segments must be an integer >= 0"):
         hla.compile("func.func @f() { return }", segments=-2)
-    # Each target has its own schedules.
-    with pytest.raises(ValueError, match="schedule must be one of .* for target 'cuda'"):
-        hla.compile("func.func @f() { return }", target="cuda", schedule="blelloch")
-    with pytest.raises(ValueError, match="for target 'cpu'"):
-        hla.compile("func.func @f() { return }", schedule="persistent")
+    # The CPU's scan and CUDA's kernel schedule are two options.
+    with pytest.raises(ValueError, match="cuda_schedule must be one of"):
+        hla.compile("func.func @f() { return }", target="cuda", cuda_schedule="blelloch")
+    with pytest.raises(ValueError, match="scan_schedule must be one of"):
+        hla.compile("func.func @f() { return }", scan_schedule="persistent")
+    with pytest.raises(TypeError, match="unknown option 'schedule'"):
+        hla.compile("func.func @f() { return }", schedule="auto")
     with pytest.raises(FileNotFoundError, match="no such file"):
         hla.compile("no/such/model.mlir")
 

@@ -33,8 +33,8 @@ POSITIONS = [37, 32, 0, T - 1]
 
 # (form, extra hla-opt flags): the three chunk forms, both scan schedules.
 FORMS = {
-    "phased-sequential": ("--chunk-form=phased", "--schedule=sequential"),
-    "phased-blelloch": ("--chunk-form=phased", "--schedule=blelloch"),
+    "phased-sequential": ("--chunk-form=phased", "--scan-schedule=sequential"),
+    "phased-blelloch": ("--chunk-form=phased", "--scan-schedule=blelloch"),
     "fused": ("--chunk-form=fused",),
     "segmented": ("--chunk-form=segmented", "--segments=2"),
 }

@@ -94,8 +94,8 @@ static int testPipelineParsing(void) {
   MlirOpPassManager opm = mlirPassManagerGetAsOpPassManager(pm);
   MlirLogicalResult parsed = mlirParsePassPipeline(
       opm,
-      mlirStringRefCreateFromCString(
-          "builtin.module(hla-cpu-pipeline{chunk-size=16 schedule=blelloch})"),
+      mlirStringRefCreateFromCString("builtin.module(hla-cpu-pipeline{chunk-"
+                                     "size=16 scan-schedule=blelloch})"),
       printToStdout, NULL);
   printf("\nparsed %d\n", mlirLogicalResultIsSuccess(parsed));
   mlirPassManagerDestroy(pm);

@@ -1,5 +1,5 @@
-// RUN: mlir-opt %s --load-dialect-plugin=%hla_plugin --load-pass-plugin=%hla_plugin --pass-pipeline="builtin.module(hla-expand,hla-chunk{chunk-size=8 form=fused})" | FileCheck %s
-// RUN: mlir-opt %s --load-dialect-plugin=%hla_plugin | FileCheck %s --check-prefix=ROUNDTRIP
+// RUN: %preload_sanitizer mlir-opt %s --load-dialect-plugin=%hla_plugin --load-pass-plugin=%hla_plugin --pass-pipeline="builtin.module(hla-expand,hla-chunk{chunk-size=8 form=fused})" | FileCheck %s
+// RUN: %preload_sanitizer mlir-opt %s --load-dialect-plugin=%hla_plugin | FileCheck %s --check-prefix=ROUNDTRIP
 
 // Tests HLAPlugin.so in upstream mlir-opt: the dialect plugin makes hla ops
 // parse and print, the pass plugin makes hla's passes runnable (through

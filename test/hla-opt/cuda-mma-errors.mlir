@@ -4,7 +4,7 @@
 // Tests hla-opt's diagnostics for --cuda-mma: an unknown instruction, and
 // wgmma on a chip that does not have it.
 
-// UNKNOWN: error: hla-opt: option 'cuda-mma' needs one of auto, wgmma, mma.sync, not 'hmma'
+// UNKNOWN: error: hla-opt: option 'cuda-mma' needs auto, mma.sync or wgmma, not 'hmma'
 // CHIP: error: hla-opt: --cuda-mma=wgmma needs --cuda-chip=sm_90a (got sm_80)
 func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
   return %x : tensor<4xf32>

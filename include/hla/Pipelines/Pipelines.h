@@ -7,6 +7,7 @@
 #ifndef HLA_PIPELINES_PIPELINES_H
 #define HLA_PIPELINES_PIPELINES_H
 
+#include "hla/Dialect/HLA/Modes.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassOptions.h"
 
@@ -17,28 +18,28 @@ struct CPUPipelineOptions : public PassPipelineOptions<CPUPipelineOptions> {
   PassOptions::Option<int64_t> chunkSize{*this, "chunk-size",
                                          llvm::cl::desc("Tokens per chunk"),
                                          llvm::cl::init(64)};
-  PassOptions::Option<std::string> chunkForm{
+  PassOptions::Option<ChunkForm> chunkForm{
       *this, "chunk-form",
       llvm::cl::desc("Chunked form: phased (parallel over chunks), fused "
                      "(one carried loop per sequence and head) or segmented "
                      "(fused loops over runs of chunks, combined; with "
                      "segments=0 the fused form wherever the (sequence, "
-                     "head) pairs fill `threads`)"),
-      llvm::cl::init("phased")};
+                     "head) pairs fill `scan-threads`)"),
+      llvm::cl::init(ChunkForm::Phased), modeValues<ChunkForm>()};
   PassOptions::Option<int64_t> segments{
       *this, "segments",
       llvm::cl::desc("Segmented form: runs of chunks per sequence (0: enough "
-                     "for `threads`)"),
+                     "for `scan-threads`)"),
       llvm::cl::init(0)};
   PassOptions::Option<int64_t> valueTile{
       *this, "value-tile",
       llvm::cl::desc("Fused form: value columns per (sequence, head, tile) "
                      "iteration (0: all; -1: auto; see hla-chunk)"),
       llvm::cl::init(-1)};
-  PassOptions::Option<std::string> schedule{
-      *this, "schedule",
+  PassOptions::Option<ScanSchedule> scanSchedule{
+      *this, "scan-schedule",
       llvm::cl::desc("Scan over chunks: sequential, blelloch or auto"),
-      llvm::cl::init("auto")};
+      llvm::cl::init(ScanSchedule::Auto), modeValues<ScanSchedule>()};
   PassOptions::Option<bool> stableFeatures{
       *this, "linsimp-stable-features",
       llvm::cl::desc("LinSimp: shift anchor-feature exponents by each "
@@ -49,8 +50,10 @@ struct CPUPipelineOptions : public PassPipelineOptions<CPUPipelineOptions> {
       llvm::cl::desc("Keep outputs before a non-finite token finite (a "
                      "chunk holding one is read out again; see hla-chunk)"),
       llvm::cl::init(true)};
-  PassOptions::Option<int64_t> threads{
-      *this, "threads", llvm::cl::desc("Threads the auto schedule plans for"),
+  PassOptions::Option<int64_t> scanThreads{
+      *this, "scan-threads",
+      llvm::cl::desc("Threads the auto scan schedule and the segmented form "
+                     "plan for"),
       llvm::cl::init(2)};
   PassOptions::Option<bool> parallel{
       *this, "parallel", llvm::cl::desc("Run parallel loops on OpenMP threads"),
@@ -71,24 +74,26 @@ void buildCPUPipeline(OpPassManager &pm, const CPUPipelineOptions &options);
 
 /// Options of hla-cuda-pipeline.
 struct CUDAPipelineOptions : public PassPipelineOptions<CUDAPipelineOptions> {
-  PassOptions::Option<int64_t> chunkSize{*this, "chunk-size",
-                                         llvm::cl::desc("Tokens per chunk"),
-                                         llvm::cl::init(32)};
-  PassOptions::Option<int64_t> threads{
-      *this, "threads", llvm::cl::desc("Threads per thread block"),
+  PassOptions::Option<int64_t> chunkSize{
+      *this, "chunk-size",
+      llvm::cl::desc("Tokens per chunk (0: the target's, 32; "
+                     "hla-cuda-kernels tries register tiles at 64 first)"),
+      llvm::cl::init(0)};
+  PassOptions::Option<int64_t> blockThreads{
+      *this, "block-threads", llvm::cl::desc("Threads per thread block"),
       llvm::cl::init(256)};
-  PassOptions::Option<std::string> schedule{
+  PassOptions::Option<KernelSchedule> schedule{
       *this, "schedule",
       llvm::cl::desc("persistent (one thread block per sequence and head "
                      "loops over all its chunks), segmented (the sequence "
                      "split into runs of chunks, their states combined) or "
                      "auto (segmented when there are fewer sequence-head "
-                     "pairs than `sms`)"),
-      llvm::cl::init("auto")};
+                     "pairs than `parallelism`)"),
+      llvm::cl::init(KernelSchedule::Auto), modeValues<KernelSchedule>()};
   PassOptions::Option<int64_t> segments{
       *this, "segments",
       llvm::cl::desc("Segmented schedule: runs of chunks per sequence (0: "
-                     "enough thread blocks for `sms`)"),
+                     "enough thread blocks for `parallelism`)"),
       llvm::cl::init(0)};
   PassOptions::Option<int64_t> valueTile{
       *this, "value-tile",
@@ -100,10 +105,10 @@ struct CUDAPipelineOptions : public PassPipelineOptions<CUDAPipelineOptions> {
       llvm::cl::desc("Keep outputs before a non-finite token finite (a "
                      "chunk holding one is read out again; see hla-chunk)"),
       llvm::cl::init(true)};
-  PassOptions::Option<int64_t> sms{
-      *this, "sms",
-      llvm::cl::desc("Streaming multiprocessors the schedule fills (132 on "
-                     "an H200)"),
+  PassOptions::Option<int64_t> parallelism{
+      *this, "parallelism",
+      llvm::cl::desc("Thread blocks the schedule aims to run at once (the "
+                     "SMs: 132 on an H200)"),
       llvm::cl::init(132)};
   PassOptions::Option<std::string> chip{
       *this, "chip", llvm::cl::desc("GPU architecture (sm_90a, sm_80, ...)"),
@@ -121,44 +126,45 @@ struct CUDAPipelineOptions : public PassPipelineOptions<CUDAPipelineOptions> {
       *this, "max-shared-memory",
       llvm::cl::desc("Dynamic shared memory per thread block (bytes)"),
       llvm::cl::init(232448)};
-  PassOptions::Option<std::string> tensorCores{
+  PassOptions::Option<AutoSwitch> tensorCores{
       *this, "tensor-cores",
-      llvm::cl::desc("Chunk contractions on mma.sync (bf16 operands): auto "
-                     "(for 16-bit float inputs), on or off"),
-      llvm::cl::init("auto")};
-  PassOptions::Option<std::string> mma{
+      llvm::cl::desc("Chunk contractions on tensor cores (bf16 operands): "
+                     "auto (for 16-bit float inputs), on or off"),
+      llvm::cl::init(AutoSwitch::Auto), modeValues<AutoSwitch>()};
+  PassOptions::Option<MmaInstruction> mma{
       *this, "mma",
       llvm::cl::desc("Tensor-core instruction of chunk contractions: auto "
                      "(wgmma on sm_90a, mma.sync elsewhere), wgmma or "
                      "mma.sync"),
-      llvm::cl::init("auto")};
-  PassOptions::Option<std::string> generator{
+      llvm::cl::init(MmaInstruction::Auto), modeValues<MmaInstruction>()};
+  PassOptions::Option<ChunkLoopGenerator> generator{
       *this, "generator",
       llvm::cl::desc("Chunk-loop code generator: auto (register tiles, "
                      "hla-gpu-lower-register-tiles, for the loops it can "
                      "place; shared-memory phases for the others), tiles "
                      "(every chunk loop in registers, else an error) or "
                      "phases (hla-gpu-map-chunk-loops only)"),
-      llvm::cl::init("auto")};
+      llvm::cl::init(ChunkLoopGenerator::Auto),
+      modeValues<ChunkLoopGenerator>()};
   PassOptions::Option<int64_t> warpgroups{
       *this, "warpgroups",
       llvm::cl::desc("Register tiles: warpgroups per block (0: auto, two "
                      "where one would hold more than 128 fragment registers "
                      "per thread; 1; 2)"),
       llvm::cl::init(0)};
-  PassOptions::Option<std::string> tma{
+  PassOptions::Option<AutoSwitch> tma{
       *this, "tma",
       llvm::cl::desc("Token tiles loaded with TMA (cp.async.bulk.tensor): "
                      "auto (on sm_90a; hla-opt falls back to the threads' "
                      "copies where they make a kernel spill), on or off"),
-      llvm::cl::init("auto")};
-  PassOptions::Option<std::string> tmaPrefetch{
+      llvm::cl::init(AutoSwitch::Auto), modeValues<AutoSwitch>()};
+  PassOptions::Option<AutoSwitch> tmaPrefetch{
       *this, "tma-prefetch",
       llvm::cl::desc("TMA tiles double-buffered, the next chunk's loaded "
                      "during the current one: auto (on; hla-opt drops it "
                      "where the second buffers push a kernel's buffers into "
                      "device-memory scratch), on or off"),
-      llvm::cl::init("auto")};
+      llvm::cl::init(AutoSwitch::Auto), modeValues<AutoSwitch>()};
   PassOptions::Option<unsigned> indexBitwidth{
       *this, "index-bitwidth",
       llvm::cl::desc("Width of index arithmetic in kernels (32 or 64)"),

@@ -30,16 +30,14 @@ struct ArtefactOptions {
   /// Tokens per chunk; 0: the target's default (64 on CPUs, 32 on CUDA,
   /// where it was fastest at every benchmark shape on an H200).
   int64_t chunkSize = 0;
-  /// "phased", "fused" or "segmented" (hla-chunk's form; cpu).
-  /// "segmented" (the fused form wherever the (sequence, head) pairs fill
-  /// the threads) is 1.5-10x faster on this machine's CPU
-  /// (bench/RESULTS-CPU.md), but builds its packed-sequence table, with
-  /// its run-time checks, inside the OpenMP loop, where a failed check
-  /// cannot unwind: phased stays the default until those checks move out.
-  std::string chunkForm = "phased";
-  /// cpu: the scan over chunks (auto, sequential, blelloch); cuda: the
-  /// kernel schedule (auto, persistent, segmented).
-  std::string schedule = "auto";
+  /// hla-chunk's form on the CPU. Segmented (the fused form wherever the
+  /// (sequence, head) pairs fill the threads) is 1.5-10x faster on this
+  /// machine's CPU (bench/RESULTS-CPU.md); phased is the default.
+  ChunkForm chunkForm = ChunkForm::Phased;
+  /// CPU: the scan over chunk summaries.
+  ScanSchedule scanSchedule = ScanSchedule::Auto;
+  /// CUDA: the kernels' decomposition (auto: the search's choice).
+  KernelSchedule cudaSchedule = KernelSchedule::Auto;
   /// Runs of chunks per sequence of the segmented form/schedule (0: chosen
   /// for the target's parallelism).
   int64_t segments = 0;
@@ -54,18 +52,19 @@ struct ArtefactOptions {
   /// Compile the backward of the entry function instead (hla-derive-vjp):
   /// f(inputs..., d_output) -> the inputs' gradients.
   bool vjp = false;
-  int64_t threads = 2;
+  /// CPU: the threads the auto scan schedule and segmented form plan for.
+  int64_t scanThreads = 2;
   bool vectorize = true;
   /// CUDA: GPU architecture, PTX features, toolkit root ("" = the default).
   std::string cudaChip = "sm_90a";
   std::string cudaFeatures = "+ptx80";
   /// CUDA: tensor-core instruction of chunk contractions (auto: wgmma on
-  /// sm_90a, mma.sync elsewhere; wgmma; mma.sync).
-  std::string cudaMma = "auto";
+  /// sm_90a, mma.sync elsewhere).
+  MmaInstruction cudaMma = MmaInstruction::Auto;
   /// CUDA: which generator maps the chunk loops (auto: register tiles where
   /// they apply, tried first at 64-token chunks when no chunk size is given;
   /// tiles: register tiles or an error; phases: the shared-memory phases).
-  std::string cudaGenerator = "auto";
+  ChunkLoopGenerator cudaGenerator = ChunkLoopGenerator::Auto;
   /// CUDA register tiles: warpgroups per block, each holding its share of
   /// every fragment's columns (0: auto, two where one would hold more than
   /// 128 fragment registers per thread).

@@ -84,7 +84,7 @@ def compile_case(hla_opt, outdir, c, emit="shared", suffix=".so"):
         f.write(graph_of(c))
     out = os.path.join(outdir, c["name"] + suffix)
     cmd = [hla_opt, src, "--hla-target=cuda", f"--emit={emit}", "-o", out,
-           f"--schedule={c['schedule']}",
+           f"--cuda-schedule={c['schedule']}",
            f"--segments={c['segments']}", f"--cuda-mma={c.get('mma', 'auto')}"]
     # chunk 0: the target's default, which lets the artefact choose
     # register tiles and their chunk size.

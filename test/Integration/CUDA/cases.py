@@ -19,10 +19,10 @@ OPS = ["linear_attention", "hla2", "ahla", "hla3"]
 def case(name, op, T, *, options=None, chunk=64, B=2, hq=2, hkv=2, d=16, dv=16,
          dtype="f32", tol=1e-4, state=False, cu_seqlens=None, positive=False,
          schedule="auto", segments=0, m=0, window=0, mma="auto", misaligned=False,
-         poison=False, value_tile=0, generator="auto", flags=()):
+         poison=False, value_tile=0, generator="auto", flags=(), zero_decays=()):
     return dict(name=name, op=op, T=T, options=dict(options or {}), chunk=chunk, mma=mma,
                 value_tile=value_tile, generator=generator, flags=list(flags),
-                misaligned=misaligned, poison=poison,
+                misaligned=misaligned, poison=poison, zero_decays=list(zero_decays),
                 B=B, hq=hq, hkv=hkv, d=d, dv=dv, dtype=dtype, tol=tol, state=state,
                 cu_seqlens=list(cu_seqlens) if cu_seqlens else None,
                 positive=positive, schedule=schedule, segments=segments, m=m,
@@ -318,4 +318,10 @@ def kda_cases():
                       cu_seqlens=[0, 1, 1, 70, 150]))
     cases.append(case("kda-bf16", "kda", 300, chunk=64, B=1, hq=2, hkv=2, d=64, dv=64,
                       dtype="bf16", tol=1e-2))
+    # Decays to exactly zero (g = -inf at these (token, kv head, channel)),
+    # in the middle and at the start of chunks: finite and as the reference.
+    for schedule, segments in [("persistent", 0), ("segmented", 3)]:
+        cases.append(case(f"kda-zero-decay-{schedule}", "kda", 100, chunk=16, B=2, hq=2,
+                          hkv=1, schedule=schedule, segments=segments,
+                          zero_decays=[(5, 0, 3), (16, 0, 0), (40, 0, 7)]))
     return cases

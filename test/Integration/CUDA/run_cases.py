@@ -172,6 +172,8 @@ def run_kda_case(c, casedir, rng):
     k /= np.linalg.norm(k, axis=-1, keepdims=True)
     v = rng.standard_normal((B, T, hkv, dv))
     g = -np.abs(rng.standard_normal((B, T, hkv, d))) * 0.2
+    for t, h, channel in c.get("zero_decays", []):
+        g[:, t, h, channel] = -np.inf
     beta = rng.uniform(0.1, 0.9, (B, T, hkv))
     tensors = [torch.from_numpy(x).to(dtype).cuda().contiguous() for x in (q, k, v, g, beta)]
     q, k, v, g, beta = (t.double().cpu().numpy() for t in tensors)

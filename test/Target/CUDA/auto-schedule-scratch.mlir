@@ -1,7 +1,7 @@
 // REQUIRES: cuda-toolkit
 // RUN: hla-opt %s --hla-target=cuda --emit=llvm -o %t.auto.ll
 // RUN: FileCheck %s --check-prefix=AUTO < %t.auto.ll
-// RUN: hla-opt %s --hla-target=cuda --emit=llvm --schedule=segmented -o %t.seg.ll
+// RUN: hla-opt %s --hla-target=cuda --emit=llvm --cuda-schedule=segmented -o %t.seg.ll
 // RUN: FileCheck %s --check-prefix=SEG < %t.seg.ll
 
 // Tests the auto schedule's choice when the state does not fit in shared

@@ -1,9 +1,9 @@
 // REQUIRES: cuda-toolkit
 // RUN: rm -rf %t && mkdir -p %t
-// RUN: hla-opt %s --hla-target=cuda --schedule=persistent --emit=ptx -o %t/k.ptx
+// RUN: hla-opt %s --hla-target=cuda --cuda-schedule=persistent --emit=ptx -o %t/k.ptx
 // RUN: FileCheck %s --check-prefix=PTX < %t/k.ptx
 // RUN: %cuda_toolkit/bin/ptxas -arch=sm_90a %t/k.ptx -o %t/k.o
-// RUN: hla-opt %s --hla-target=cuda --schedule=persistent --emit=cubin -o %t/k.cubin
+// RUN: hla-opt %s --hla-target=cuda --cuda-schedule=persistent --emit=cubin -o %t/k.cubin
 // RUN: FileCheck %s --check-prefix=LOG < %t/k.cubin.ptxas.log
 // RUN: llvm-readelf -h %t/k.cubin | FileCheck %s --check-prefix=CUBIN
 // RUN: hla-opt %s --hla-target=cuda --emit=shared -o %t/k.so

@@ -1,10 +1,10 @@
 // REQUIRES: cuda-toolkit
 // RUN: rm -rf %t && mkdir -p %t
-// RUN: hla-opt %s --hla-target=cuda --schedule=segmented --segments=2 --emit=ptx -o %t/k.ptx
+// RUN: hla-opt %s --hla-target=cuda --cuda-schedule=segmented --segments=2 --emit=ptx -o %t/k.ptx
 // RUN: ls %t | FileCheck %s --check-prefix=FILES
 // RUN: FileCheck %s --check-prefix=PTX < %t/k.main_kernel.ptx
 // RUN: FileCheck %s --check-prefix=PTX < %t/k.main_kernel_0.ptx
-// RUN: hla-opt %s --hla-target=cuda --schedule=segmented --segments=2 --emit=cubin -o %t/k.cubin
+// RUN: hla-opt %s --hla-target=cuda --cuda-schedule=segmented --segments=2 --emit=cubin -o %t/k.cubin
 // RUN: llvm-readelf -h %t/k.main_kernel.cubin | FileCheck %s --check-prefix=CUBIN
 // RUN: llvm-readelf -h %t/k.main_kernel_0.cubin | FileCheck %s --check-prefix=CUBIN
 

@@ -1,6 +1,6 @@
 // REQUIRES: cuda-toolkit
 // RUN: rm -rf %t && mkdir -p %t
-// RUN: hla-opt %s --hla-target=cuda --schedule=persistent --emit=ptx -o %t/k.ptx
+// RUN: hla-opt %s --hla-target=cuda --cuda-schedule=persistent --emit=ptx -o %t/k.ptx
 // RUN: FileCheck %s < %t/k.ptx
 
 // Tests that a float32 op keeps float32 arithmetic on the GPU: its chunk

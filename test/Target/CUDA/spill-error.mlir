@@ -1,15 +1,15 @@
 // REQUIRES: cuda-toolkit
-// RUN: not hla-opt %s --hla-target=cuda --chunk-size=64 --schedule=persistent --cuda-generator=phases --cuda-threads=1024 --emit=cubin -o %t.cubin 2>&1 | FileCheck %s
+// RUN: not hla-opt %s --hla-target=cuda --chunk-size=64 --cuda-schedule=persistent --cuda-generator=phases --cuda-threads=1024 --emit=cubin -o %t.cubin 2>&1 | FileCheck %s
 
 // Tests that the CUDA build fails when a kernel spills registers: the
 // shared-memory phases (register tiles fit hla3 and take no thread count)
 // at 1024 threads per block leave ptxas 64 registers per thread, too few for a
-// 64-token hla3 chunk loop at d = 64, even after hla-opt's rebuild without
+// 64-token hla3 chunk loop at d = 64, even after hla-cuda-kernels' rebuild without
 // TMA; the error names the module and carries ptxas's log. (hla2 fits
 // since its decay masks are built once per (sequence, head) rather than in
 // every chunk.)
 
-// CHECK: error: hla-opt: registers spill in kernel module 'main_kernel' ({{[1-9][0-9]*}} bytes):
+// CHECK: error: hla-cuda-kernels: registers spill in kernel module 'main_kernel' ({{[1-9][0-9]*}} bytes):
 // CHECK: Compiling entry function 'main_kernel' for 'sm_90a'
 // CHECK: bytes spill stores
 func.func @main(%q: tensor<1x100x2x64xbf16>, %k: tensor<1x100x2x64xbf16>, %v: tensor<1x100x2x64xbf16>) -> tensor<1x100x2x64xbf16> {

@@ -1,8 +1,8 @@
 // REQUIRES: cuda-toolkit
 // RUN: rm -rf %t && mkdir -p %t
-// RUN: hla-opt %s --hla-target=cuda --chunk-size=32 --schedule=persistent --value-tile=32 --emit=llvm -o %t/host.ll
+// RUN: hla-opt %s --hla-target=cuda --chunk-size=32 --cuda-schedule=persistent --value-tile=32 --emit=llvm -o %t/host.ll
 // RUN: FileCheck %s --check-prefix=HOST < %t/host.ll
-// RUN: hla-opt %s --hla-target=cuda --chunk-size=32 --schedule=persistent --value-tile=32 --emit=ptx -o %t/k.ptx
+// RUN: hla-opt %s --hla-target=cuda --chunk-size=32 --cuda-schedule=persistent --value-tile=32 --emit=ptx -o %t/k.ptx
 // RUN: FileCheck %s < %t/k.ptx
 // RUN: %cuda_toolkit/bin/ptxas -arch=sm_90a %t/k.ptx -o %t/k.o
 

@@ -1,12 +1,12 @@
 // REQUIRES: cuda-toolkit
 // RUN: rm -rf %t && mkdir -p %t
-// RUN: hla-opt %s --hla-target=cuda --cuda-generator=phases --chunk-size=32 --schedule=persistent --value-tile=0 --emit=ptx -o %t/k.ptx
+// RUN: hla-opt %s --hla-target=cuda --cuda-generator=phases --chunk-size=32 --cuda-schedule=persistent --value-tile=0 --emit=ptx -o %t/k.ptx
 // RUN: FileCheck %s < %t/k.ptx
 // RUN: %cuda_toolkit/bin/ptxas -arch=sm_90a %t/k.ptx -o %t/k.o
-// RUN: hla-opt %s --hla-target=cuda --cuda-generator=phases --chunk-size=32 --schedule=persistent --value-tile=0 --emit=llvm -o %t/host.ll
+// RUN: hla-opt %s --hla-target=cuda --cuda-generator=phases --chunk-size=32 --cuda-schedule=persistent --value-tile=0 --emit=llvm -o %t/host.ll
 // RUN: FileCheck %s --check-prefix=HOST < %t/host.ll
 // RUN: hla-opt %s --hla-cuda-pipeline="generator=phases schedule=persistent chunk-size=32 value-tile=0 tma=off" | FileCheck %s --check-prefix=OFF
-// RUN: hla-opt %s --hla-target=cuda --cuda-generator=phases --chunk-size=64 --schedule=persistent --value-tile=0 --emit=ptx -o %t/c64.ptx
+// RUN: hla-opt %s --hla-target=cuda --cuda-generator=phases --chunk-size=64 --cuda-schedule=persistent --value-tile=0 --emit=ptx -o %t/c64.ptx
 // RUN: FileCheck %s --check-prefix=C64 < %t/c64.ptx
 
 // Tests that on sm_90a the phase mapper's chunk loop (--cuda-generator=

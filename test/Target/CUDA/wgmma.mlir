@@ -1,10 +1,10 @@
 // REQUIRES: cuda-toolkit
 // RUN: rm -rf %t && mkdir -p %t
-// RUN: hla-opt %s --hla-target=cuda --cuda-generator=phases --chunk-size=64 --schedule=persistent --emit=ptx -o %t/k.ptx
+// RUN: hla-opt %s --hla-target=cuda --cuda-generator=phases --chunk-size=64 --cuda-schedule=persistent --emit=ptx -o %t/k.ptx
 // RUN: FileCheck %s < %t/k.ptx
-// RUN: hla-opt %s --hla-target=cuda --cuda-generator=phases --chunk-size=64 --schedule=persistent --emit=cubin -o %t/k.cubin
+// RUN: hla-opt %s --hla-target=cuda --cuda-generator=phases --chunk-size=64 --cuda-schedule=persistent --emit=cubin -o %t/k.cubin
 // RUN: FileCheck %s --check-prefix=LOG < %t/k.cubin.ptxas.log
-// RUN: hla-opt %s --hla-target=cuda --cuda-generator=phases --chunk-size=64 --schedule=persistent --cuda-mma=mma.sync --emit=ptx -o %t/sync.ptx
+// RUN: hla-opt %s --hla-target=cuda --cuda-generator=phases --chunk-size=64 --cuda-schedule=persistent --cuda-mma=mma.sync --emit=ptx -o %t/sync.ptx
 // RUN: FileCheck %s --check-prefix=SYNC < %t/sync.ptx
 
 // Tests that on sm_90a (the default chip) the shared-memory phase mapper

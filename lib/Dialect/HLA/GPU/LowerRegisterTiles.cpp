@@ -810,11 +810,10 @@ struct HLAGPULowerRegisterTilesPass
           << static_cast<int64_t>(warpgroups);
       return signalPassFailure();
     }
-    if (generator != "auto" && generator != "tiles") {
+    if (generator == ChunkLoopGenerator::Phases) {
       getOperation().emitError()
-          << "hla-gpu-lower-register-tiles: generator must be auto or tiles, "
-             "got '"
-          << generator << "'";
+          << "hla-gpu-lower-register-tiles: generator must be auto or tiles "
+             "(phases means that this pass does not run)";
       return signalPassFailure();
     }
     llvm::SmallVector<scf::ForallOp> loops(
@@ -850,7 +849,7 @@ struct HLAGPULowerRegisterTilesPass
         candidate->erase();
       }
       if (!plan) {
-        if (generator == "tiles") {
+        if (generator == ChunkLoopGenerator::Tiles) {
           forall.emitOpError("hla-gpu-lower-register-tiles: cannot keep this "
                              "loop's tiles in registers: ")
               << why;

@@ -60,9 +60,9 @@ struct HLAGPUMapChunkLoopsPass
   /// chunk intermediates to bf16 stays within it; float32 ops keep exact
   /// float32 arithmetic.
   bool useTensorCores(scf::ForallOp forall) {
-    if (tensorCores == "on")
+    if (tensorCores == AutoSwitch::On)
       return true;
-    if (tensorCores == "off")
+    if (tensorCores == AutoSwitch::Off)
       return false;
     bool halfInputs = false;
     forall.getBody()->walk([&](Operation *op) {
@@ -178,24 +178,17 @@ struct HLAGPUMapChunkLoopsPass
   }
 
   void runOnOperation() override {
-    if (tensorCores != "auto" && tensorCores != "on" && tensorCores != "off") {
+    if (mma == MmaInstruction::Auto) {
       getOperation().emitError()
-          << "hla-gpu-map-chunk-loops: tensor-cores must be auto, on or off, "
-             "got '"
-          << tensorCores << "'";
+          << "hla-gpu-map-chunk-loops: mma must be mma.sync or wgmma (auto "
+             "is resolved by hla-cuda-pipeline for its chip)";
       return signalPassFailure();
     }
-    if (mma != "mma.sync" && mma != "wgmma") {
+    if (blockThreads < 32 || blockThreads > 1024 || blockThreads % 32 != 0) {
       getOperation().emitError()
-          << "hla-gpu-map-chunk-loops: mma must be mma.sync or wgmma, got '"
-          << mma << "'";
-      return signalPassFailure();
-    }
-    if (threads < 32 || threads > 1024 || threads % 32 != 0) {
-      getOperation().emitError()
-          << "hla-gpu-map-chunk-loops: threads must be a multiple of 32 "
+          << "hla-gpu-map-chunk-loops: block-threads must be a multiple of 32 "
              "between 32 and 1024, got "
-          << int64_t(threads);
+          << int64_t(blockThreads);
       return signalPassFailure();
     }
     stageScalarReads();
@@ -237,9 +230,9 @@ struct HLAGPUMapChunkLoopsPass
       if (auto forall = dyn_cast<scf::ForallOp>(op))
         loops.push_back(forall);
     for (scf::ForallOp forall : loops)
-      if (failed(ChunkLoopMapper(forall, threads, maxSharedMemory,
-                                 useTensorCores(forall), mma == "wgmma", tma,
-                                 tmaPrefetch)
+      if (failed(ChunkLoopMapper(forall, blockThreads, maxSharedMemory,
+                                 useTensorCores(forall),
+                                 mma == MmaInstruction::Wgmma, tma, tmaPrefetch)
                      .run()))
         return signalPassFailure();
   }

@@ -75,12 +75,6 @@ struct HLAChunkPass : public hla::impl::HLAChunkPassBase<HLAChunkPass> {
   using HLAChunkPassBase::HLAChunkPassBase;
 
   void runOnOperation() override {
-    if (form != "phased" && form != "fused" && form != "segmented") {
-      getOperation()->emitError()
-          << "hla-chunk: form must be phased, fused or segmented, got '" << form
-          << "'";
-      return signalPassFailure();
-    }
     if (valueTile < -1) {
       getOperation()->emitError()
           << "hla-chunk: value-tile must be >= 0 (0: whole rows) or -1 "
@@ -210,10 +204,10 @@ struct HLAChunkPass : public hla::impl::HLAChunkPassBase<HLAChunkPass> {
     };
     bool cutsValues = chosenTile > 0 && chosenTile < width;
     LogicalResult rewritten = failure();
-    if (form == "fused") {
+    if (form == ChunkForm::Fused) {
       rewritten = rewriter.rewriteFused();
       decided << "fused";
-    } else if (form == "segmented") {
+    } else if (form == ChunkForm::Segmented) {
       // By default the count with the least modelled time: `parallelism`
       // iterations run at once, so S runs take ceil(lanes * S / parallelism)
       // waves of 1/S of a sequence each, and a segmented chunk costs about

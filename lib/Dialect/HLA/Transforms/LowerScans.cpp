@@ -1,4 +1,5 @@
-//===- LowerScans.cpp - hla.scan as loops of hla.combine ----------*- C++ -*-===//
+//===- LowerScans.cpp - hla.scan as loops of hla.combine ----------*- C++
+//-*-===//
 //
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
@@ -23,8 +24,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "hla/Dialect/HLA/IR/HLAAttrs.h"
 #include "TileBuilder.h"
+#include "hla/Dialect/HLA/IR/HLAAttrs.h"
 
 #include "hla/Dialect/HLA/IR/HLAOps.h"
 #include "hla/Dialect/HLA/Transforms/Passes.h"
@@ -99,8 +100,8 @@ public:
     llvm::SmallVector<OpFoldResult> offsets, sizes, strides;
     placement(cast<RankedTensorType>(tensor.getType()), i, offsets, sizes,
               strides);
-    tensor::ParallelInsertSliceOp::create(b, loc, slice, tensor, offsets,
-                                          sizes, strides);
+    tensor::ParallelInsertSliceOp::create(b, loc, slice, tensor, offsets, sizes,
+                                          strides);
   }
 
 private:
@@ -125,8 +126,8 @@ private:
                                           ValueRange lhsCarried,
                                           ValueRange rhsFull,
                                           llvm::ArrayRef<Type> fullTypes) {
-    return ::mlir::hla::combineCarried(b, loc, scan.getMonoid(), lhsCarried, rhsFull,
-                               fullTypes);
+    return ::mlir::hla::combineCarried(b, loc, scan.getMonoid(), lhsCarried,
+                                       rhsFull, fullTypes);
   }
   /// The initial carry: the init operands, or the identity.
   llvm::SmallVector<Value> initialCarry(OpBuilder &b, Location loc,
@@ -302,8 +303,7 @@ LogicalResult ScanLowering::lowerSequentialPacked() {
             });
         llvm::SmallVector<Value> yielded(inner.getResults().drop_front(k));
         for (auto [i, final] : llvm::enumerate(finals))
-          yielded.push_back(
-              placeSequence(nb, l, inner.getResult(i), final, s));
+          yielded.push_back(placeSequence(nb, l, inner.getResult(i), final, s));
         scf::YieldOp::create(nb, l, yielded);
       });
   for (auto [old, now] :
@@ -418,44 +418,44 @@ LogicalResult ScanLowering::lowerBlelloch() {
   for (int64_t d = size / 2; d >= 1; d /= 2) {
     // The right slots first: X[right] = X[right] ∘ A[left] (reads only
     // slots it writes).
-    auto rights = levelForall(
-        size / (2 * d), prefixes,
-        [&](OpBuilder &nb, Location l, Value j, ValueRange outs,
-            scf::ForallOp op) {
-          AxisSlicer s(nb, l, axis);
-          Value right = indexAt(nb, l, j, d, 0);
-          Value left = indexAt(nb, l, j, d, d);
-          llvm::SmallVector<Value> parent, leftSummary;
-          for (Value x : outs)
-            parent.push_back(s.extract(x, right));
-          for (Value a : tree)
-            leftSummary.push_back(s.extract(a, left));
-          llvm::SmallVector<Value> combined =
-              combineCarried(nb, l, parent, leftSummary, sliceTypes);
-          OpBuilder::InsertionGuard guard(nb);
-          nb.setInsertionPointToStart(op.getTerminator().getBody());
-          AxisSlicer ps(nb, l, axis);
-          for (auto [value, out] : llvm::zip(combined, outs))
-            ps.parallelInsert(value, out, right);
-        });
+    auto rights =
+        levelForall(size / (2 * d), prefixes,
+                    [&](OpBuilder &nb, Location l, Value j, ValueRange outs,
+                        scf::ForallOp op) {
+                      AxisSlicer s(nb, l, axis);
+                      Value right = indexAt(nb, l, j, d, 0);
+                      Value left = indexAt(nb, l, j, d, d);
+                      llvm::SmallVector<Value> parent, leftSummary;
+                      for (Value x : outs)
+                        parent.push_back(s.extract(x, right));
+                      for (Value a : tree)
+                        leftSummary.push_back(s.extract(a, left));
+                      llvm::SmallVector<Value> combined = combineCarried(
+                          nb, l, parent, leftSummary, sliceTypes);
+                      OpBuilder::InsertionGuard guard(nb);
+                      nb.setInsertionPointToStart(op.getTerminator().getBody());
+                      AxisSlicer ps(nb, l, axis);
+                      for (auto [value, out] : llvm::zip(combined, outs))
+                        ps.parallelInsert(value, out, right);
+                    });
     // Then the left slots take the old right values: X[left] = X_old[right].
     llvm::SmallVector<Value> before(prefixes);
-    auto lefts = levelForall(
-        size / (2 * d), rights.getResults(),
-        [&](OpBuilder &nb, Location l, Value j, ValueRange outs,
-            scf::ForallOp op) {
-          AxisSlicer s(nb, l, axis);
-          Value right = indexAt(nb, l, j, d, 0);
-          Value left = indexAt(nb, l, j, d, d);
-          llvm::SmallVector<Value> parent;
-          for (Value x : before)
-            parent.push_back(s.extract(x, right));
-          OpBuilder::InsertionGuard guard(nb);
-          nb.setInsertionPointToStart(op.getTerminator().getBody());
-          AxisSlicer ps(nb, l, axis);
-          for (auto [value, out] : llvm::zip(parent, outs))
-            ps.parallelInsert(value, out, left);
-        });
+    auto lefts =
+        levelForall(size / (2 * d), rights.getResults(),
+                    [&](OpBuilder &nb, Location l, Value j, ValueRange outs,
+                        scf::ForallOp op) {
+                      AxisSlicer s(nb, l, axis);
+                      Value right = indexAt(nb, l, j, d, 0);
+                      Value left = indexAt(nb, l, j, d, d);
+                      llvm::SmallVector<Value> parent;
+                      for (Value x : before)
+                        parent.push_back(s.extract(x, right));
+                      OpBuilder::InsertionGuard guard(nb);
+                      nb.setInsertionPointToStart(op.getTerminator().getBody());
+                      AxisSlicer ps(nb, l, axis);
+                      for (auto [value, out] : llvm::zip(parent, outs))
+                        ps.parallelInsert(value, out, left);
+                    });
     prefixes.assign(lefts.getResults().begin(), lefts.getResults().end());
   }
 
@@ -471,8 +471,7 @@ LogicalResult ScanLowering::lowerBlelloch() {
         sizes.push_back(b.getIndexAttr(t.getDimSize(dd)));
         strides.push_back(b.getIndexAttr(1));
       }
-      x = tensor::ExtractSliceOp::create(b, loc, t, x, offsets, sizes,
-                                         strides);
+      x = tensor::ExtractSliceOp::create(b, loc, t, x, offsets, sizes, strides);
     }
     results.push_back(x);
   }
@@ -484,24 +483,24 @@ LogicalResult ScanLowering::lowerBlelloch() {
           tensor::EmptyOp::create(b, loc, t.getShape(), t.getElementType()));
     }
     llvm::SmallVector<Value> exclusive(results);
-    auto forall = levelForall(
-        length, outs,
-        [&](OpBuilder &nb, Location l, Value i, ValueRange outArgs,
-            scf::ForallOp op) {
-          AxisSlicer s(nb, l, axis);
-          llvm::SmallVector<Value> parent, element;
-          for (Value x : exclusive)
-            parent.push_back(s.extract(x, i));
-          for (Value seg : scan.getSegments())
-            element.push_back(s.extract(seg, i));
-          llvm::SmallVector<Value> combined =
-              combineCarried(nb, l, parent, element, sliceTypes);
-          OpBuilder::InsertionGuard guard(nb);
-          nb.setInsertionPointToStart(op.getTerminator().getBody());
-          AxisSlicer ps(nb, l, axis);
-          for (auto [value, out] : llvm::zip(combined, outArgs))
-            ps.parallelInsert(value, out, i);
-        });
+    auto forall =
+        levelForall(length, outs,
+                    [&](OpBuilder &nb, Location l, Value i, ValueRange outArgs,
+                        scf::ForallOp op) {
+                      AxisSlicer s(nb, l, axis);
+                      llvm::SmallVector<Value> parent, element;
+                      for (Value x : exclusive)
+                        parent.push_back(s.extract(x, i));
+                      for (Value seg : scan.getSegments())
+                        element.push_back(s.extract(seg, i));
+                      llvm::SmallVector<Value> combined =
+                          combineCarried(nb, l, parent, element, sliceTypes);
+                      OpBuilder::InsertionGuard guard(nb);
+                      nb.setInsertionPointToStart(op.getTerminator().getBody());
+                      AxisSlicer ps(nb, l, axis);
+                      for (auto [value, out] : llvm::zip(combined, outArgs))
+                        ps.parallelInsert(value, out, i);
+                    });
     results.assign(forall.getResults().begin(), forall.getResults().end());
   }
   for (auto [old, now] : llvm::zip(scan.getPrefix(), results))
@@ -592,13 +591,6 @@ struct HLALowerScansPass
   using HLALowerScansPassBase::HLALowerScansPassBase;
 
   void runOnOperation() override {
-    if (schedule != "sequential" && schedule != "blelloch" &&
-        schedule != "auto") {
-      getOperation()->emitError()
-          << "hla-lower-scans: unknown schedule '" << schedule
-          << "' (sequential, blelloch or auto)";
-      return signalPassFailure();
-    }
     llvm::SmallVector<ScanOp> scans;
     getOperation()->walk([&](ScanOp op) { scans.push_back(op); });
     for (ScanOp scan : scans) {
@@ -606,7 +598,7 @@ struct HLALowerScansPass
         // Packed sequences are independent scans of run-time lengths; they
         // run one after the other (the chunk phases around the scan stay
         // parallel).
-        if (schedule == "blelloch") {
+        if (schedule == ScanSchedule::Blelloch) {
           scan.emitError() << "hla-lower-scans: the Blelloch schedule does "
                               "not support packed sequences (cu_seqlens); "
                               "use sequential or auto";
@@ -621,8 +613,9 @@ struct HLALowerScansPass
         scan.emitError() << "hla-lower-scans: needs static shapes";
         return signalPassFailure();
       }
-      bool blelloch = schedule == "blelloch" ||
-                      (schedule == "auto" && chooseBlelloch(scan, threads));
+      bool blelloch =
+          schedule == ScanSchedule::Blelloch ||
+          (schedule == ScanSchedule::Auto && chooseBlelloch(scan, scanThreads));
       ScanLowering lowering(scan);
       if (failed(blelloch ? lowering.lowerBlelloch()
                           : lowering.lowerSequential()))

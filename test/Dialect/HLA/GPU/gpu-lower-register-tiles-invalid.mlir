@@ -2,13 +2,15 @@
 // RUN: hla-opt %s --split-input-file --hla-expand "--hla-chunk=chunk-size=64 form=fused causal-isolation=false value-tile=0" --convert-hla-to-linalg --canonicalize "--hla-gpu-lower-register-tiles=report" -o %t 2>&1 | FileCheck %s --check-prefix=AUTO
 // RUN: FileCheck %s --check-prefix=KEPT < %t
 // RUN: not hla-opt %s --split-input-file "--hla-gpu-lower-register-tiles=generator=maybe" 2>&1 | FileCheck %s --check-prefix=OPTION
+// RUN: not hla-opt %s --split-input-file "--hla-gpu-lower-register-tiles=generator=phases" 2>&1 | FileCheck %s --check-prefix=PHASES
 
 // Tests the loops hla-gpu-lower-register-tiles cannot place: with
 // generator=tiles each is an error naming what it could not place; with
 // generator=auto (report on) a remark, and the loop stays for
 // hla-gpu-map-chunk-loops. And a bad option.
 
-// OPTION: hla-gpu-lower-register-tiles: generator must be auto or tiles, got 'maybe'
+// OPTION: for the --generator option: Cannot find option named 'maybe'!
+// PHASES: hla-gpu-lower-register-tiles: generator must be auto or tiles (phases means that this pass does not run)
 
 // float32 inputs keep exact float32 arithmetic (wgmma would round them).
 // AUTO: remark: left to hla-gpu-map-chunk-loops: tensor.extract_slice: a slice of a tensor that is not bf16

@@ -1,4 +1,4 @@
-// RUN: hla-opt %s --hla-gpu-map-chunk-loops=threads=32 | FileCheck %s
+// RUN: hla-opt %s --hla-gpu-map-chunk-loops=block-threads=32 | FileCheck %s
 
 // Tests that a buffer of the function body that one loop writes and the
 // next reads (the segmented form's segment summaries) becomes a device

@@ -1,4 +1,4 @@
-// RUN: hla-opt %s --hla-gpu-map-chunk-loops=threads=64 --canonicalize --cse | FileCheck %s
+// RUN: hla-opt %s --hla-gpu-map-chunk-loops=block-threads=64 --canonicalize --cse | FileCheck %s
 
 // Tests that a sum of every element of a tile into a 0-d f32 buffer
 // (out += Σ f(x), as causal isolation's Σ x · 0 over the token tiles) is

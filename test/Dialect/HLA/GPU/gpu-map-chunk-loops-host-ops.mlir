@@ -1,4 +1,4 @@
-// RUN: hla-opt %s --split-input-file --hla-gpu-map-chunk-loops=threads=32 --verify-diagnostics | FileCheck %s
+// RUN: hla-opt %s --split-input-file --hla-gpu-map-chunk-loops=block-threads=32 --verify-diagnostics | FileCheck %s
 
 // Tests what hla-gpu-map-chunk-loops does with the host code's own memory
 // accesses: a read of a single value (a run-time check's operand) is staged

@@ -1,4 +1,4 @@
-// RUN: hla-opt %s --hla-gpu-map-chunk-loops=threads=32 | FileCheck %s
+// RUN: hla-opt %s --hla-gpu-map-chunk-loops=block-threads=32 | FileCheck %s
 
 // Tests that buffers which do not fit in shared memory (here a 256 KiB
 // tile, more than the 227 KiB a block may use) go to each block's slice of

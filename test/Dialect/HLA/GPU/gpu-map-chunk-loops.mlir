@@ -1,4 +1,4 @@
-// RUN: hla-opt %s --hla-gpu-map-chunk-loops=threads=64 --canonicalize --cse | FileCheck %s
+// RUN: hla-opt %s --hla-gpu-map-chunk-loops=block-threads=64 --canonicalize --cse | FileCheck %s
 
 // Tests hla-gpu-map-chunk-loops on a bufferized (sequence) loop: the loop
 // becomes a gpu.launch with one 64-thread block per iteration; the three

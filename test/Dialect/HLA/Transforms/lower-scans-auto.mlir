@@ -1,4 +1,4 @@
-// RUN: hla-opt %s --hla-lower-scans="schedule=auto threads=2" | FileCheck %s
+// RUN: hla-opt %s --hla-lower-scans="schedule=auto scan-threads=2" | FileCheck %s
 
 // Tests the auto schedule's cost model: Blelloch (parallel levels) for one
 // long scan with a large state when the other axes would leave threads idle;

@@ -5,7 +5,7 @@
 // unknown schedule is reported.
 
 // PACKED: error: hla-lower-scans: the Blelloch schedule does not support packed sequences (cu_seqlens); use sequential or auto
-// UNKNOWN: error: hla-lower-scans: unknown schedule 'fastest' (sequential, blelloch or auto)
+// UNKNOWN: for the --schedule option: Cannot find option named 'fastest'!
 
 #la = #hla.monoid<"la" inputs(q: [d], k: [d], v: [dv]) state(P: [d, dv])
   token(P = k * v.T) combine(P = P.a + P.b) readout(num = q.T * P)>

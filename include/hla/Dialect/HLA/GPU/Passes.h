@@ -7,6 +7,7 @@
 #ifndef HLA_DIALECT_HLA_GPU_PASSES_H
 #define HLA_DIALECT_HLA_GPU_PASSES_H
 
+#include "hla/Dialect/HLA/Modes.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"

@@ -12,6 +12,7 @@
 #ifndef HLA_DIALECT_HLA_GPU_PASSES_TD
 #define HLA_DIALECT_HLA_GPU_PASSES_TD
 
+include "hla/Dialect/HLA/PassOptions.td"
 include "mlir/Pass/PassBase.td"
 
 def HLAGPUDistributeGraphOpsPass : Pass<"hla-gpu-distribute-graph-ops",
@@ -59,7 +60,7 @@ def HLAGPUMapChunkLoopsPass : Pass<"hla-gpu-map-chunk-loops",
   let description = [{
     Runs after bufferization on the fused chunked form (`hla-chunk
     form=fused`): every top-level `scf.forall` of a function becomes a
-    `gpu.launch` with one thread block of `threads` threads per iteration
+    `gpu.launch` with one thread block of `block-threads` threads per iteration
     (all on grid x, so B·H is not limited to 65,535), and its body becomes
     the block's program:
 
@@ -106,15 +107,14 @@ def HLAGPUMapChunkLoopsPass : Pass<"hla-gpu-map-chunk-loops",
     scratch buffer, allocated and freed on the stream around the launch.
   }];
   let options = [
-    Option<"threads", "threads", "int64_t", "256",
+    Option<"blockThreads", "block-threads", "int64_t", "256",
            "Threads per block">,
-    Option<"maxSharedMemory", "max-shared-memory", "int64_t", "232448",
-           "Dynamic shared memory a block may use (bytes; sm_90: 227 KiB)">,
-    Option<"tensorCores", "tensor-cores", "std::string", "\"auto\"",
-           "Contractions on tensor cores: auto, on or off">,
-    Option<"mma", "mma", "std::string", "\"mma.sync\"",
-           "Tensor-core instruction: mma.sync (sm_80 and later) or wgmma "
-           "(sm_90a)">,
+    HLA_MaxSharedMemoryOption,
+    HLA_ModeOption<"tensorCores", "tensor-cores", "AutoSwitch", "Auto",
+                   "Contractions on tensor cores: auto, on or off">,
+    HLA_ModeOption<"mma", "mma", "MmaInstruction", "MmaSync",
+                   "Tensor-core instruction: mma.sync (sm_80 and later) or "
+                   "wgmma (sm_90a); auto is the pipeline's to resolve">,
     Option<"tma", "tma", "bool", "false",
            "Load token tiles with TMA (cp.async.bulk.tensor, sm_90)">,
     Option<"tmaPrefetch", "tma-prefetch", "bool", "true",
@@ -190,14 +190,13 @@ def HLAGPULowerRegisterTilesPass : Pass<"hla-gpu-lower-register-tiles",
     warpgroups and the most fragment registers a thread holds at once.
   }];
   let options = [
-    Option<"generator", "generator", "std::string", "\"auto\"",
-           "auto (loops it can place; the others stay) or tiles (every "
-           "chunk loop, else an error)">,
+    HLA_ModeOption<"generator", "generator", "ChunkLoopGenerator", "Auto",
+                   "auto (loops it can place; the others stay) or tiles "
+                   "(every chunk loop, else an error); phases is the "
+                   "pipeline's (this pass does not run)">,
     Option<"report", "report", "bool", "false",
            "One remark per chunk loop: placements, contractions, conversions">,
-    Option<"maxSharedMemory", "max-shared-memory", "int64_t", "232448",
-           "Bytes of shared memory a block may use (the H200's 227 KiB): "
-           "a loop whose copies and buffers need more is not placed">,
+    HLA_MaxSharedMemoryOption,
     Option<"warpgroups", "warpgroups", "int64_t", "0",
            "Warpgroups per block, each holding its share of every "
            "fragment's columns: 1, 2, or 0 (auto: 2 where one warpgroup "

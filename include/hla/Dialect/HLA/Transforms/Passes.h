@@ -8,6 +8,7 @@
 #define HLA_DIALECT_HLA_TRANSFORMS_PASSES_H
 
 #include "hla/Dialect/HLA/IR/HLADialect.h"
+#include "hla/Dialect/HLA/Modes.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"

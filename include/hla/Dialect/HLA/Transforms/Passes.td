@@ -7,6 +7,7 @@
 #ifndef HLA_DIALECT_HLA_TRANSFORMS_PASSES_TD
 #define HLA_DIALECT_HLA_TRANSFORMS_PASSES_TD
 
+include "hla/Dialect/HLA/PassOptions.td"
 include "mlir/Pass/PassBase.td"
 
 def HLADeriveVjpPass : Pass<"hla-derive-vjp", "ModuleOp"> {
@@ -210,12 +211,12 @@ def HLAChunkPass : Pass<"hla-chunk"> {
     depends on them. Other chunks pay one scan of their output rows.
   }];
   let options = [
-    Option<"chunkSize", "chunk-size", "int64_t", "64",
-           "Tokens per chunk">,
-    Option<"form", "form", "std::string", "\"phased\"",
-           "phased (the three phases above), fused (one loop over a "
-           "sequence's chunks per sequence and head, carrying the state) or "
-           "segmented (fused loops over runs of chunks, see above)">,
+    HLA_ChunkSizeOption,
+    HLA_ModeOption<"form", "form", "ChunkForm", "Phased",
+                   "phased (the three phases above), fused (one loop over a "
+                   "sequence's chunks per sequence and head, carrying the "
+                   "state) or segmented (fused loops over runs of chunks, "
+                   "see above)">,
     Option<"segments", "segments", "int64_t", "0",
            "segmented: runs of chunks per sequence (0: from parallelism)">,
     Option<"parallelism", "parallelism", "int64_t", "132",
@@ -252,10 +253,7 @@ def HLALowerLinSimpExactPass : Pass<"hla-lower-linsimp-exact"> {
     softmax over a query's (key, anchor) pairs), masking later tokens inside
     the contraction; the rows are num / den. No packed sequences or state.
   }];
-  let options = [
-    Option<"chunkSize", "chunk-size", "int64_t", "64",
-           "Queries (and keys) per chunk">
-  ];
+  let options = [HLA_ChunkSizeOption];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::linalg::LinalgDialect",
     "::mlir::math::MathDialect", "::mlir::scf::SCFDialect",
@@ -273,7 +271,7 @@ def HLALowerScansPass : Pass<"hla-lower-scans"> {
     work-efficient up-sweep and down-sweep over a power-of-two padded array
     (about 2N combines in 2 log2 N levels of `scf.forall`); `schedule=auto`
     picks Blelloch when the other axes hold fewer independent scans than
-    `threads` and the axis is long. Both give the same results up to
+    `scan-threads` and the axis is long. Both give the same results up to
     rounding.
 
     ```mlir
@@ -287,9 +285,9 @@ def HLALowerScansPass : Pass<"hla-lower-scans"> {
     ```
   }];
   let options = [
-    Option<"schedule", "schedule", "std::string", "\"auto\"",
-           "sequential, blelloch or auto">,
-    Option<"threads", "threads", "int64_t", "2",
+    HLA_ModeOption<"schedule", "schedule", "ScanSchedule", "Auto",
+                   "sequential, blelloch or auto">,
+    Option<"scanThreads", "scan-threads", "int64_t", "2",
            "Worker threads the auto schedule assumes">
   ];
   let dependentDialects = [

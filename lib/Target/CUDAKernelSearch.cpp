@@ -1,0 +1,535 @@
+//===- CUDAKernelSearch.cpp - Kernels of the options that fit ---*- C++ -*-===//
+//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// hla-cuda-kernels: the device half of hla-cuda-pipeline, run on copies of
+// the module with the options left to it tried in turn, ptxas (-v) judging
+// each set of kernels, until one fits; the options it settles on are
+// recorded on the module (hla.cuda_options). What each step of the ladder
+// buys was measured on an H200; the comments give the figures.
+//
+//===----------------------------------------------------------------------===//
+
+#include "hla/Target/CUDAKernelSearch.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/SmallString.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FileUtilities.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <optional>
+
+using namespace mlir;
+using namespace mlir::hla;
+
+static LogicalResult writeText(llvm::StringRef path, llvm::StringRef data,
+                               std::string &error) {
+  std::error_code ec;
+  llvm::raw_fd_ostream out(path, ec, llvm::sys::fs::OF_None);
+  if (ec) {
+    error = "cannot write '" + path.str() + "': " + ec.message();
+    return failure();
+  }
+  out << data;
+  return success();
+}
+
+/// The widest value dimension of the graph's attention ops (their one
+/// result is [B, T, H, dv]), 0 for none.
+static int64_t valueWidth(ModuleOp module) {
+  int64_t width = 0;
+  module.walk([&](Operation *op) {
+    if (op->getDialect() && op->getDialect()->getNamespace() == "hla" &&
+        op->getNumResults() == 1)
+      if (auto type = dyn_cast<RankedTensorType>(op->getResult(0).getType()))
+        if (type.getRank() == 4 && !type.isDynamicDim(3))
+          width = std::max(width, type.getDimSize(3));
+  });
+  return width;
+}
+
+/// The value tile after `current` in the register-tile ladder: half the
+/// width, then halves down to 16 columns (0 when there is none).
+static int64_t narrowerValueTile(int64_t current, int64_t width) {
+  int64_t from = current > 0 ? current : width;
+  if (from <= 16)
+    return 0;
+  return std::max<int64_t>(from / 2, 16);
+}
+
+/// The bytes of spill stores plus spill loads ptxas -v reports in `log`
+/// ("... N bytes spill stores, M bytes spill loads" per function).
+static int64_t spilledBytes(llvm::StringRef log) {
+  int64_t total = 0;
+  llvm::SmallVector<llvm::StringRef> lines;
+  log.split(lines, '\n');
+  for (llvm::StringRef line : lines)
+    for (llvm::StringRef what : {" bytes spill stores", " bytes spill loads"}) {
+      size_t at = line.find(what);
+      if (at == llvm::StringRef::npos)
+        continue;
+      llvm::StringRef before = line.take_front(at).rtrim();
+      int64_t bytes = 0;
+      if (!before.substr(before.find_last_of(' ') + 1).getAsInteger(10, bytes))
+        total += bytes;
+    }
+  return total;
+}
+
+/// Assembles every kernel module's PTX with ptxas (-v), keeping the log at
+/// `logPath`, and replaces the PTX objects with the cubins. Fails on
+/// register spills (their bytes, from ptxas's -v numbers, in `spills`;
+/// unless `allowSpills`) and on ptxas's warnings that wgmma was serialized
+/// (C7510, C7511, C7515).
+static LogicalResult assembleKernels(ModuleOp module,
+                                     const CUDAPipelineOptions &cuda,
+                                     llvm::StringRef logPath, int64_t &spills,
+                                     std::string &error, bool allowSpills) {
+  spills = 0;
+  std::string ptxas = cuda.toolkit + "/bin/ptxas";
+  if (!llvm::sys::fs::can_execute(ptxas)) {
+    error = "ptxas not found at '" + ptxas +
+            "' (set the CUDA toolkit with --cuda-toolkit)";
+    return failure();
+  }
+  std::string log;
+  llvm::SmallVector<gpu::BinaryOp> binaries;
+  module.walk([&](gpu::BinaryOp op) { binaries.push_back(op); });
+  for (gpu::BinaryOp binary : binaries) {
+    llvm::SmallVector<Attribute> objects;
+    for (Attribute attr : binary.getObjects()) {
+      auto object = cast<gpu::ObjectAttr>(attr);
+      if (object.getFormat() != gpu::CompilationTarget::Assembly) {
+        error = "kernel module '" + binary.getName().str() +
+                "' was not compiled to PTX";
+        return failure();
+      }
+      llvm::StringRef text = object.getObject().getValue();
+      llvm::SmallString<128> ptxPath, cubinPath, logFile;
+      if (llvm::sys::fs::createTemporaryFile("hla-kernel", "ptx", ptxPath) ||
+          llvm::sys::fs::createTemporaryFile("hla-kernel", "cubin",
+                                             cubinPath) ||
+          llvm::sys::fs::createTemporaryFile("hla-ptxas", "log", logFile)) {
+        error = "cannot create temporary files for ptxas";
+        return failure();
+      }
+      llvm::FileRemover removePtx(ptxPath), removeCubin(cubinPath),
+          removeLog(logFile);
+      if (failed(writeText(ptxPath, text, error)))
+        return failure();
+      std::string arch = "-arch=" + cuda.chip.getValue();
+      llvm::SmallVector<llvm::StringRef> args = {ptxas,   arch, "-v",     "-O3",
+                                                 ptxPath, "-o", cubinPath};
+      std::optional<llvm::StringRef> redirects[] = {std::nullopt, logFile.str(),
+                                                    logFile.str()};
+      std::string message;
+      int status = llvm::sys::ExecuteAndWait(ptxas, args, std::nullopt,
+                                             redirects, 0, 0, &message);
+      auto logText = llvm::MemoryBuffer::getFile(logFile);
+      std::string moduleLog =
+          logText ? (*logText)->getBuffer().str() : std::string();
+      log += "// kernel module " + binary.getName().str() + "\n" + moduleLog;
+      if (status != 0) {
+        error = "ptxas failed on kernel module '" + binary.getName().str() +
+                "':\n" + moduleLog + message;
+        return failure();
+      }
+      for (llvm::StringRef code : {"C7510", "C7511", "C7515"})
+        if (llvm::StringRef(moduleLog).contains(code)) {
+          error = "ptxas serialized wgmma in kernel module '" +
+                  binary.getName().str() + "' (" + code.str() + "):\n" +
+                  moduleLog;
+          return failure();
+        }
+      spills = spilledBytes(moduleLog);
+      if (spills && !allowSpills) {
+        error = "registers spill in kernel module '" + binary.getName().str() +
+                "' (" + std::to_string(spills) + " bytes):\n" + moduleLog;
+        return failure();
+      }
+      auto cubin = llvm::MemoryBuffer::getFile(cubinPath, /*IsText=*/false);
+      if (!cubin) {
+        error = "ptxas wrote no cubin for '" + binary.getName().str() + "'";
+        return failure();
+      }
+      objects.push_back(gpu::ObjectAttr::get(
+          module.getContext(), object.getTarget(),
+          gpu::CompilationTarget::Binary,
+          StringAttr::get(module.getContext(), (*cubin)->getBuffer()),
+          object.getProperties(), object.getKernels()));
+    }
+    binary.setObjectsAttr(ArrayAttr::get(module.getContext(), objects));
+  }
+  if (!logPath.empty() && failed(writeText(logPath, log, error)))
+    return failure();
+  return success();
+}
+
+namespace {
+
+/// One run of the search over one module.
+class KernelSearch {
+public:
+  KernelSearch(ModuleOp module, const CUDAPipelineOptions &requested,
+               const CUDAKernelSearchSettings &settings)
+      : module(module), settings(settings), pristine(module.clone()),
+        width(valueWidth(module)) {
+    this->requested.copyOptionValuesFrom(requested);
+    pipeline.copyOptionValuesFrom(requested);
+    pipeline.toolkit = resolveCUDAToolkit(requested.toolkit);
+  }
+
+  /// Builds the kernels; on success `pipeline` holds the options decided.
+  LogicalResult run(std::string &error);
+
+  CUDAPipelineOptions pipeline;
+
+private:
+  TimingScope phase(llvm::StringRef name) {
+    return settings.timing ? settings.timing->nest(name) : TimingScope();
+  }
+  /// Replaces the module's body by a fresh copy of the input.
+  void restore() { adopt(pristine->clone()); }
+  void adopt(OwningOpRef<ModuleOp> built) {
+    module.getBodyRegion().takeBody(built->getBodyRegion());
+    module->setAttrs(built.get()->getAttrDictionary());
+  }
+  bool usesDeviceScratch() {
+    bool scratch = false;
+    module.walk([&](func::FuncOp func) {
+      scratch |= func->hasAttr("hla.device_scratch");
+    });
+    return scratch;
+  }
+  /// Device code for `pipeline` into the module (the schedule's and the
+  /// generator's automatic choices made by trial).
+  LogicalResult buildDevice();
+  bool tryRegisterTiles();
+  bool trySegmentedSchedule();
+
+  ModuleOp module;
+  CUDAPipelineOptions requested;
+  CUDAKernelSearchSettings settings;
+  OwningOpRef<ModuleOp> pristine;
+  int64_t width;
+};
+
+} // namespace
+
+bool KernelSearch::tryRegisterTiles() {
+  // Register tiles first, at their 64-token chunks and one warpgroup per
+  // (sequence, head, value tile), when every chunk loop fits them.
+  TimingScope search = phase("CUDA register-tile trial");
+  KernelSchedule schedule = pipeline.schedule;
+  int64_t chunk = pipeline.chunkSize;
+  pipeline.generator = ChunkLoopGenerator::Tiles;
+  if (schedule == KernelSchedule::Auto)
+    pipeline.schedule = KernelSchedule::Persistent;
+  pipeline.chunkSize = 64;
+  ScopedDiagnosticHandler quiet(module.getContext(),
+                                [](Diagnostic &) { return success(); });
+  // One warpgroup per (sequence, head, value tile) leaves the GPU idle
+  // when there are few: 1x16x65536x64 linear attention ran 4.9 ms on 32
+  // blocks, 1.95 ms segmented on the phases (H200, 2026-12-02). Such graphs
+  // take the segmented form on register tiles, else the search below.
+  auto fewBlocks = [&](ModuleOp built) {
+    bool few = false;
+    built.walk([&](gpu::LaunchFuncOp launch) {
+      std::optional<int64_t> blocks =
+          getConstantIntValue(launch.getGridSizeX());
+      few |= blocks && *blocks < pipeline.parallelism / 2;
+    });
+    return few;
+  };
+  OwningOpRef<ModuleOp> trial;
+  auto tryTiles = [&]() {
+    trial = module.clone();
+    PassManager device(module.getContext());
+    buildCUDADevicePipeline(device, pipeline);
+    return succeeded(device.run(*trial));
+  };
+  bool placed = tryTiles();
+  // A loop whose copies overflow shared memory at full value width may fit
+  // at half of it (hla3 at d = 64: 332 KB at 64 columns; hla2 at d = 128:
+  // 266 KB at 128).
+  if (!placed && requested.valueTile == -1 &&
+      pipeline.schedule == KernelSchedule::Persistent &&
+      narrowerValueTile(0, width)) {
+    pipeline.valueTile = narrowerValueTile(0, width);
+    placed = tryTiles();
+    if (!placed)
+      pipeline.valueTile = requested.valueTile;
+  }
+  if (placed && fewBlocks(*trial) && schedule == KernelSchedule::Auto) {
+    // Runs of chunks per (sequence, head) in parallel, their states
+    // combined (the segment count from the SMs; no value tiles).
+    pipeline.schedule = KernelSchedule::Segmented;
+    pipeline.valueTile = requested.valueTile;
+    placed = tryTiles();
+  }
+  // The segmented form's run count weighs blocks against the runs'
+  // sequential work (hla-chunk's model): its blocks are not held to half
+  // the SMs.
+  if (placed &&
+      (pipeline.schedule == KernelSchedule::Segmented || !fewBlocks(*trial))) {
+    adopt(std::move(trial));
+    return true;
+  }
+  pipeline.valueTile = requested.valueTile;
+  pipeline.generator = ChunkLoopGenerator::Phases;
+  pipeline.schedule = schedule;
+  pipeline.chunkSize = chunk;
+  return false;
+}
+
+bool KernelSearch::trySegmentedSchedule() {
+  // The auto schedule is the segmented one where it helps (few sequence-
+  // head pairs) and its kernels fit in shared memory: tried on a copy,
+  // quietly, falling back to the persistent schedule (whose diagnostics are
+  // then the real ones). Kernels that stream state through device-memory
+  // scratch lose more in the segmented schedule's two passes than its
+  // extra blocks gain (56 vs 24 ms at hla2 4x16x8192x128), so those take the
+  // persistent schedule too. wgmma's staging buffers can be what pushes the
+  // segmented kernels into scratch; they are then tried with mma.sync
+  // (which stages nothing) before the persistent schedule (1x16x65536x64,
+  // chunk 64: 10.8 ms segmented with mma.sync, 43.9 ms persistent with
+  // wgmma).
+  TimingScope search = phase("CUDA schedule search");
+  llvm::SmallVector<MmaInstruction, 2> instructions = {pipeline.mma};
+  if (pipeline.mma == MmaInstruction::Auto && pipeline.chip == "sm_90a")
+    instructions.push_back(MmaInstruction::MmaSync);
+  MmaInstruction chosen = pipeline.mma;
+  for (MmaInstruction mma : instructions) {
+    OwningOpRef<ModuleOp> trial = module.clone();
+    pipeline.mma = mma;
+    PassManager device(module.getContext());
+    buildCUDADevicePipeline(device, pipeline);
+    ScopedDiagnosticHandler quiet(module.getContext(),
+                                  [](Diagnostic &) { return success(); });
+    bool scratch = false;
+    bool built = succeeded(device.run(*trial));
+    if (built)
+      trial->walk([&](func::FuncOp func) {
+        scratch |= func->hasAttr("hla.device_scratch");
+      });
+    if (built && !scratch) {
+      adopt(std::move(trial));
+      return true;
+    }
+  }
+  pipeline.schedule = KernelSchedule::Persistent;
+  pipeline.mma = chosen;
+  return false;
+}
+
+LogicalResult KernelSearch::buildDevice() {
+  bool compiled = false;
+  if (pipeline.generator == ChunkLoopGenerator::Auto &&
+      requested.chunkSize == 0 && pipeline.chip == "sm_90a")
+    compiled = tryRegisterTiles();
+  if (!compiled && pipeline.chunkSize == 0)
+    pipeline.chunkSize = 32; // the phases' chunk (fastest there on an H200)
+  if (!compiled && pipeline.schedule == KernelSchedule::Auto)
+    compiled = trySegmentedSchedule();
+  if (compiled)
+    return success();
+  PassManager device(module.getContext());
+  buildCUDADevicePipeline(device, pipeline);
+  TimingScope timed = phase("CUDA device pipeline");
+  if (settings.timing)
+    device.enableTiming(timed);
+  return device.run(module);
+}
+
+LogicalResult KernelSearch::run(std::string &error) {
+  if (pipeline.mma == MmaInstruction::Wgmma && pipeline.chip != "sm_90a") {
+    error = "mma=wgmma needs chip=sm_90a (got " + pipeline.chip + ")";
+    return failure();
+  }
+  if (failed(buildDevice()))
+    return failure();
+  // The prefetched tiles' second buffers can push a kernel's buffers into
+  // device-memory scratch, which costs more than the prefetch gains (hla2
+  // 8x16x8192x64 with 64-token chunks: 6.48 ms with, 5.59 without): such
+  // kernels are rebuilt without it.
+  if (usesDeviceScratch() && pipeline.tmaPrefetch == AutoSwitch::Auto) {
+    restore();
+    pipeline.tmaPrefetch = AutoSwitch::Off;
+    pipeline.schedule = requested.schedule;
+    pipeline.mma = requested.mma;
+    if (failed(buildDevice()))
+      return failure();
+  }
+  if (!settings.assemble)
+    return success();
+
+  // TMA loads keep their tensor maps and mbarriers in registers; in kernels
+  // already at the register limit (hla2 at d = 128) that spills, and
+  // ptxas's verdict sends them back to the threads' copies.
+  int64_t spills = 0;
+  // The widest register-tile kernels ptxas spilled, kept for when the
+  // shared-memory phases would stream their state through device memory.
+  struct TileChoice {
+    int64_t chunkSize, valueTile, warpgroups;
+  };
+  std::optional<TileChoice> spillingTiles;
+  bool allowSpills = false;
+  TimingScope assembly = phase("ptxas");
+  while (failed(assembleKernels(module, pipeline, settings.ptxasLog, spills,
+                                error, allowSpills))) {
+    // Kernels ptxas refuses (spills): register tiles (chosen by the
+    // search, or placed where they could be) go back to the shared-memory
+    // phases first; then TMA's registers are given up.
+    bool tiles = pipeline.generator == ChunkLoopGenerator::Auto ||
+                 (pipeline.generator == ChunkLoopGenerator::Tiles &&
+                  requested.generator == ChunkLoopGenerator::Auto);
+    if (!tiles && (pipeline.tma != AutoSwitch::Auto || spills == 0)) {
+      // The last resort of an automatic choice: the phases as they are,
+      // spilling (hla3's derived backward at d = 64 spills 588 bytes per
+      // thread; no narrower form exists for it). Options the caller fixed
+      // still fail on spills.
+      if (spills == 0 || requested.generator != ChunkLoopGenerator::Auto ||
+          allowSpills)
+        return failure();
+      allowSpills = true;
+      error.clear();
+      continue;
+    }
+    // Register-tile kernels of one warpgroup per block.
+    bool oneWarpgroup = false;
+    module.walk([&](gpu::LaunchFuncOp launch) {
+      std::optional<int64_t> threads =
+          getConstantIntValue(launch.getBlockSizeX());
+      oneWarpgroup |= threads == 128;
+    });
+    restore();
+    pipeline.schedule = requested.schedule;
+    pipeline.mma = requested.mma;
+    if (tiles && pipeline.generator == ChunkLoopGenerator::Tiles &&
+        oneWarpgroup && requested.warpgroups == 0 && pipeline.warpgroups == 0) {
+      // Two warpgroups first, each with half of every fragment's columns,
+      // at the same value tiles: linear attention at d = 128 with causal
+      // isolation spills 40 bytes in one warpgroup at 64 columns, which
+      // 32-column tiles would double the blocks for.
+      pipeline.warpgroups = 2;
+    } else if (tiles && requested.valueTile == -1 &&
+               narrowerValueTile(pipeline.valueTile, width)) {
+      // Then narrower value tiles: fewer registers for the value-wide state
+      // and outputs (hla3 at 2x16x32768 fits at 32 columns).
+      if (!spillingTiles && pipeline.generator == ChunkLoopGenerator::Tiles)
+        spillingTiles = TileChoice{pipeline.chunkSize, pipeline.valueTile,
+                                   pipeline.warpgroups};
+      pipeline.generator = ChunkLoopGenerator::Tiles;
+      pipeline.schedule = KernelSchedule::Persistent;
+      pipeline.valueTile = narrowerValueTile(pipeline.valueTile, width);
+      pipeline.warpgroups = requested.warpgroups;
+    } else if (tiles) {
+      pipeline.generator = ChunkLoopGenerator::Phases;
+      pipeline.chunkSize = requested.chunkSize;
+      pipeline.valueTile = requested.valueTile;
+      pipeline.warpgroups = requested.warpgroups;
+    } else {
+      pipeline.tma = AutoSwitch::Off;
+    }
+    error.clear();
+    if (failed(buildDevice()))
+      return failure();
+    // Phases that stream their state through device memory (hla2 at
+    // d = 128) lose to register tiles that spill a few hundred bytes per
+    // thread to local memory, which stays in L1: hla2 8x16x2048x128 ran
+    // 5.58 ms on the phases, 0.80 ms on 64-column tiles spilling 1,584
+    // bytes, 1.12 ms on 32-column ones spilling 756 (bench/RESULTS.md). The
+    // widest spilling tiles are kept then.
+    if (pipeline.generator == ChunkLoopGenerator::Phases &&
+        usesDeviceScratch() && spillingTiles) {
+      restore();
+      pipeline.generator = ChunkLoopGenerator::Tiles;
+      pipeline.schedule = KernelSchedule::Persistent;
+      pipeline.chunkSize = spillingTiles->chunkSize;
+      pipeline.valueTile = spillingTiles->valueTile;
+      pipeline.warpgroups = spillingTiles->warpgroups;
+      spillingTiles.reset();
+      allowSpills = true;
+      if (failed(buildDevice()))
+        return failure();
+    }
+  }
+  return success();
+}
+
+namespace {
+
+struct CUDAKernelSearchPass
+    : public PassWrapper<CUDAKernelSearchPass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(CUDAKernelSearchPass)
+
+  CUDAKernelSearchPass(const CUDAPipelineOptions &requested,
+                       CUDAKernelSearchSettings settings)
+      : settings(std::move(settings)) {
+    this->requested.copyOptionValuesFrom(requested);
+  }
+  CUDAKernelSearchPass(const CUDAKernelSearchPass &other)
+      : PassWrapper(other), settings(other.settings) {
+    requested.copyOptionValuesFrom(other.requested);
+  }
+
+  StringRef getArgument() const override { return "hla-cuda-kernels"; }
+  StringRef getDescription() const override {
+    return "Build a graph's CUDA kernels with the options a search settles "
+           "on, recorded as hla.cuda_options";
+  }
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    KernelSearch search(module, requested, settings);
+    std::string error;
+    if (failed(search.run(error))) {
+      if (!error.empty())
+        module.emitError() << "hla-cuda-kernels: " << error;
+      return signalPassFailure();
+    }
+    // The decision: hla-cuda-pipeline with exactly these options rebuilds
+    // these kernels. The auto schedule that survives the search is the
+    // segmented one (hla-chunk's run count then decides).
+    CUDAPipelineOptions &decided = search.pipeline;
+    if (decided.schedule == KernelSchedule::Auto)
+      decided.schedule = KernelSchedule::Segmented;
+    std::string text;
+    llvm::raw_string_ostream stream(text);
+    decided.print(stream);
+    module->setAttr("hla.cuda_options",
+                    StringAttr::get(module.getContext(),
+                                    llvm::StringRef(text).trim().trim("{}")));
+  }
+
+  CUDAPipelineOptions requested;
+  CUDAKernelSearchSettings settings;
+};
+
+} // namespace
+
+std::unique_ptr<Pass>
+mlir::hla::createCUDAKernelSearchPass(const CUDAPipelineOptions &requested,
+                                      CUDAKernelSearchSettings settings) {
+  return std::make_unique<CUDAKernelSearchPass>(requested, std::move(settings));
+}
+
+void mlir::hla::registerCUDAKernelSearch() {
+  PassPipelineRegistration<CUDAPipelineOptions>(
+      "hla-cuda-kernels",
+      "Build a graph's CUDA kernels (cubins in gpu.binary) with the options "
+      "left to it (chunk-size=0, value-tile=-1, warpgroups=0, every auto) "
+      "chosen by trial, ptxas judging spills; records the options decided "
+      "as the module's hla.cuda_options",
+      [](OpPassManager &pm, const CUDAPipelineOptions &options) {
+        pm.addPass(createCUDAKernelSearchPass(options));
+      });
+}
