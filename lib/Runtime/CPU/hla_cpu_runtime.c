@@ -223,7 +223,6 @@ int hla_parse_signature(const char *text, HlaSignature *sig) {
   return parseList(&p, sig->outputs, &sig->numOutputs);
 }
 
-
 int64_t hla_dtype_size(int dtype) {
   static const int64_t sizes[] = {4, 2, 2, 8, 4, 8};
   return sizes[dtype];
@@ -476,8 +475,7 @@ static int readNpyHeader(FILE *f, long long fileSize, NpyHeader *out,
   char *header = (char *)malloc(headerLength + 1);
   if (!header) {
     snprintf(error, errorSize,
-             "out of memory reading a .npy header of %zu bytes",
-             headerLength);
+             "out of memory reading a .npy header of %zu bytes", headerLength);
     return -1;
   }
   if (fread(header, 1, headerLength, f) != headerLength) {
@@ -511,9 +509,9 @@ static int readNpyHeader(FILE *f, long long fileSize, NpyHeader *out,
 static int writeNpy(const char *path, const char *descr, const int64_t *shape,
                     int rank, const void *data, size_t bytes) {
   char dict[512];
-  int used = snprintf(dict, sizeof(dict),
-                      "{'descr': '%s', 'fortran_order': False, 'shape': (",
-                      descr);
+  int used =
+      snprintf(dict, sizeof(dict),
+               "{'descr': '%s', 'fortran_order': False, 'shape': (", descr);
   for (int d = 0; d < rank; ++d)
     used += snprintf(dict + used, sizeof(dict) - used, "%lld,%s",
                      (long long)shape[d], d + 1 < rank ? " " : "");
@@ -570,7 +568,8 @@ static void fillRandom(void *buffer, const HlaTensorInfo *t, uint64_t *state,
   }
   for (int64_t i = 0; i < n; ++i) {
     double u1 = uniform01(state), u2 = uniform01(state);
-    float x = (float)(scale * sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
+    float x =
+        (float)(scale * sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
     switch (t->dtype) {
     case HLA_F32:
       ((float *)buffer)[i] = x;
@@ -642,27 +641,29 @@ static int loadInput(const char *path, const HlaTensorInfo *t, int index,
   if (fileSize >= 0 && position >= 0 &&
       (unsigned long long)(fileSize - position) < fileBytes) {
     snprintf(error, sizeof(error),
-             "truncated data: expected %zu bytes, the file has %lld",
-             fileBytes, fileSize - position);
+             "truncated data: expected %zu bytes, the file has %lld", fileBytes,
+             fileSize - position);
     goto fail;
   }
   size_t bytes = count * dtypeSize(t->dtype);
   *buffer = malloc(bytes + 64);
   void *staging = t->dtype == HLA_BF16 ? malloc(fileBytes + 1) : *buffer;
   if (!*buffer || !staging) {
-    snprintf(error, sizeof(error), "out of memory: the argument needs %zu bytes",
-             bytes + fileBytes);
-    free(*buffer);
+    snprintf(error, sizeof(error),
+             "out of memory: the argument needs %zu bytes", bytes + fileBytes);
     if (staging != *buffer)
       free(staging);
+    free(*buffer);
+    *buffer = NULL;
     goto fail;
   }
   if (fread(staging, 1, fileBytes, f) != fileBytes) {
     snprintf(error, sizeof(error), "truncated data: expected %zu bytes",
              fileBytes);
-    free(*buffer);
     if (staging != *buffer)
       free(staging);
+    free(*buffer);
+    *buffer = NULL;
     goto fail;
   }
   if (t->dtype == HLA_BF16) {
@@ -763,8 +764,7 @@ static void usage(const char *program, const HlaSignature *sig) {
   for (int i = 0; i < sig->numInputs; ++i) {
     char shape[256];
     formatShape(&sig->inputs[i], shape, sizeof(shape));
-    fprintf(stderr, "  %d: %s %s\n", i, dtypeName(sig->inputs[i].dtype),
-            shape);
+    fprintf(stderr, "  %d: %s %s\n", i, dtypeName(sig->inputs[i].dtype), shape);
   }
 }
 
@@ -829,61 +829,74 @@ int main(int argc, char **argv) {
     return 2;
   }
 
-  void *inputs[64], *outputs[64];
+  // Every exit from here on frees the tensors (`done`): the program is
+  // also run under LeakSanitizer.
+  void *inputs[64] = {0}, *outputs[64] = {0};
+  double *times = NULL;
+  float *widened = NULL;
+  int status = 2;
   uint64_t state = seed * 0x9E3779B97F4A7C15ull + 0x2545F4914F6CDD1Dull;
   for (int i = 0; i < sig.numInputs; ++i) {
     const HlaTensorInfo *t = &sig.inputs[i];
     if (randomInputs) {
       if (!(inputs[i] = allocateTensor(t, "input", i)))
-        return 2;
+        goto done;
       fillRandom(inputs[i], t, &state, 0.5);
       continue;
     }
     if (loadInput(files[i], t, i, &inputs[i]))
-      return 2;
+      goto done;
   }
   for (int j = 0; j < sig.numOutputs; ++j) {
     const HlaTensorInfo *t = &sig.outputs[j];
     if (!(outputs[j] = allocateTensor(t, "output", j)))
-      return 2;
+      goto done;
     // A poison pattern: an output the code never writes shows up as NaN.
     memset(outputs[j], 0xff, (size_t)numElements(t) * dtypeSize(t->dtype));
   }
 
   void *entryInputs[64], *entryOutputs[64];
   RuntimeHook hook = {&sig, inputs, outputs, entryInputs, entryOutputs};
-  if (protect(prepareHook, &hook))
-    return reportFailure();
+  if (protect(prepareHook, &hook)) {
+    status = reportFailure();
+    goto done;
+  }
   if (bench) {
-    if (hla_entry(entryInputs, entryOutputs)) // warm-up
-      return reportFailure();
-    double *times = (double *)malloc(sizeof(double) * bench);
+    if (hla_entry(entryInputs, entryOutputs)) { // warm-up
+      status = reportFailure();
+      goto done;
+    }
+    times = (double *)malloc(sizeof(double) * bench);
     if (!times) {
       fprintf(stderr, "error: out of memory: --bench %d\n", bench);
-      return 2;
+      goto done;
     }
     for (int r = 0; r < bench; ++r) {
       double start = nowMs();
-      if (hla_entry(entryInputs, entryOutputs))
-        return reportFailure();
+      if (hla_entry(entryInputs, entryOutputs)) {
+        status = reportFailure();
+        goto done;
+      }
       times[r] = nowMs() - start;
     }
     qsort(times, bench, sizeof(double), compareDoubles);
     double median = bench % 2 ? times[bench / 2]
                               : 0.5 * (times[bench / 2 - 1] + times[bench / 2]);
     printf("median_ms=%.4f min_ms=%.4f runs=%d\n", median, times[0], bench);
-    free(times);
   } else if (hla_entry(entryInputs, entryOutputs)) {
-    return reportFailure();
+    status = reportFailure();
+    goto done;
   }
-  if (protect(finishHook, &hook))
-    return reportFailure();
+  if (protect(finishHook, &hook)) {
+    status = reportFailure();
+    goto done;
+  }
 
   if (outDir) {
     if (mkdir(outDir, 0777) && errno != EEXIST) {
       fprintf(stderr, "error: cannot create '%s': %s\n", outDir,
               strerror(errno));
-      return 2;
+      goto done;
     }
     for (int j = 0; j < sig.numOutputs; ++j) {
       const HlaTensorInfo *t = &sig.outputs[j];
@@ -897,13 +910,12 @@ int main(int argc, char **argv) {
                           : t->dtype == HLA_I64 ? "<i8"
                                                 : "<f4";
       const void *data = outputs[j];
-      float *widened = NULL;
       if (t->dtype == HLA_BF16) {
         // Written as float32: numpy cannot read bfloat16.
         widened = (float *)malloc(count * sizeof(float) + 1);
         if (!widened) {
           fprintf(stderr, "error: out of memory writing '%s'\n", path);
-          return 2;
+          goto done;
         }
         for (size_t i = 0; i < count; ++i)
           widened[i] = bf16ToFloat(((uint16_t *)outputs[j])[i]);
@@ -912,12 +924,21 @@ int main(int argc, char **argv) {
       size_t bytes = count * (t->dtype == HLA_BF16 ? 4 : dtypeSize(t->dtype));
       if (writeNpy(path, descr, t->shape, t->rank, data, bytes)) {
         fprintf(stderr, "error: cannot write '%s'\n", path);
-        return 2;
+        goto done;
       }
       free(widened);
+      widened = NULL;
     }
   }
-  return 0;
+  status = 0;
+done:
+  free(widened);
+  free(times);
+  for (int i = 0; i < 64; ++i) {
+    free(inputs[i]);
+    free(outputs[i]);
+  }
+  return status;
 }
 
 #endif // HLA_RUNTIME_NO_MAIN
