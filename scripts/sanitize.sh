@@ -6,7 +6,8 @@
 # runtimes, and every artefact they link, all against clang's shared
 # sanitizer runtime) and runs the test suites under it.
 #
-#   scripts/sanitize.sh [lit|pytest|all] [PYTEST ARGS...]   (default: all)
+#   scripts/sanitize.sh [lit|pytest|all] [PYTEST ARGS...]   (default: all;
+#                        pytest arguments, e.g. test files, replace `tests`)
 #
 # lit runs the sanitized hla-opt and the executables it links; pytest runs
 # the Python package on the sanitized libHLACAPI.so in a Python that
@@ -68,6 +69,6 @@ if [ "$which" = all ] || [ "$which" = pytest ]; then
   (cd "$root/python" &&
     LD_PRELOAD="$HLA_SANITIZER_RUNTIME" ASAN_OPTIONS="$ASAN_OPTIONS:detect_leaks=0" \
     HLA_LIBRARY_DIR="$build/lib" HLA_OPT="$build/bin/hla-opt" HLA_CACHE_DIR="$cache" \
-    "$python" -m pytest -q -p no:cacheprovider tests "$@") || status=1
+    "$python" -m pytest -q -p no:cacheprovider "${@:-tests}") || status=1
 fi
 exit $status

@@ -17,6 +17,8 @@
 #include "hla/Dialect/HLA/Transforms/Passes.h"
 #include "hla/Target/CUDAKernelSearch.h"
 
+#include "WriteFile.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
@@ -189,18 +191,6 @@ static LogicalResult link(llvm::StringRef object, llvm::StringRef output,
             (message.empty() ? "" : ": " + message);
     return failure();
   }
-  return success();
-}
-
-static LogicalResult writeFile(llvm::StringRef path, llvm::StringRef data,
-                               std::string &error) {
-  std::error_code ec;
-  llvm::raw_fd_ostream out(path, ec, llvm::sys::fs::OF_None);
-  if (ec) {
-    error = "cannot write '" + path.str() + "': " + ec.message();
-    return failure();
-  }
-  out << data;
   return success();
 }
 

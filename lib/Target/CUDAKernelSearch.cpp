@@ -14,6 +14,8 @@
 
 #include "hla/Target/CUDAKernelSearch.h"
 
+#include "WriteFile.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
@@ -29,18 +31,6 @@
 
 using namespace mlir;
 using namespace mlir::hla;
-
-static LogicalResult writeText(llvm::StringRef path, llvm::StringRef data,
-                               std::string &error) {
-  std::error_code ec;
-  llvm::raw_fd_ostream out(path, ec, llvm::sys::fs::OF_None);
-  if (ec) {
-    error = "cannot write '" + path.str() + "': " + ec.message();
-    return failure();
-  }
-  out << data;
-  return success();
-}
 
 /// The widest value dimension of the graph's attention ops (their one
 /// result is [B, T, H, dv]), 0 for none.
@@ -123,7 +113,7 @@ static LogicalResult assembleKernels(ModuleOp module,
       }
       llvm::FileRemover removePtx(ptxPath), removeCubin(cubinPath),
           removeLog(logFile);
-      if (failed(writeText(ptxPath, text, error)))
+      if (failed(writeFile(ptxPath, text, error)))
         return failure();
       std::string arch = "-arch=" + cuda.chip.getValue();
       llvm::SmallVector<llvm::StringRef> args = {ptxas,   arch, "-v",     "-O3",
@@ -168,7 +158,7 @@ static LogicalResult assembleKernels(ModuleOp module,
     }
     binary.setObjectsAttr(ArrayAttr::get(module.getContext(), objects));
   }
-  if (!logPath.empty() && failed(writeText(logPath, log, error)))
+  if (!logPath.empty() && failed(writeFile(logPath, log, error)))
     return failure();
   return success();
 }

@@ -4,8 +4,10 @@ machine).
 
     out_of_memory.py LIBRARY.so
 
-PyTorch takes all the device memory it can get before the artefact's first
-call (which loads its kernels and allocates its temporaries). That call must
+PyTorch and then the driver (in small blocks) take all the device memory
+they can get before the artefact's first call (which loads its kernels and
+allocates its temporaries: a segmented artefact allocates its runs'
+summaries, so it must be refused). That call must
 either complete correctly or return a non-zero status whose message
 (hla_last_error) says the device is out of memory; either way the process
 goes on, and once the memory is given back the next calls succeed and
@@ -17,57 +19,54 @@ import sys
 
 import torch
 
-from run_cases import parse_signature  # noqa: E402 (beside this file)
-
-DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}
+from entry_call import Entry  # noqa: E402 (beside this file)
 
 
 def exhaust():
-    """Holds every block of device memory torch can allocate, largest first."""
+    """Holds every block of device memory torch can allocate, largest first,
+    then what its allocator's granularity leaves, by the driver's
+    cuMemAlloc in 64 KiB steps. Returns a function that gives it back."""
     held, size = [], 1 << 34
     while size >= 1 << 20:
         try:
             held.append(torch.empty(size, dtype=torch.uint8, device="cuda"))
         except torch.OutOfMemoryError:
             size //= 2
-    return held
+    driver = ctypes.CDLL("libcuda.so.1")
+    driver.cuMemAlloc_v2.argtypes = [ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t]
+    driver.cuMemFree_v2.argtypes = [ctypes.c_uint64]
+    small = []
+    while len(small) < 1 << 16:
+        pointer = ctypes.c_uint64()
+        if driver.cuMemAlloc_v2(ctypes.byref(pointer), 1 << 16) != 0:
+            break
+        small.append(pointer.value)
+
+    def release():
+        for pointer in small:
+            driver.cuMemFree_v2(pointer)
+        held.clear()
+        torch.cuda.empty_cache()
+    return release
 
 
 def main(path):
-    lib = ctypes.CDLL(path)
-    sig = ctypes.string_at(ctypes.addressof(ctypes.c_char.in_dll(lib, "hla_main_signature")))
-    _, ins, outs = parse_signature(sig.decode())
-    fn = lib.hla_main
-    fn.argtypes = [ctypes.POINTER(ctypes.c_void_p)] * 2
-    fn.restype = ctypes.c_int32
-    lib.hla_last_error.restype = ctypes.c_char_p
-    lib.hla_cuda_set_stream.argtypes = [ctypes.c_void_p, ctypes.c_int]
-    lib.hla_cuda_set_stream(ctypes.c_void_p(torch.cuda.current_stream().cuda_stream), 1)
-
-    torch.manual_seed(0)
-    tensors = [(torch.randn(shape, device="cuda") * 0.3).to(DTYPES[dt]) for dt, shape in ins]
-
-    def buffers():
-        return [torch.full(shape, float("nan"), device="cuda", dtype=DTYPES[dt])
-                for dt, shape in outs]
-
-    def pointers(ts):
-        return (ctypes.c_void_p * len(ts))(*[t.data_ptr() for t in ts])
-
-    starved = buffers()
-    held = exhaust()
+    entry = Entry(path)
+    entry.use_current_stream()
+    tensors = entry.random_inputs()
+    starved = entry.output_buffers()
+    release = exhaust()
     free, total = torch.cuda.mem_get_info()
-    status = fn(pointers(tensors), pointers(starved))
-    message = lib.hla_last_error()
+    status = entry(tensors, starved)
+    message = entry.last_error()
     torch.cuda.synchronize()
-    del held
-    torch.cuda.empty_cache()
+    release()
 
     verdict = [(f"memory held: {total - free} of {total} bytes, {free} free", True)]
-    clean = buffers()
-    rc = fn(pointers(tensors), pointers(clean))
-    again = buffers()
-    rc2 = fn(pointers(tensors), pointers(again))
+    clean = entry.output_buffers()
+    rc = entry(tensors, clean)
+    again = entry.output_buffers()
+    rc2 = entry(tensors, again)
     torch.cuda.synchronize()
     finite = all(bool(torch.isfinite(t.float()).all()) for t in clean)
     verdict.append((f"calls after the memory is back: rc={rc}, rc={rc2}, finite={finite}",
@@ -77,9 +76,8 @@ def main(path):
         verdict.append(("the starved call completed and agrees with the later ones",
                         all(torch.equal(a, b) for a, b in zip(starved, clean))))
     else:
-        text = (message or b"").decode(errors="replace")
-        verdict.append((f"the starved call refused: status={status} message={text!r}",
-                        "out of memory" in text.lower()))
+        verdict.append((f"the starved call refused: status={status} message={message!r}",
+                        "out of memory" in message.lower()))
     passed = all(ok for _, ok in verdict)
     for what, ok in verdict:
         print(f"{'PASS' if ok else 'FAIL'} out-of-memory: {what}", flush=True)
