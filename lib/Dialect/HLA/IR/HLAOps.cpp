@@ -1,5 +1,4 @@
-//===- HLAOps.cpp - hla operations --------------------------------*- C++
-//-*-===//
+//===- HLAOps.cpp - hla operations ------------------------------*- C++ -*-===//
 //
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //

@@ -1,5 +1,4 @@
-//===- ChunkVjp.cpp - One chunk's backward, derived from its plan -*- C++
-//-*-===//
+//===- ChunkVjp.cpp - One chunk's backward, from its plan -------*- C++ -*-===//
 //
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //

@@ -1,5 +1,4 @@
-//===- DeriveVjp.cpp - A function replaced by its backward -------*- C++
-//-*-===//
+//===- DeriveVjp.cpp - A function replaced by its backward ------*- C++ -*-===//
 //
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //

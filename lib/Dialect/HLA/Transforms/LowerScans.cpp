@@ -1,5 +1,4 @@
-//===- LowerScans.cpp - hla.scan as loops of hla.combine ----------*- C++
-//-*-===//
+//===- LowerScans.cpp - hla.scan as loops of hla.combine --------*- C++ -*-===//
 //
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //

@@ -1,5 +1,4 @@
-//===- HLAMonoidEval.h - Numeric evaluation of monoids -----------*- C++
-//-*-===//
+//===- HLAMonoidEval.h - Numeric evaluation of monoids ----------*- C++ -*-===//
 //
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //

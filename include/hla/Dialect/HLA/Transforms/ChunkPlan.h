@@ -1,5 +1,4 @@
-//===- ChunkPlan.h - Intra-chunk forms derived from a monoid -----*- C++
-//-*-===//
+//===- ChunkPlan.h - Intra-chunk forms derived from a monoid ----*- C++ -*-===//
 //
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //

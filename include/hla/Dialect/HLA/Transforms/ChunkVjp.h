@@ -1,5 +1,4 @@
-//===- ChunkVjp.h - One chunk's backward, derived from its plan --*- C++
-//-*-===//
+//===- ChunkVjp.h - One chunk's backward, from its plan ---------*- C++ -*-===//
 //
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
