@@ -60,6 +60,7 @@ void mlir::hla::buildCPUPipeline(OpPassManager &pm,
   chunking.valueTile = options.valueTile;
   chunking.parallelism = options.scanThreads;
   chunking.stableFeatures = options.stableFeatures;
+  chunking.anchorRows = options.anchorRows;
   chunking.causalIsolation = options.causalIsolation;
   pm.addPass(createHLAChunkPass(chunking));
   pm.addPass(createHLALowerLinSimpExactPass(
@@ -161,6 +162,8 @@ void mlir::hla::buildCUDADevicePipeline(OpPassManager &pm,
   chunking.chunkSize = chunkSize;
   chunking.parallelism = options.parallelism;
   chunking.causalIsolation = options.causalIsolation;
+  chunking.stableFeatures = options.stableFeatures;
+  chunking.anchorRows = options.anchorRows ? options.anchorRows : 64;
   chunking.segments = options.segments;
   chunking.valueTile = options.valueTile;
   // The auto schedule is segmented here (hla-chunk's segment count falls

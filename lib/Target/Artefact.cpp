@@ -306,6 +306,7 @@ LogicalResult mlir::hla::compileToArtefact(ModuleOp module,
     pipeline.segments = options.segments;
     pipeline.valueTile = options.valueTile;
     pipeline.stableFeatures = options.stableFeatures;
+    pipeline.anchorRows = options.anchorRows ? options.anchorRows : 64;
     pipeline.causalIsolation = options.causalIsolation;
     pipeline.scanSchedule = options.scanSchedule;
     pipeline.scanThreads = options.scanThreads;
@@ -337,6 +338,8 @@ LogicalResult mlir::hla::compileToArtefact(ModuleOp module,
   requested.generator = options.cudaGenerator;
   requested.warpgroups = options.cudaWarpgroups;
   requested.causalIsolation = options.causalIsolation;
+  requested.stableFeatures = options.stableFeatures;
+  requested.anchorRows = options.anchorRows;
   requested.blockThreads = options.cudaThreads;
   requested.toolkit = resolveCUDAToolkit(options.cudaToolkit);
   if (options.emit == "exe")

@@ -149,6 +149,13 @@ const std::vector<Knob> &knobs() {
        "maximum (cancels exactly; off to compare)",
        show(&O::stableFeatures),
        boolean(&O::stableFeatures, "linsimp-stable-features")},
+      {"linsimp-anchor-rows",
+       "LinSimp: readout rows of one pass over the anchor window; each pass "
+       "stacks the most anchor offsets whose chunk rows fit (hla-chunk's "
+       "anchor-rows; 0: the target's, CPU 64, CUDA 64 halved while the "
+       "kernels need device-memory scratch)",
+       show(&O::anchorRows),
+       integer(&O::anchorRows, 0, 1 << 20, "linsimp-anchor-rows")},
       {"causal-isolation",
        "Outputs before a token holding NaN or inf stay finite (a chunk "
        "holding one is read out a second time)",

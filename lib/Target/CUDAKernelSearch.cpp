@@ -15,6 +15,7 @@
 #include "hla/Target/CUDAKernelSearch.h"
 
 #include "WriteFile.h"
+#include "hla/Dialect/HLA/IR/HLAOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -32,9 +33,19 @@
 using namespace mlir;
 using namespace mlir::hla;
 
+/// Whether the graph has a LinSimp op.
+static bool hasLinSimp(ModuleOp module) {
+  bool found = false;
+  module.walk([&](LinSimpOp) { found = true; });
+  return found;
+}
+
 /// The widest value dimension of the graph's attention ops (their one
-/// result is [B, T, H, dv]), 0 for none.
+/// result is [B, T, H, dv]), 0 for none and for graphs with a LinSimp op,
+/// whose anchor window hla-chunk does not cut by value columns.
 static int64_t valueWidth(ModuleOp module) {
+  if (hasLinSimp(module))
+    return 0;
   int64_t width = 0;
   module.walk([&](Operation *op) {
     if (op->getDialect() && op->getDialect()->getNamespace() == "hla" &&
@@ -165,16 +176,21 @@ static LogicalResult assembleKernels(ModuleOp module,
 
 namespace {
 
+/// LinSimp's readout rows per anchor pass the search starts from.
+constexpr int64_t kAnchorRows = 64;
+
 /// One run of the search over one module.
 class KernelSearch {
 public:
   KernelSearch(ModuleOp module, const CUDAPipelineOptions &requested,
                const CUDAKernelSearchSettings &settings)
       : module(module), settings(settings), pristine(module.clone()),
-        width(valueWidth(module)) {
+        width(valueWidth(module)), linSimp(hasLinSimp(module)) {
     this->requested.copyOptionValuesFrom(requested);
     pipeline.copyOptionValuesFrom(requested);
     pipeline.toolkit = resolveCUDAToolkit(requested.toolkit);
+    if (requested.anchorRows == 0)
+      pipeline.anchorRows = kAnchorRows;
   }
 
   /// Builds the kernels; on success `pipeline` holds the options decided.
@@ -210,6 +226,7 @@ private:
   CUDAKernelSearchSettings settings;
   OwningOpRef<ModuleOp> pristine;
   int64_t width;
+  bool linSimp;
 };
 
 } // namespace
@@ -325,8 +342,11 @@ LogicalResult KernelSearch::buildDevice() {
   if (pipeline.generator == ChunkLoopGenerator::Auto &&
       requested.chunkSize == 0 && pipeline.chip == "sm_90a")
     compiled = tryRegisterTiles();
+  // The phases' chunk, fastest there on an H200; LinSimp's is 16, whose
+  // stacked anchor passes fit shared memory (1x16x2048, m = 64, W = 64:
+  // 3.8 ms at 16, 31.9 at 32; bench/RESULTS.md).
   if (!compiled && pipeline.chunkSize == 0)
-    pipeline.chunkSize = 32; // the phases' chunk (fastest there on an H200)
+    pipeline.chunkSize = linSimp ? 16 : 32;
   if (!compiled && pipeline.schedule == KernelSchedule::Auto)
     compiled = trySegmentedSchedule();
   if (compiled)
@@ -353,6 +373,19 @@ LogicalResult KernelSearch::run(std::string &error) {
   if (usesDeviceScratch() && pipeline.tmaPrefetch == AutoSwitch::Auto) {
     restore();
     pipeline.tmaPrefetch = AutoSwitch::Off;
+    pipeline.schedule = requested.schedule;
+    pipeline.mma = requested.mma;
+    if (failed(buildDevice()))
+      return failure();
+  }
+  // LinSimp's stacked anchor passes hold [G · c, m] tiles; where they push
+  // the phases' buffers into device-memory scratch, fewer rows per pass
+  // (1x16x2048, m = 256, W = 64, chunk 16: 169 ms at 64 rows, 116 at 32,
+  // 19.0 at 16, which fit; bench/RESULTS.md).
+  while (linSimp && requested.anchorRows == 0 && usesDeviceScratch() &&
+         pipeline.anchorRows > pipeline.chunkSize) {
+    restore();
+    pipeline.anchorRows = pipeline.anchorRows / 2;
     pipeline.schedule = requested.schedule;
     pipeline.mma = requested.mma;
     if (failed(buildDevice()))

@@ -137,6 +137,26 @@ def test_stabilised_equals_plain(tmp_path):
                                               window=window)) <= 1e-5
 
 
+@pytest.mark.parametrize("rows", [1, 16, 24, 64])
+@pytest.mark.parametrize("stable", [True, False])
+def test_anchor_rows(tmp_path, rows, stable):
+    """Passes over the anchor window stacking G = 1, 2, 3 and 6 offsets
+    (chunk 8, W = 12, anchor rows 1 / 16 / 24 / 64), with and without the
+    running-max shift, against the float64 reference; a ragged last chunk
+    and a window longer than the chunk."""
+    rng = np.random.default_rng(20 + rows)
+    B, T, hq, hkv, d, dv, m, window = 2, 29, 2, 1, 8, 4, 16, 12
+    q, k, v, r, u = make_inputs(rng, B, T, hq, hkv, d, dv)
+    omega = random_features(m, d, seed=7).astype(np.float32)
+    extra = (f"--linsimp-anchor-rows={rows}",) + (
+        () if stable else ("--linsimp-stable-features=0",))
+    exe = compile_graph(linsimp_graph(B, T, hq, hkv, d, dv, m, window), chunk=8,
+                        extra=extra)
+    (out,) = run_exe(exe, [q, k, v, r, u, omega], tmp_path)
+    want = ref.linsimp(q, k, v, r, u, omega=omega, window=window)
+    assert relative_error(out, want) <= 1e-5
+
+
 def test_stabilised_survives_large_exponents(tmp_path):
     """Queries and anchors scaled up until the plain features overflow
     float32: the stabilised form still matches the float64 reference."""

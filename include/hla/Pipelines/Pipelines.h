@@ -45,6 +45,11 @@ struct CPUPipelineOptions : public PassPipelineOptions<CPUPipelineOptions> {
       llvm::cl::desc("LinSimp: shift anchor-feature exponents by each "
                      "query's running maximum"),
       llvm::cl::init(true)};
+  PassOptions::Option<int64_t> anchorRows{
+      *this, "linsimp-anchor-rows",
+      llvm::cl::desc("LinSimp: readout rows of one pass over the anchor "
+                     "window (anchor offsets stacked; see hla-chunk)"),
+      llvm::cl::init(64)};
   PassOptions::Option<bool> causalIsolation{
       *this, "causal-isolation",
       llvm::cl::desc("Keep outputs before a non-finite token finite (a "
@@ -105,6 +110,18 @@ struct CUDAPipelineOptions : public PassPipelineOptions<CUDAPipelineOptions> {
       llvm::cl::desc("Keep outputs before a non-finite token finite (a "
                      "chunk holding one is read out again; see hla-chunk)"),
       llvm::cl::init(true)};
+  PassOptions::Option<bool> stableFeatures{
+      *this, "linsimp-stable-features",
+      llvm::cl::desc("LinSimp: shift anchor-feature exponents by each "
+                     "query's running maximum"),
+      llvm::cl::init(true)};
+  PassOptions::Option<int64_t> anchorRows{
+      *this, "linsimp-anchor-rows",
+      llvm::cl::desc("LinSimp: readout rows of one pass over the anchor "
+                     "window (anchor offsets stacked; see hla-chunk); 0: "
+                     "64, which hla-cuda-kernels halves while the kernels "
+                     "need device-memory scratch"),
+      llvm::cl::init(0)};
   PassOptions::Option<int64_t> parallelism{
       *this, "parallelism",
       llvm::cl::desc("Thread blocks the schedule aims to run at once (the "

@@ -47,6 +47,10 @@ struct ArtefactOptions {
   int64_t valueTile = -1;
   /// LinSimp: the stabilised anchor features (off only to compare).
   bool stableFeatures = true;
+  /// LinSimp: readout rows of one pass over the anchor window (hla-chunk's
+  /// anchor-rows); 0: the target's (CPU 64; CUDA 64, halved while the
+  /// kernels need device-memory scratch).
+  int64_t anchorRows = 0;
   /// Outputs before a non-finite token stay finite (hla-chunk).
   bool causalIsolation = true;
   /// Compile the backward of the entry function instead (hla-derive-vjp):

@@ -48,6 +48,18 @@ def linsimp_cases():
     for T in [1, 40]:
         cases.append(case(f"linsimp-exact-T{T}", "linsimp", T, chunk=16, hq=2, hkv=1,
                           d=16, dv=16, m=32, window=8, options=dict(kernel="exact")))
+    # Stacked anchor passes (issue 13): chunks larger than 16, m in {16, 64,
+    # 256}, W in {1, 16, 64}, the anchor rows per pass varied (64 by default:
+    # G = 64 / c offsets per pass where they divide W).
+    for m, window, chunk, rows in [(16, 1, 32, 64), (64, 16, 32, 64), (64, 64, 16, 64),
+                                   (256, 64, 64, 64), (64, 16, 64, 64), (256, 16, 16, 32),
+                                   (64, 64, 16, 16)]:
+        cases.append(case(f"linsimp-bf16-m{m}-W{window}-c{chunk}-r{rows}", "linsimp", 150,
+                          chunk=chunk, B=1, hq=2, hkv=2, d=64, dv=64, m=m, window=window,
+                          dtype="bf16", tol=1e-2, flags=[f"--linsimp-anchor-rows={rows}"]))
+    cases.append(case("linsimp-c32-W16-segmented", "linsimp", 130, chunk=32, B=2, hq=2,
+                      hkv=1, d=16, dv=8, m=64, window=16, state=True, schedule="segmented",
+                      segments=2))
     # The seed model's layer shape: d = 64, m = 256, W = 64, bf16.
     cases.append(case("linsimp-bf16", "linsimp", 300, chunk=16, B=1, hq=2, hkv=2,
                       d=64, dv=64, m=256, window=64, dtype="bf16", tol=1e-2))

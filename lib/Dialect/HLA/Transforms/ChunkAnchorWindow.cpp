@@ -31,7 +31,7 @@ Value ChunkRewriter::keyFeatures(OpBuilder &b, Location loc, Value x,
   auto omegaType = cast<RankedTensorType>(omega.getType());
   int64_t features = omegaType.getDimSize(0);
   double root = std::sqrt(scale);
-  Value projected = tb.matmul(x, omega, false, /*transB=*/true);
+  Value projected = tb.matmul(x, omegaF32(omega), false, /*transB=*/true);
   Value halfNorm = tb.scale(tb.dotRows(x, x), 0.5 * scale);
   AffineMap id2 = b.getMultiDimIdentityMap(2);
   AffineMap rows =
@@ -217,6 +217,44 @@ llvm::SmallVector<Value> ChunkRewriter::emitFinalAnchors(OpBuilder &b,
   return llvm::SmallVector<Value>(loop.getResults());
 }
 
+Value ChunkRewriter::omegaF32(Value omega) {
+  Value &copy = omegaCopies[omega];
+  if (!copy) {
+    OpBuilder b(omega.getContext());
+    b.setInsertionPointAfterValue(omega);
+    copy = TileBuilder(b, omega.getLoc()).castTo(omega, b.getF32Type());
+  }
+  return copy;
+}
+
+/// Anchor offsets per pass: the most that divide the window and keep
+/// `offsets · chunk` within `rows` (at least one).
+static int64_t offsetsPerPass(int64_t window, int64_t chunk, int64_t rows) {
+  int64_t best = 1;
+  for (int64_t g = 2; g <= window; ++g)
+    if (window % g == 0 && g * chunk <= rows)
+      best = g;
+  return best;
+}
+
+/// Rows [g · chunk, (g + 1) · chunk) of a stacked [rows(, cols)] tile.
+static Value stackedPart(OpBuilder &b, Location loc, Value tile, int64_t g,
+                         int64_t chunk) {
+  auto type = cast<RankedTensorType>(tile.getType());
+  llvm::SmallVector<OpFoldResult> offsets = {idx(b, g * chunk)};
+  llvm::SmallVector<OpFoldResult> sizes = {idx(b, chunk)};
+  llvm::SmallVector<int64_t> shape = {chunk};
+  if (type.getRank() == 2) {
+    offsets.push_back(idx(b, 0));
+    sizes.push_back(idx(b, type.getDimSize(1)));
+    shape.push_back(type.getDimSize(1));
+  }
+  llvm::SmallVector<OpFoldResult> strides(offsets.size(), idx(b, 1));
+  return tensor::ExtractSliceOp::create(
+      b, loc, RankedTensorType::get(shape, type.getElementType()), tile,
+      offsets, sizes, strides);
+}
+
 FailureOr<Value> ChunkRewriter::emitAnchorRows(OpBuilder &b, Location loc,
                                                const ChunkTiles &tiles) {
   AnchorReadoutOp op = info.anchor;
@@ -231,13 +269,17 @@ FailureOr<Value> ChunkRewriter::emitAnchorRows(OpBuilder &b, Location loc,
   Type f32 = b.getF32Type();
   TileBuilder tb(b, loc);
   ValueRange initial = op.getAnchors();
+  // G anchor offsets per pass, stacked: row g · c + i of a pass's tiles is
+  // query i with its anchor at offset w₀ + g.
+  int64_t group = offsetsPerPass(window, chunk, anchorRows);
+  int64_t rows = group * chunk;
 
   // The chunk's queries and the anchor rows of its windows: tokens
   // [start − (W−1), start + c).
   Value q = loadTile(b, loc, 0, op.getQuery(), tiles.batch, tiles.start,
                      tiles.length, tiles.head);
   Value end = arith::AddIOp::create(b, loc, tiles.start, tiles.length);
-  int64_t rows = chunk + before;
+  int64_t windowRows = chunk + before;
   Value anchorRows[3];
   Value operands[] = {op.getAnchorKey(), op.getAnchorValue(), Value()};
   Value sequence = tiles.sequence ? tiles.sequence : tiles.batch;
@@ -247,10 +289,45 @@ FailureOr<Value> ChunkRewriter::emitAnchorRows(OpBuilder &b, Location loc,
   for (unsigned i = 0; i < 3; ++i)
     anchorRows[i] =
         loadWindow(b, loc, operands[i], initial.empty() ? Value() : initial[i],
-                   tiles.batch, tiles.head, tiles.start, end, rows, sequence,
-                   sequenceStart);
-  // Ω is read where it is (global memory on a GPU), in its own type.
-  Value omega = op.getOmega();
+                   tiles.batch, tiles.head, tiles.start, end, windowRows,
+                   sequence, sequenceStart);
+  Value omega = omegaF32(op.getOmega());
+
+  // G slices of `tile` of c rows each, stacked; slice g starts at row
+  // offsetOf(g). For the window tiles that is offset w₀ + g: anchor
+  // c = i − w of query i is row i + (W−1) − w of them.
+  auto stackRows =
+      [&](OpBuilder &nb, Location l, Value tile, int64_t cols,
+          llvm::function_ref<OpFoldResult(int64_t)> offsetOf) -> Value {
+    llvm::SmallVector<int64_t> shape = {rows};
+    if (cols)
+      shape.push_back(cols);
+    Value stacked = tensor::EmptyOp::create(nb, l, shape, f32);
+    for (int64_t g = 0; g < group; ++g) {
+      llvm::SmallVector<OpFoldResult> offsets = {offsetOf(g)};
+      llvm::SmallVector<OpFoldResult> sizes = {idx(nb, chunk)};
+      llvm::SmallVector<int64_t> partShape = {chunk};
+      llvm::SmallVector<OpFoldResult> at = {idx(nb, g * chunk)};
+      if (cols) {
+        offsets.push_back(idx(nb, 0));
+        sizes.push_back(idx(nb, cols));
+        partShape.push_back(cols);
+        at.push_back(idx(nb, 0));
+      }
+      llvm::SmallVector<OpFoldResult> strides(offsets.size(), idx(nb, 1));
+      Value part = tensor::ExtractSliceOp::create(
+          nb, l, RankedTensorType::get(partShape, f32), tile, offsets, sizes,
+          strides);
+      stacked = tensor::InsertSliceOp::create(nb, l, part, stacked, at, sizes,
+                                              strides);
+    }
+    return stacked;
+  };
+  // The queries, once per chunk: the same for every pass.
+  Value queries = q;
+  if (group > 1)
+    queries = stackRows(b, loc, q, d,
+                        [&](int64_t) -> OpFoldResult { return idx(b, 0); });
 
   unsigned fInput = spec.getReadoutInputs().front();
   const PlannedOutput *numPlan = nullptr, *denPlan = nullptr;
@@ -261,16 +338,18 @@ FailureOr<Value> ChunkRewriter::emitAnchorRows(OpBuilder &b, Location loc,
            << "LinSimp's monoid must read out num and den";
   }
 
-  // Accumulators over the window: Σ_c u_c ⊙ num_ic, Σ_c den_ic, and the
-  // query's running maximum of its anchors' feature exponents.
+  // Accumulators over the window, per stacked row: Σ u_c ⊙ num_ic, Σ den_ic
+  // over its offsets, and the running maximum of their feature exponents
+  // (one shift per row; the rows of a query are brought to one shift when
+  // they are summed, after the window).
   const float lowest = -3.0e38f;
-  Value accNum = tb.zeros({chunk, width});
-  Value accDen = tb.zeros({chunk});
+  Value accNum = tb.zeros({rows, width});
+  Value accDen = tb.zeros({rows});
   Value lowestF = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(lowest));
   Value mu =
-      linalg::FillOp::create(b, loc, lowestF, tb.empty({chunk})).getResult(0);
+      linalg::FillOp::create(b, loc, lowestF, tb.empty({rows})).getResult(0);
   Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
-  Value c1 = arith::ConstantIndexOp::create(b, loc, 1);
+  Value cG = arith::ConstantIndexOp::create(b, loc, group);
   Value cW = arith::ConstantIndexOp::create(b, loc, window);
   AffineMap id1 = b.getMultiDimIdentityMap(1);
   AffineMap id2 = b.getMultiDimIdentityMap(2);
@@ -279,33 +358,21 @@ FailureOr<Value> ChunkRewriter::emitAnchorRows(OpBuilder &b, Location loc,
   using IT = IteratorType;
   bool failedEmission = false;
   auto loop = scf::ForOp::create(
-      b, loc, c0, cW, c1, ValueRange{accNum, accDen, mu},
-      [&](OpBuilder &nb, Location l, Value w, ValueRange acc) {
+      b, loc, c0, cW, cG, ValueRange{accNum, accDen, mu},
+      [&](OpBuilder &nb, Location l, Value w0, ValueRange acc) {
         TileBuilder t(nb, l);
-        // Anchor c = i − w of query i is row i + (W−1) − w of the window
-        // tiles: one contiguous slice per offset w.
-        Value offset = arith::SubIOp::create(
-            nb, l, arith::ConstantIndexOp::create(nb, l, before), w);
-        auto rowsOf = [&](Value tile, int64_t cols) -> Value {
-          llvm::SmallVector<OpFoldResult> offsets = {offset};
-          llvm::SmallVector<OpFoldResult> sizes = {idx(nb, chunk)};
-          llvm::SmallVector<int64_t> shape = {chunk};
-          if (cols) {
-            offsets.push_back(idx(nb, 0));
-            sizes.push_back(idx(nb, cols));
-            shape.push_back(cols);
-          }
-          llvm::SmallVector<OpFoldResult> strides(offsets.size(), idx(nb, 1));
-          return tensor::ExtractSliceOp::create(
-              nb, l, RankedTensorType::get(shape, f32), tile, offsets, sizes,
-              strides);
+        auto offsetOf = [&](int64_t g) -> OpFoldResult {
+          return arith::SubIOp::create(
+                     nb, l, arith::ConstantIndexOp::create(nb, l, before - g),
+                     w0)
+              .getResult();
         };
-        Value r = rowsOf(anchorRows[0], d);
-        Value u = rowsOf(anchorRows[1], width);
-        Value valid = rowsOf(anchorRows[2], 0);
+        Value r = stackRows(nb, l, anchorRows[0], d, offsetOf);
+        Value u = stackRows(nb, l, anchorRows[1], width, offsetOf);
+        Value valid = stackRows(nb, l, anchorRows[2], 0, offsetOf);
         // x_ic = τ^½ (q_i ⊙ r_c); exponent Ω x − ‖x‖²/2.
         Value x = t.generic(
-            {q, r}, t.empty({chunk, d}), {id2, id2, id2},
+            {queries, r}, t.empty({rows, d}), {id2, id2, id2},
             {IT::parallel, IT::parallel},
             [&](OpBuilder &eb, Location el, ValueRange args) -> Value {
               Value prod = arith::MulFOp::create(eb, el, args[0], args[1]);
@@ -318,7 +385,7 @@ FailureOr<Value> ChunkRewriter::emitAnchorRows(OpBuilder &b, Location loc,
         // its row maximum is the projections' maximum minus it.)
         Value halfNorm = t.scale(t.dotRows(x, x), 0.5);
         Value projected = t.matmul(x, omega, false, /*transB=*/true);
-        // The running maximum over the query's real anchors so far, and the
+        // The running maximum over the row's real anchors so far, and the
         // factor that rescales what was accumulated under the old one.
         Value next = acc[2], rescale;
         if (stableFeatures) {
@@ -327,14 +394,14 @@ FailureOr<Value> ChunkRewriter::emitAnchorRows(OpBuilder &b, Location loc,
               linalg::FillOp::create(nb, l,
                                      Value(arith::ConstantOp::create(
                                          nb, l, nb.getF32FloatAttr(lowest))),
-                                     t.empty({chunk}))
+                                     t.empty({rows}))
                   .getResult(0),
               {id2, rows2}, {IT::parallel, IT::reduction},
               [&](OpBuilder &eb, Location el, ValueRange args) -> Value {
                 return arith::MaximumFOp::create(eb, el, args[0], args[1]);
               });
           next = t.generic(
-              {acc[2], rowMax, valid, halfNorm}, t.empty({chunk}),
+              {acc[2], rowMax, valid, halfNorm}, t.empty({rows}),
               {id1, id1, id1, id1, id1}, {IT::parallel},
               [&](OpBuilder &eb, Location el, ValueRange args) -> Value {
                 Value zero =
@@ -347,16 +414,16 @@ FailureOr<Value> ChunkRewriter::emitAnchorRows(OpBuilder &b, Location loc,
                 return arith::MaximumFOp::create(eb, el, args[0], candidate);
               });
           rescale = t.generic(
-              {acc[2], next}, t.empty({chunk}), {id1, id1, id1}, {IT::parallel},
+              {acc[2], next}, t.empty({rows}), {id1, id1, id1}, {IT::parallel},
               [&](OpBuilder &eb, Location el, ValueRange args) -> Value {
                 return math::ExpOp::create(
                     eb, el, arith::SubFOp::create(eb, el, args[0], args[1]));
               });
         }
-        // F_w = m^-½ exp(exponent − μ) for real anchors, 0 for padding.
+        // F = m^-½ exp(exponent − μ) for real anchors, 0 for padding.
         double norm = 1.0 / std::sqrt(double(features));
         Value featuresTile = t.generic(
-            {projected, halfNorm, next, valid}, t.empty({chunk, features}),
+            {projected, halfNorm, next, valid}, t.empty({rows, features}),
             {id2, rows2, rows2, rows2, id2}, {IT::parallel, IT::parallel},
             [&](OpBuilder &eb, Location el, ValueRange args) -> Value {
               Value e = arith::SubFOp::create(eb, el, args[0], args[1]);
@@ -373,11 +440,12 @@ FailureOr<Value> ChunkRewriter::emitAnchorRows(OpBuilder &b, Location loc,
             });
         ChunkTiles anchorTiles = tiles;
         anchorTiles.tokens[fInput] = featuresTile;
+        anchorTiles.readoutRepeat = group;
         FailureOr<Value> num =
-            emitOutput(t, *numPlan, anchorTiles, false, {chunk, width});
+            emitOutput(t, *numPlan, anchorTiles, false, {rows, width});
         FailureOr<Value> den = failure();
         if (succeeded(num))
-          den = emitOutput(t, *denPlan, anchorTiles, false, {chunk});
+          den = emitOutput(t, *denPlan, anchorTiles, false, {rows});
         if (failed(den)) {
           failedEmission = true;
           scf::YieldOp::create(nb, l, acc);
@@ -400,16 +468,52 @@ FailureOr<Value> ChunkRewriter::emitAnchorRows(OpBuilder &b, Location loc,
       });
   if (failedEmission)
     return failure();
+  Value num = loop.getResult(0), den = loop.getResult(1);
+  if (group > 1) {
+    // Each query's G rows, brought to the largest of their shifts and
+    // summed: every (j, c) pair of the query then carries one shift.
+    Value top;
+    if (stableFeatures) {
+      top = stackedPart(b, loc, loop.getResult(2), 0, chunk);
+      for (int64_t g = 1; g < group; ++g)
+        top = tb.generic(
+            {top, stackedPart(b, loc, loop.getResult(2), g, chunk)},
+            tb.empty({chunk}), {id1, id1, id1}, {IT::parallel},
+            [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+              return arith::MaximumFOp::create(nb, l, args[0], args[1]);
+            });
+    }
+    Value sumNum, sumDen;
+    for (int64_t g = 0; g < group; ++g) {
+      Value partNum = stackedPart(b, loc, num, g, chunk);
+      Value partDen = stackedPart(b, loc, den, g, chunk);
+      if (stableFeatures) {
+        Value factor = tb.generic(
+            {stackedPart(b, loc, loop.getResult(2), g, chunk), top},
+            tb.empty({chunk}), {id1, id1, id1}, {IT::parallel},
+            [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+              return math::ExpOp::create(
+                  nb, l, arith::SubFOp::create(nb, l, args[0], args[1]));
+            });
+        partNum = tb.scaleRows(partNum, factor);
+        partDen = tb.mul(partDen, factor);
+      }
+      sumNum = g ? tb.add(sumNum, partNum) : partNum;
+      sumDen = g ? tb.add(sumDen, partDen) : partDen;
+    }
+    num = sumNum;
+    den = sumDen;
+  }
   // Joint normalisation over every (j, c) pair of the query: no eps (the
   // features are positive; a real query has its own token as an anchor).
-  Value inverse = tb.generic(
-      {loop.getResult(1)}, tb.empty({chunk}), {id1, id1}, {IT::parallel},
-      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
-        Value one = arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(1));
-        return arith::DivFOp::create(nb, l, one, args[0]);
-      });
-  return tb.castTo(tb.scaleRows(loop.getResult(0), inverse),
-                   outType.getElementType());
+  Value inverse =
+      tb.generic({den}, tb.empty({chunk}), {id1, id1}, {IT::parallel},
+                 [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+                   Value one =
+                       arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(1));
+                   return arith::DivFOp::create(nb, l, one, args[0]);
+                 });
+  return tb.castTo(tb.scaleRows(num, inverse), outType.getElementType());
 }
 
 } // namespace mlir::hla::chunk

@@ -178,6 +178,7 @@ struct HLAChunkPass : public hla::impl::HLAChunkPassBase<HLAChunkPass> {
     }
     ChunkRewriter rewriter(info, chunkSize, *plan);
     rewriter.stableFeatures = stableFeatures;
+    rewriter.anchorRows = anchorRows;
     rewriter.deltaRule = deltaRule;
     rewriter.causalIsolation = causalIsolation;
     int64_t width = info.outputType().getDimSize(3);

@@ -45,12 +45,16 @@ public:
   DecayTiles(OpBuilder &hoist, Location loc, int64_t chunk, double gamma)
       : tb(hoist, loc), chunk(chunk), logGamma(std::log(gamma)) {}
 
-  /// M[p][v] = γ^{w (p − v)} for v ≤ p (v < p when strict), else 0.
-  Value mask(double w, bool strict);
-  /// u[v] = γ^{w (v + 1)}.
-  Value fromStart(double w);
+  /// M[p][v] = γ^{w (p − v)} for v ≤ p (v < p when strict), else 0. With
+  /// `repeat` > 1 the rows are those of `repeat` stacked copies of the
+  /// chunk (row ρ is position ρ mod c): [repeat · c, c].
+  Value mask(double w, bool strict, int64_t repeat = 1);
+  /// u[v] = γ^{w (v + 1)}; stacked `repeat` times as `mask`'s rows.
+  Value fromStart(double w, int64_t repeat = 1);
   /// exp(rate · n) for an index n.
   static Value decayOf(OpBuilder &b, Location l, Value n, double rate);
+  /// The chunk position of stacked row `row` (itself when `repeat` is 1).
+  Value positionOf(OpBuilder &b, Location l, Value row, int64_t repeat) const;
 
   double getLogGamma() const { return logGamma; }
 
@@ -58,8 +62,8 @@ private:
   TileBuilder tb;
   int64_t chunk;
   double logGamma;
-  std::map<std::pair<double, bool>, Value> masks;
-  std::map<double, Value> starts;
+  std::map<std::tuple<double, bool, int64_t>, Value> masks;
+  std::map<std::pair<double, int64_t>, Value> starts;
 };
 
 /// Everything a term needs inside the chunk loop.
@@ -73,6 +77,11 @@ struct ChunkTiles {
   Value length;
   /// Batch entry, first token and query head of the chunk (index).
   Value batch, start, head;
+  /// Readout rows stack this many copies of the chunk's positions (row ρ
+  /// is position ρ mod c): LinSimp reads several anchor offsets of each
+  /// query out in one pass. Only readout inputs are stacked; masks and
+  /// weights on the readout index are stacked to match.
+  int64_t readoutRepeat = 1;
   /// The chunk's sequence (its row of per-sequence states) and that
   /// sequence's first token; null: the batch entry and token 0.
   Value sequence, sequenceStart;
@@ -172,6 +181,11 @@ public:
   /// Features on the anchor side shifted by one running maximum per query
   /// (cancels in LinSimp's joint normalisation; off only to test that).
   bool stableFeatures = true;
+  /// LinSimp: the most readout rows of one pass over the anchor window. A
+  /// pass reads G anchor offsets of every query of the chunk out at once
+  /// (G dividing the window, G · chunk <= anchorRows, at least 1), so its
+  /// products have G · chunk rows and the window takes W / G passes.
+  int64_t anchorRows = 64;
   /// The gated delta rule (KDA): its matrix-valued transition has no index
   /// plan; chunks are summarised and read out in the WY/UT form instead.
   bool deltaRule = false;
@@ -286,6 +300,10 @@ private:
                     double scale, Value length);
   /// LinSimp: the last W−1 anchors (r, u, validity) of every sequence.
   llvm::SmallVector<Value> emitFinalAnchors(OpBuilder &b, Location loc);
+  /// LinSimp: the feature matrix Ω as f32, converted once where Ω is
+  /// defined (so that its products are plain f32 contractions, which the
+  /// GPU mappers put on tensor cores for 16-bit ops).
+  Value omegaF32(Value omega);
   /// Replaces the readout's results (output, and LinSimp's final anchors)
   /// and erases the chain.
   void finish(OpBuilder &b, Location loc, Value output,
@@ -327,6 +345,7 @@ private:
   llvm::SmallVector<unsigned> carried;
   llvm::SmallVector<llvm::SmallVector<int64_t>> componentShapes;
   llvm::SmallVector<Value> operandOfInput;
+  llvm::DenseMap<Value, Value> omegaCopies;
   std::unique_ptr<OpBuilder> ownHoist;
   std::unique_ptr<DecayTiles> decay;
   int64_t numChunks = 0;

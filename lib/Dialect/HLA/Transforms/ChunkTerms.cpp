@@ -28,20 +28,19 @@ using utils::IteratorType;
 //===----------------------------------------------------------------------===//
 
 /// M[p][v] = γ^{w (p − v)} for v ≤ p (v < p when strict), else 0.
-Value DecayTiles::mask(double w, bool strict) {
-  auto key = std::make_pair(w, strict);
+Value DecayTiles::mask(double w, bool strict, int64_t repeat) {
+  auto key = std::make_tuple(w, strict, repeat);
   auto it = masks.find(key);
   if (it != masks.end())
     return it->second;
   OpBuilder &b = tb.getBuilder();
-  MLIRContext *ctx = b.getContext();
   AffineMap id = b.getMultiDimIdentityMap(2);
   double rate = w * logGamma;
   Value result = tb.generic(
-      {}, tb.empty({chunk, chunk}), {id},
+      {}, tb.empty({repeat * chunk, chunk}), {id},
       {IteratorType::parallel, IteratorType::parallel},
       [&](OpBuilder &nb, Location l, ValueRange) -> Value {
-        Value p = linalg::IndexOp::create(nb, l, 0);
+        Value p = positionOf(nb, l, linalg::IndexOp::create(nb, l, 0), repeat);
         Value v = linalg::IndexOp::create(nb, l, 1);
         Value diff = arith::SubIOp::create(nb, l, p, v);
         Value zero = arith::ConstantIndexOp::create(nb, l, 0);
@@ -53,27 +52,35 @@ Value DecayTiles::mask(double w, bool strict) {
         Value zeroF = arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(0));
         return arith::SelectOp::create(nb, l, inside, weight, zeroF);
       });
-  (void)ctx;
   masks[key] = result;
   return result;
 }
 
-Value DecayTiles::fromStart(double w) {
-  auto it = starts.find(w);
+Value DecayTiles::fromStart(double w, int64_t repeat) {
+  auto key = std::make_pair(w, repeat);
+  auto it = starts.find(key);
   if (it != starts.end())
     return it->second;
   OpBuilder &b = tb.getBuilder();
   AffineMap id = b.getMultiDimIdentityMap(1);
   double rate = w * logGamma;
   Value result = tb.generic(
-      {}, tb.empty({chunk}), {id}, {IteratorType::parallel},
+      {}, tb.empty({repeat * chunk}), {id}, {IteratorType::parallel},
       [&](OpBuilder &nb, Location l, ValueRange) -> Value {
-        Value v = linalg::IndexOp::create(nb, l, 0);
+        Value v = positionOf(nb, l, linalg::IndexOp::create(nb, l, 0), repeat);
         Value one = arith::ConstantIndexOp::create(nb, l, 1);
         return decayOf(nb, l, arith::AddIOp::create(nb, l, v, one), rate);
       });
-  starts[w] = result;
+  starts[key] = result;
   return result;
+}
+
+Value DecayTiles::positionOf(OpBuilder &b, Location l, Value row,
+                             int64_t repeat) const {
+  if (repeat == 1)
+    return row;
+  return arith::RemUIOp::create(b, l, row,
+                                arith::ConstantIndexOp::create(b, l, chunk));
 }
 
 Value DecayTiles::decayOf(OpBuilder &b, Location l, Value n, double rate) {
@@ -170,14 +177,15 @@ public:
     return success();
   }
 
-  Value ones(int64_t chunk) {
-    if (!onesTile) {
+  Value ones(int64_t rows) {
+    Value &tile = onesTiles[rows];
+    if (!tile) {
       OpBuilder &b = tb.getBuilder();
-      onesTile = linalg::FillOp::create(b, tb.getLoc(), tb.scalar(1.0),
-                                        tb.empty({chunk}))
-                     .getResult(0);
+      tile = linalg::FillOp::create(b, tb.getLoc(), tb.scalar(1.0),
+                                    tb.empty({rows}))
+                 .getResult(0);
     }
-    return onesTile;
+    return tile;
   }
 
   /// Multiplies `v` by every scalar and the count.
@@ -204,7 +212,7 @@ private:
   std::map<int, Value> unary;
   llvm::SmallVector<Value> scalars;
   double count = 1.0;
-  Value onesTile;
+  std::map<int64_t, Value> onesTiles;
 };
 
 } // namespace
@@ -256,6 +264,9 @@ FailureOr<TermEmitter::TermValue> TermEmitter::emit(const IndexTerm &term,
     return chunkError(anchor) << error;
 
   int64_t c = tiles.chunk;
+  // Readout rows stacked `repeat` times (ChunkTiles::readoutRepeat): the
+  // readout index runs over repeat · c rows; its masks and weights repeat.
+  int64_t repeat = isSummary ? 1 : tiles.readoutRepeat;
   TermNetwork net(tb);
   // The output's ends: the left column (summaries) and the right row.
   const ChainPiece *left = nullptr, *right = nullptr;
@@ -352,6 +363,30 @@ FailureOr<TermEmitter::TermValue> TermEmitter::emit(const IndexTerm &term,
   for (const ChainFactor &f : scalarFactors)
     if (f.kind == ChainFactor::Kind::Token)
       tokenIndices.insert(f.var);
+  if (repeat > 1) {
+    // Only the readout's own inputs are stacked: a token tile read at the
+    // readout index must have the stacked rows.
+    auto stacked = [&](const ChainFactor &f) {
+      return cast<RankedTensorType>(tokenTile(f).getType()).getDimSize(0) ==
+             repeat * c;
+    };
+    bool ok = true;
+    for (const ChainPiece &piece : *pieces) {
+      if (piece.firstVar == 0)
+        ok &= stacked(piece.factors.front());
+      if (piece.lastVar == 0)
+        ok &= stacked(piece.factors.back());
+    }
+    for (const ChainFactor &f : scalarFactors)
+      if (f.kind == ChainFactor::Kind::Token && f.var == 0)
+        ok &= stacked(f);
+    for (const IndexVar &var : term.vars)
+      ok &= var.parent != 0 || (!var.later && !var.atEnd);
+    if (!ok)
+      return chunkError(anchor)
+             << "stacked readout rows need every input at the readout "
+                "index stacked and no later or chunk-end index after it";
+  }
 
   // The index tree with its decay: masks between indices, weights from the
   // chunk's start, and (summaries) weights to the chunk's end. Without
@@ -384,7 +419,7 @@ FailureOr<TermEmitter::TermValue> TermEmitter::emit(const IndexTerm &term,
       if (!tokenIndices.contains(int(v)))
         net.addUnary(v, endWeights(0.0, false));
     } else {
-      net.addPair(p, v, decay.mask(w, strict));
+      net.addPair(p, v, decay.mask(w, strict, p == 0 ? repeat : 1));
     }
   }
   for (size_t v = 0; v < term.vars.size(); ++v) {
@@ -394,7 +429,7 @@ FailureOr<TermEmitter::TermValue> TermEmitter::emit(const IndexTerm &term,
     if ((isSummary && v == 0) || term.vars[v].atEnd)
       net.addScalar(startScalar(u));
     else
-      net.addUnary(v, decay.fromStart(u));
+      net.addUnary(v, decay.fromStart(u, v == 0 ? repeat : 1));
   }
   double coeff =
       term.coeff * std::exp(decayPlan->constant * decay.getLogGamma());
@@ -428,7 +463,7 @@ FailureOr<TermEmitter::TermValue> TermEmitter::emit(const IndexTerm &term,
 
   auto unaryOrOnes = [&](int v) {
     Value u = net.getUnary(v);
-    return u ? u : net.ones(c);
+    return u ? u : net.ones(v == 0 ? repeat * c : c);
   };
 
   Value result;

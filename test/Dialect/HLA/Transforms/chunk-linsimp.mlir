@@ -1,8 +1,8 @@
-// RUN: hla-opt %s --hla-expand --hla-chunk="chunk-size=8 form=fused" | FileCheck %s
+// RUN: hla-opt %s --hla-expand --hla-chunk="chunk-size=8 form=fused anchor-rows=8" | FileCheck %s
 
 // Tests hla-chunk on LinSimp's anchor readout (fused form): per (sequence,
 // head), the chunk loop carries (M, a) and, per chunk, loops over the W = 4
-// anchor offsets, carrying the window sums of num and den and each query's
+// anchor offsets (one per pass: anchor-rows=8), carrying the window sums of num and den and each query's
 // running maximum of its anchors' feature exponents; the anchor features are
 // exp(Ωx − ‖x‖²/2 − μ) (0 for padding anchors). A second loop over
 // (sequence, head) gathers the last W − 1 = 3 anchors as the final anchor

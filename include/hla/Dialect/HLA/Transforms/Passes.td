@@ -224,6 +224,11 @@ def HLAChunkPass : Pass<"hla-chunk"> {
     Option<"stableFeatures", "stable-features", "bool", "true",
            "LinSimp: shift each query's anchor-feature exponents by their "
            "running maximum (cancels exactly; off to compare)">,
+    Option<"anchorRows", "anchor-rows", "int64_t", "64",
+           "LinSimp: readout rows of one pass over the anchor window; each "
+           "pass stacks the most anchor offsets (a divisor of the window) "
+           "whose chunk rows fit, so that its products have that many "
+           "rows (at least one offset per pass)">,
     Option<"valueTile", "value-tile", "int64_t", "0",
            "Fused form: value columns per (sequence, head, tile) iteration "
            "(0: all of them; -1: auto, the most tiles of >= 32 columns that "
