@@ -38,6 +38,7 @@ SHAPES = [(1, 16, 2048), (4, 16, 2048), (1, 16, 16384)]
 D = 64
 FEATURES_WINDOWS = [(64, 64), (256, 64), (64, 16), (256, 16)]
 VARIANTS = {
+    "auto": [],  # the search's choice (chunk 16, rows halved from 64 while scratch is needed)
     "c16": ["--chunk-size=16"],
     "c16-r16": ["--chunk-size=16", "--linsimp-anchor-rows=16"],
     "c16-r32": ["--chunk-size=16", "--linsimp-anchor-rows=32"],

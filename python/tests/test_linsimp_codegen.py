@@ -39,6 +39,21 @@ def test_lengths_chunks_windows(tmp_path, T, chunk, window):
     assert relative_error(out, want) <= 1e-5
 
 
+@pytest.mark.parametrize("chunk,m,window", [(32, 16, 1), (32, 64, 16), (64, 256, 64),
+                                            (64, 64, 16)])
+def test_larger_chunks(tmp_path, chunk, m, window):
+    """Chunks of 32 and 64 (one or two anchor offsets per 64-row pass), m
+    from 16 to 256, W from 1 to 64, a ragged last chunk."""
+    rng = np.random.default_rng(chunk + m + window)
+    B, T, hq, hkv, d, dv = 1, 150, 2, 1, 8, 4
+    q, k, v, r, u = make_inputs(rng, B, T, hq, hkv, d, dv)
+    omega = random_features(m, d, seed=m).astype(np.float32)
+    exe = compile_graph(linsimp_graph(B, T, hq, hkv, d, dv, m, window), chunk=chunk)
+    (out,) = run_exe(exe, [q, k, v, r, u, omega], tmp_path)
+    want = ref.linsimp(q, k, v, r, u, omega=omega, window=window)
+    assert relative_error(out, want) <= 1e-5
+
+
 @pytest.mark.parametrize("form", ["phased", "fused", "segmented"])
 def test_forms_and_state(tmp_path, form):
     """Every chunked form, from a state a previous call left (anchors of

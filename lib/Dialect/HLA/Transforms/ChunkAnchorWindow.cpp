@@ -318,6 +318,8 @@ FailureOr<Value> ChunkRewriter::emitAnchorRows(OpBuilder &b, Location loc,
       Value part = tensor::ExtractSliceOp::create(
           nb, l, RankedTensorType::get(partShape, f32), tile, offsets, sizes,
           strides);
+      if (group == 1)
+        return part; // one offset: the slice itself, no copy
       stacked = tensor::InsertSliceOp::create(nb, l, part, stacked, at, sizes,
                                               strides);
     }
