@@ -19,7 +19,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 
 import numpy as np
 
@@ -31,20 +30,9 @@ import hla.runtime  # noqa: E402
 from codegen_util import linsimp_graph  # noqa: E402
 from hla.random_features import random_features  # noqa: E402
 
-from cpu_bench import cpu_name  # noqa: E402
+from cpu_bench import cpu_name, median_ms  # noqa: E402
 
 CHECKED_TOKENS = 128
-
-
-def median_ms(fn, inputs, reps):
-    fn(*inputs[0])  # warm-up
-    times = []
-    for r in range(reps):
-        start = time.perf_counter()
-        fn(*inputs[r % len(inputs)])
-        times.append((time.perf_counter() - start) * 1e3)
-    times.sort()
-    return times[len(times) // 2]
 
 
 def main():
