@@ -163,7 +163,8 @@ void mlir::hla::buildCUDADevicePipeline(OpPassManager &pm,
   chunking.parallelism = options.parallelism;
   chunking.causalIsolation = options.causalIsolation;
   chunking.stableFeatures = options.stableFeatures;
-  chunking.anchorRows = options.anchorRows ? options.anchorRows : 64;
+  chunking.anchorRows =
+      options.anchorRows ? options.anchorRows : kDefaultAnchorRows;
   chunking.segments = options.segments;
   chunking.valueTile = options.valueTile;
   // The auto schedule is segmented here (hla-chunk's segment count falls

@@ -306,7 +306,8 @@ LogicalResult mlir::hla::compileToArtefact(ModuleOp module,
     pipeline.segments = options.segments;
     pipeline.valueTile = options.valueTile;
     pipeline.stableFeatures = options.stableFeatures;
-    pipeline.anchorRows = options.anchorRows ? options.anchorRows : 64;
+    pipeline.anchorRows =
+        options.anchorRows ? options.anchorRows : kDefaultAnchorRows;
     pipeline.causalIsolation = options.causalIsolation;
     pipeline.scanSchedule = options.scanSchedule;
     pipeline.scanThreads = options.scanThreads;

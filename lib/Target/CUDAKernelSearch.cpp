@@ -176,9 +176,6 @@ static LogicalResult assembleKernels(ModuleOp module,
 
 namespace {
 
-/// LinSimp's readout rows per anchor pass the search starts from.
-constexpr int64_t kAnchorRows = 64;
-
 /// One run of the search over one module.
 class KernelSearch {
 public:
@@ -190,7 +187,7 @@ public:
     pipeline.copyOptionValuesFrom(requested);
     pipeline.toolkit = resolveCUDAToolkit(requested.toolkit);
     if (requested.anchorRows == 0)
-      pipeline.anchorRows = kAnchorRows;
+      pipeline.anchorRows = kDefaultAnchorRows;
   }
 
   /// Builds the kernels; on success `pipeline` holds the options decided.

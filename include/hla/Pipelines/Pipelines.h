@@ -13,6 +13,10 @@
 
 namespace mlir::hla {
 
+/// LinSimp's readout rows per pass over the anchor window by default (the
+/// CPU's, and where the CUDA search starts: 64-row tiles are wgmma's M).
+constexpr int64_t kDefaultAnchorRows = 64;
+
 /// Options of hla-cpu-pipeline.
 struct CPUPipelineOptions : public PassPipelineOptions<CPUPipelineOptions> {
   PassOptions::Option<int64_t> chunkSize{*this, "chunk-size",
@@ -49,7 +53,7 @@ struct CPUPipelineOptions : public PassPipelineOptions<CPUPipelineOptions> {
       *this, "linsimp-anchor-rows",
       llvm::cl::desc("LinSimp: readout rows of one pass over the anchor "
                      "window (anchor offsets stacked; see hla-chunk)"),
-      llvm::cl::init(64)};
+      llvm::cl::init(kDefaultAnchorRows)};
   PassOptions::Option<bool> causalIsolation{
       *this, "causal-isolation",
       llvm::cl::desc("Keep outputs before a non-finite token finite (a "

@@ -18,6 +18,8 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
+#include <array>
+
 using namespace mlir;
 using namespace mlir::hla;
 using namespace mlir::hla::chunk;
@@ -237,22 +239,37 @@ static int64_t offsetsPerPass(int64_t window, int64_t chunk, int64_t rows) {
   return best;
 }
 
-/// Rows [g · chunk, (g + 1) · chunk) of a stacked [rows(, cols)] tile.
-static Value stackedPart(OpBuilder &b, Location loc, Value tile, int64_t g,
-                         int64_t chunk) {
-  auto type = cast<RankedTensorType>(tile.getType());
-  llvm::SmallVector<OpFoldResult> offsets = {idx(b, g * chunk)};
-  llvm::SmallVector<OpFoldResult> sizes = {idx(b, chunk)};
-  llvm::SmallVector<int64_t> shape = {chunk};
+/// Offsets, sizes and strides of rows [first, first + count) of a [rows]
+/// or [rows, cols] tile of type `type`.
+static std::array<llvm::SmallVector<OpFoldResult>, 3>
+rowRange(OpBuilder &b, RankedTensorType type, OpFoldResult first,
+         int64_t count) {
+  llvm::SmallVector<OpFoldResult> offsets = {first};
+  llvm::SmallVector<OpFoldResult> sizes = {idx(b, count)};
   if (type.getRank() == 2) {
     offsets.push_back(idx(b, 0));
     sizes.push_back(idx(b, type.getDimSize(1)));
-    shape.push_back(type.getDimSize(1));
   }
   llvm::SmallVector<OpFoldResult> strides(offsets.size(), idx(b, 1));
+  return {offsets, sizes, strides};
+}
+
+/// Rows [first, first + count) of a [rows] or [rows, cols] tile.
+static Value rowSlice(OpBuilder &b, Location loc, Value tile,
+                      OpFoldResult first, int64_t count) {
+  auto type = cast<RankedTensorType>(tile.getType());
+  llvm::SmallVector<int64_t> shape(type.getShape());
+  shape[0] = count;
+  auto [offsets, sizes, strides] = rowRange(b, type, first, count);
   return tensor::ExtractSliceOp::create(
       b, loc, RankedTensorType::get(shape, type.getElementType()), tile,
       offsets, sizes, strides);
+}
+
+/// Rows [g · chunk, (g + 1) · chunk) of a stacked tile.
+static Value stackedPart(OpBuilder &b, Location loc, Value tile, int64_t g,
+                         int64_t chunk) {
+  return rowSlice(b, loc, tile, idx(b, g * chunk), chunk);
 }
 
 FailureOr<Value> ChunkRewriter::emitAnchorRows(OpBuilder &b, Location loc,
@@ -304,22 +321,12 @@ FailureOr<Value> ChunkRewriter::emitAnchorRows(OpBuilder &b, Location loc,
       shape.push_back(cols);
     Value stacked = tensor::EmptyOp::create(nb, l, shape, f32);
     for (int64_t g = 0; g < group; ++g) {
-      llvm::SmallVector<OpFoldResult> offsets = {offsetOf(g)};
-      llvm::SmallVector<OpFoldResult> sizes = {idx(nb, chunk)};
-      llvm::SmallVector<int64_t> partShape = {chunk};
-      llvm::SmallVector<OpFoldResult> at = {idx(nb, g * chunk)};
-      if (cols) {
-        offsets.push_back(idx(nb, 0));
-        sizes.push_back(idx(nb, cols));
-        partShape.push_back(cols);
-        at.push_back(idx(nb, 0));
-      }
-      llvm::SmallVector<OpFoldResult> strides(offsets.size(), idx(nb, 1));
-      Value part = tensor::ExtractSliceOp::create(
-          nb, l, RankedTensorType::get(partShape, f32), tile, offsets, sizes,
-          strides);
+      Value part = rowSlice(nb, l, tile, offsetOf(g), chunk);
       if (group == 1)
         return part; // one offset: the slice itself, no copy
+      auto [at, sizes, strides] =
+          rowRange(nb, cast<RankedTensorType>(stacked.getType()),
+                   idx(nb, g * chunk), chunk);
       stacked = tensor::InsertSliceOp::create(nb, l, part, stacked, at, sizes,
                                               strides);
     }
