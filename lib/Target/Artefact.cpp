@@ -298,6 +298,16 @@ LogicalResult mlir::hla::compileToArtefact(ModuleOp module,
     if (failed(runPhase(pm, module, options, "hla-derive-vjp")))
       return failure();
   }
+  if (options.summaryEntries) {
+    if (options.vjp)
+      return fail("--summary-entries and --vjp cannot be combined (the "
+                  "backward has no summary entries yet)");
+    PassManager pm(module.getContext());
+    pm.addPass(createHLAAddSummaryEntriesPass(
+        HLAAddSummaryEntriesPassOptions{options.entry}));
+    if (failed(runPhase(pm, module, options, "hla-add-summary-entries")))
+      return failure();
+  }
   if (!cuda) {
     // The target pipeline, down to the LLVM dialect with the artefact ABI.
     CPUPipelineOptions pipeline;

@@ -165,6 +165,12 @@ const std::vector<Knob> &knobs() {
        "Compile the entry function's backward instead, f(inputs..., "
        "d_output) -> the inputs' gradients (hla-derive-vjp)",
        show(&O::vjp), boolean(&O::vjp, "vjp")},
+      {"summary-entries",
+       "Also compile the entry function's summary and combine, "
+       "<entry>_summary and <entry>_combine: the pieces that split one "
+       "sequence across devices (hla-add-summary-entries)",
+       show(&O::summaryEntries),
+       boolean(&O::summaryEntries, "summary-entries")},
       {"scan-threads",
        "CPU: threads the auto scan schedule and the segmented form plan for",
        show(&O::scanThreads),

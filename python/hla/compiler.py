@@ -102,6 +102,7 @@ _OPTIONS = {
     "cuda_mma": ("choice", ("auto", "wgmma", "mma.sync")),
     "cuda_generator": ("choice", ("auto", "tiles", "phases")),
     "vectorize": ("bool",), "causal_isolation": ("bool",), "vjp": ("bool",),
+    "summary_entries": ("bool",),
     "linsimp_stable_features": ("bool",), "linsimp_anchor_rows": ("int", 0),
     "cuda_chip": ("str",), "cuda_features": ("str",), "cuda_toolkit": ("str",),
     "entry": ("str",), "ptxas_log": ("str",), "runtime_dir": ("str",),

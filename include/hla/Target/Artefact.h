@@ -56,6 +56,9 @@ struct ArtefactOptions {
   /// Compile the backward of the entry function instead (hla-derive-vjp):
   /// f(inputs..., d_output) -> the inputs' gradients.
   bool vjp = false;
+  /// Also compile the entry function's summary and combine
+  /// (hla-add-summary-entries): `<entry>_summary`, `<entry>_combine`.
+  bool summaryEntries = false;
   /// CPU: the threads the auto scan schedule and segmented form plan for.
   int64_t scanThreads = 2;
   bool vectorize = true;

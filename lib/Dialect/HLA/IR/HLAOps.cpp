@@ -565,6 +565,47 @@ LogicalResult ScanOp::verify() {
   return success();
 }
 
+LogicalResult TotalOp::verify() {
+  const MonoidSpec &spec = getMonoid().getSpec();
+  size_t n = spec.components.size();
+  if (getSegments().size() != n || getTotals().size() != n)
+    return emitOpError() << "monoid '" << spec.name << "' has " << n
+                         << " components, got " << getSegments().size()
+                         << " segments and " << getTotals().size()
+                         << " results";
+  if (failed(verifyCommonFloat(*this, "segments", getSegments().getTypes())))
+    return failure();
+  MonoidDimBinder binder;
+  SlotChecker checker(*this, binder);
+  for (auto [i, type] : llvm::enumerate(getSegments().getTypes()))
+    if (failed(checker.check("segment", i, spec.components[i], type)))
+      return failure();
+  llvm::SmallVector<int64_t> lead(checker.getLead());
+  int64_t axis = getAxis();
+  if (axis < 0 || axis >= int64_t(lead.size()))
+    return emitOpError() << "'axis' " << axis << " is not a leading dimension "
+                         << "(there are " << lead.size() << ")";
+  lead.erase(lead.begin() + axis);
+  for (auto [i, result] : llvm::enumerate(getTotals())) {
+    auto tensor = cast<RankedTensorType>(result.getType());
+    llvm::SmallVector<int64_t> expected(lead);
+    llvm::append_range(expected, binder.resolve(spec.components[i]));
+    if (!shapesCompatible(tensor.getShape(), expected))
+      return emitOpError() << "result #" << i << " ('"
+                           << spec.components[i].name << "') has shape "
+                           << shapeToString(tensor.getShape()) << " but needs "
+                           << shapeToString(expected);
+    Type element =
+        cast<RankedTensorType>(getSegments()[i].getType()).getElementType();
+    if (tensor.getElementType() != element)
+      return emitOpError() << "result #" << i << " ('"
+                           << spec.components[i].name << "') element type "
+                           << tensor.getElementType()
+                           << " differs from its segment's " << element;
+  }
+  return success();
+}
+
 LogicalResult ReadoutOp::verify() {
   const MonoidSpec &spec = getMonoid().getSpec();
   const MonoidReadout *num = spec.findReadout("num");

@@ -320,34 +320,10 @@ LogicalResult ChunkRewriter::rewriteSegmented(int64_t segments) {
 
   // 1. Every segment's summary, folded from the identity (every component:
   //    combining segments needs them all).
-  llvm::SmallVector<Value> sumInits;
-  for (unsigned c = 0; c < spec.components.size(); ++c)
-    sumInits.push_back(emptyPerRun(b, loc, c, segments));
-  auto summarize = scf::ForallOp::create(
-      b, loc, {idx(b, info.batch), idx(b, segments), idx(b, info.heads)},
-      sumInits, std::nullopt);
-  {
-    OpBuilder::InsertionGuard guard(b);
-    Block *body = summarize.getBody();
-    b.setInsertionPointToStart(body);
-    Value bi = body->getArgument(0), si = body->getArgument(1),
-          hi = body->getArgument(2);
-    prepareTiles(b, b, loc);
-    auto [lo, end] = segmentBounds(b, si);
-    llvm::SmallVector<Value> identity;
-    for (unsigned c = 0; c < spec.components.size(); ++c)
-      identity.push_back(buildMonoidIdentity(
-          b, loc, spec, c, RankedTensorType::get(componentShapes[c], f32)));
-    FailureOr<scf::ForOp> chunks =
-        emitChunkLoop(b, loc, bi, hi, lo, end, identity, Value(), Value(),
-                      /*allComponents=*/true, usedInputs(plan.summaries));
-    if (failed(chunks))
-      return failure();
-    b.setInsertionPointToStart(summarize.getTerminator().getBody());
-    for (unsigned c = 0; c < spec.components.size(); ++c)
-      insertComponent(b, loc, chunks->getResult(c), body->getArgument(3 + c), c,
-                      {bi, si, hi});
-  }
+  FailureOr<scf::ForallOp> summarize =
+      emitRunSummaries(b, loc, segments, perSegment);
+  if (failed(summarize))
+    return failure();
 
   // 2. Every segment's outputs, from the state its predecessors leave.
   llvm::SmallVector<Value> inits = {
@@ -378,10 +354,10 @@ LogicalResult ChunkRewriter::rewriteSegmented(int64_t segments) {
         [&](OpBuilder &nb, Location l, Value previous, ValueRange carry) {
           llvm::SmallVector<Value> summary;
           for (unsigned c = 0; c < spec.components.size(); ++c)
-            summary.push_back(componentSlice(nb, l, summarize.getResult(c), c,
+            summary.push_back(componentSlice(nb, l, summarize->getResult(c), c,
                                              {bi, previous, hi}));
           llvm::SmallVector<Value> next = ::mlir::hla::combineCarried(
-              nb, l, scan.getMonoid(), carry, summary, summaryTypes);
+              nb, l, info.monoid, carry, summary, summaryTypes);
           for (size_t i = 0; i < k; ++i)
             next[i] =
                 linalg::CopyOp::create(nb, l, next[i], carry[i]).getResult(0);
@@ -448,6 +424,74 @@ LogicalResult ChunkRewriter::rewriteSegmented(int64_t segments) {
     finalStates = llvm::SmallVector<Value>(copyOut.getResults());
   }
   finish(b, loc, readoutLoop.getResult(0), finalStates);
+  return success();
+}
+
+FailureOr<scf::ForallOp> ChunkRewriter::emitRunSummaries(OpBuilder &b,
+                                                         Location loc,
+                                                         int64_t runs,
+                                                         int64_t perRun) {
+  Type f32 = b.getF32Type();
+  llvm::SmallVector<Value> sumInits;
+  for (unsigned c = 0; c < spec.components.size(); ++c)
+    sumInits.push_back(emptyPerRun(b, loc, c, runs));
+  auto summarize = scf::ForallOp::create(
+      b, loc, {idx(b, info.batch), idx(b, runs), idx(b, info.heads)}, sumInits,
+      std::nullopt);
+  OpBuilder::InsertionGuard guard(b);
+  Block *body = summarize.getBody();
+  b.setInsertionPointToStart(body);
+  Value bi = body->getArgument(0), ri = body->getArgument(1),
+        hi = body->getArgument(2);
+  prepareTiles(b, b, loc);
+  Value per = arith::ConstantIndexOp::create(b, loc, perRun);
+  Value lo = arith::MulIOp::create(b, loc, ri, per);
+  Value end =
+      arith::MinSIOp::create(b, loc, arith::AddIOp::create(b, loc, lo, per),
+                             arith::ConstantIndexOp::create(b, loc, numChunks));
+  llvm::SmallVector<Value> identity;
+  for (unsigned c = 0; c < spec.components.size(); ++c)
+    identity.push_back(buildMonoidIdentity(
+        b, loc, spec, c, RankedTensorType::get(componentShapes[c], f32)));
+  FailureOr<scf::ForOp> chunks =
+      emitChunkLoop(b, loc, bi, hi, lo, end, identity, Value(), Value(),
+                    /*allComponents=*/true, usedInputs(plan.summaries));
+  if (failed(chunks))
+    return failure();
+  b.setInsertionPointToStart(summarize.getTerminator().getBody());
+  for (unsigned c = 0; c < spec.components.size(); ++c)
+    insertComponent(b, loc, chunks->getResult(c), body->getArgument(3 + c), c,
+                    {bi, ri, hi});
+  return summarize;
+}
+
+LogicalResult ChunkRewriter::rewriteTotal() {
+  TotalOp total = info.total;
+  Location loc = total.getLoc();
+  OpBuilder b(total);
+  prepareShapes();
+  FailureOr<scf::ForallOp> summarize =
+      emitRunSummaries(b, loc, /*runs=*/1, std::max<int64_t>(numChunks, 1));
+  if (failed(summarize))
+    return failure();
+  // [B, 1, H, shape] -> [B, H, shape].
+  for (auto [c, result] : llvm::enumerate(total.getTotals())) {
+    llvm::SmallVector<ReassociationIndices> groups = {{0, 1}, {2}};
+    for (size_t d = 0; d < componentShapes[c].size(); ++d)
+      groups.push_back({int64_t(3 + d)});
+    Value collapsed = tensor::CollapseShapeOp::create(
+        b, loc, result.getType(), summarize->getResult(c), groups);
+    result.replaceAllUsesWith(collapsed);
+  }
+  total.erase();
+  llvm::SmallVector<Operation *> producers;
+  for (Value input : info.segment.getInputs())
+    if (auto features = input.getDefiningOp<FeatureMapOp>())
+      producers.push_back(features);
+  info.segment.erase();
+  for (Operation *op : producers)
+    if (op->use_empty())
+      op->erase();
   return success();
 }
 

@@ -101,11 +101,58 @@ struct HLAChunkPass : public hla::impl::HLAChunkPassBase<HLAChunkPass> {
     for (Operation *readout : readouts)
       if (failed(chunk(readout)))
         return signalPassFailure();
+    llvm::SmallVector<TotalOp> totals;
+    getOperation()->walk([&](TotalOp op) { totals.push_back(op); });
+    for (TotalOp total : totals)
+      if (failed(chunkTotal(total)))
+        return signalPassFailure();
     llvm::SmallVector<PrefixVjpOp> vjps;
     getOperation()->walk([&](PrefixVjpOp op) { vjps.push_back(op); });
     for (PrefixVjpOp op : vjps)
       if (failed(lowerPrefixVjp(op, chunkSize)))
         return signalPassFailure();
+  }
+
+  /// `segment -> total` along T: the totals of every component per
+  /// (batch entry, head), one loop over the sequence's chunks each. Other
+  /// totals are left to hla-lower-scans.
+  LogicalResult chunkTotal(TotalOp total) {
+    auto fail = [&](const llvm::Twine &why) {
+      return total->emitError() << "hla-chunk: " << why;
+    };
+    ChainInfo info;
+    info.readout = total;
+    info.total = total;
+    info.monoid = total.getMonoid();
+    info.segment = total.getSegments()[0].getDefiningOp<SegmentOp>();
+    if (!info.segment || total.getAxis() != 1 ||
+        info.segment.getMonoid() != info.monoid ||
+        llvm::any_of(info.segment.getResults(),
+                     [](Value v) { return !v.hasOneUse(); }) ||
+        ValueRange(info.segment.getResults()) != total.getSegments())
+      return success();
+    auto lead = cast<RankedTensorType>(info.segment.getResult(0).getType());
+    const MonoidSpec &spec = info.monoid.getSpec();
+    if (lead.getRank() - spec.components[0].getRank() != 3 ||
+        !lead.hasStaticShape() ||
+        llvm::any_of(info.segment.getInputs(), [](Value v) {
+          return !cast<RankedTensorType>(v.getType()).hasStaticShape();
+        }))
+      return fail("the chunked lowering needs static [B, T, H, ...] shapes");
+    info.batch = lead.getDimSize(0);
+    info.length = lead.getDimSize(1);
+    info.heads = lead.getDimSize(2);
+    bool deltaRule = isGatedDeltaRule(spec, total->getContext());
+    FailureOr<ChunkPlan> plan = ChunkPlan();
+    if (!deltaRule) {
+      std::string error;
+      plan = buildChunkPlan(spec, error);
+      if (failed(plan))
+        return fail(error);
+    }
+    ChunkRewriter rewriter(info, chunkSize, *plan);
+    rewriter.deltaRule = deltaRule;
+    return rewriter.rewriteTotal();
   }
 
   LogicalResult chunk(Operation *readout) {
@@ -132,6 +179,7 @@ struct HLAChunkPass : public hla::impl::HLAChunkPassBase<HLAChunkPass> {
       return fail("the scan's segments must come from one hla.segment");
     if (info.scan.getMonoid() != monoid || info.segment.getMonoid() != monoid)
       return fail("segment, scan and readout must share one monoid");
+    info.monoid = monoid;
     for (Value v : info.segment.getResults())
       if (!v.hasOneUse())
         return fail("the segments must feed only the scan");

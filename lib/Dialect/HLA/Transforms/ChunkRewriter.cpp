@@ -83,7 +83,7 @@ void ChunkRewriter::prepareShapes() {
         llvm::to_vector(binder.resolve(spec.components[c])));
   componentValueDims.assign(spec.components.size(), {});
   inputIsValue.assign(spec.inputs.size(), false);
-  valueWidth = info.outputType().getDimSize(3);
+  valueWidth = info.total ? 0 : info.outputType().getDimSize(3);
   valueTiles = 1;
 
   // Token inputs: segment operands (by monoid input), then readout inputs.
@@ -99,7 +99,7 @@ void ChunkRewriter::prepareShapes() {
   // sequence gets ceil(len / c) chunk slots; a table built at run time maps
   // slot -> (start token, length) and gives the scan its per-sequence chunk
   // offsets. ceil(T / c) + N slots always suffice.
-  cuSeqlens = info.scan.getCuSeqlens();
+  cuSeqlens = info.scan ? info.scan.getCuSeqlens() : Value();
   sequences = info.batch;
   if (cuSeqlens) {
     sequences = cast<RankedTensorType>(cuSeqlens.getType()).getDimSize(0) - 1;
@@ -745,10 +745,12 @@ FailureOr<scf::ForOp> ChunkRewriter::emitChunkLoop(
     OpBuilder &b, Location loc, Value batch, Value head, Value lo, Value hi,
     llvm::ArrayRef<Value> carry, Value rows, Value first, bool allComponents,
     llvm::ArrayRef<unsigned> inputs, Value sequence, Value sequenceStart) {
-  RankedTensorType outType = info.outputType();
   int64_t width = valueWidth;
-  auto rowsType = RankedTensorType::get({ShapedType::kDynamic, width},
-                                        outType.getElementType());
+  RankedTensorType rowsType;
+  if (rows)
+    rowsType = RankedTensorType::get(
+        {ShapedType::kDynamic, width},
+        cast<RankedTensorType>(rows.getType()).getElementType());
   llvm::SmallVector<Type> summaryTypes = componentTypes(b);
   llvm::SmallVector<Value> iterInit(carry);
   if (rows)
@@ -800,14 +802,12 @@ FailureOr<scf::ForOp> ChunkRewriter::emitChunkLoop(
         }
         if (allComponents)
           next = llvm::SmallVector<Value>(
-              CombineOp::create(nb, l, TypeRange(summaryTypes),
-                                info.scan.getMonoid(), iter.take_front(k),
-                                *summaries)
+              CombineOp::create(nb, l, TypeRange(summaryTypes), info.monoid,
+                                iter.take_front(k), *summaries)
                   .getResults());
         else
-          next = ::mlir::hla::combineCarried(nb, l, info.scan.getMonoid(),
-                                             iter.take_front(k), *summaries,
-                                             summaryTypes);
+          next = ::mlir::hla::combineCarried(
+              nb, l, info.monoid, iter.take_front(k), *summaries, summaryTypes);
         // The new state is copied into the carried one: the loop then
         // updates one buffer per component in place instead of yielding a
         // fresh allocation per chunk (which bufferization could only free

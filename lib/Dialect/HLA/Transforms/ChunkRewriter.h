@@ -138,10 +138,15 @@ emitChunkSummaries(OpBuilder &b, Location loc, const MonoidSpec &spec,
 /// Static sizes of a matched segment -> scan -> readout chain. The readout
 /// is an hla.readout or LinSimp's hla.anchor_readout (`anchor`).
 struct ChainInfo {
+  MonoidAttr monoid;
   SegmentOp segment;
+  /// The chain's scan (null for `segment -> total`).
   ScanOp scan;
+  /// The chain's readout, or the hla.total of a `segment -> total` chain
+  /// (where new ops go and errors are reported).
   Operation *readout = nullptr;
   AnchorReadoutOp anchor;
+  TotalOp total;
   int64_t batch = 0, length = 0, heads = 0;
 
   RankedTensorType outputType() const {
@@ -175,8 +180,7 @@ inline InFlightDiagnostic chunkError(Operation *op) {
 class ChunkRewriter {
 public:
   ChunkRewriter(ChainInfo info, int64_t chunk, const ChunkPlan &plan)
-      : info(info), spec(info.scan.getMonoid().getSpec()), chunk(chunk),
-        plan(plan) {}
+      : info(info), spec(info.monoid.getSpec()), chunk(chunk), plan(plan) {}
 
   /// Features on the anchor side shifted by one running maximum per query
   /// (cancels in LinSimp's joint normalisation; off only to test that).
@@ -218,6 +222,9 @@ public:
   /// summary, then one loop per (batch entry, segment, head) combines the
   /// summaries of the segments before it and reads its chunks out.
   LogicalResult rewriteSegmented(int64_t segments);
+  /// `segment -> total`: one loop per (batch entry, head) folds the
+  /// sequence's chunk summaries (every component) from the identity.
+  LogicalResult rewriteTotal();
 
 private:
   /// Shapes, chunk counts and the token operands of every input.
@@ -325,6 +332,11 @@ private:
                 Value sequence = Value(), Value sequenceStart = Value());
   /// Every component's f32 tensor type (a summary's, a state's).
   llvm::SmallVector<Type> componentTypes(OpBuilder &b) const;
+  /// One loop per (batch entry, run, head) folding every component of the
+  /// run's chunks [run · perRun, min((run + 1) · perRun, chunks)) from the
+  /// identity: its results are [B, runs, H, component] per component.
+  FailureOr<scf::ForallOp> emitRunSummaries(OpBuilder &b, Location loc,
+                                            int64_t runs, int64_t perRun);
   /// An empty [B, segments, H, component c] tensor (one value per run).
   Value emptyPerRun(OpBuilder &b, Location loc, unsigned c,
                     int64_t segments) const;

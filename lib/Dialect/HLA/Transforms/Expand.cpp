@@ -1,4 +1,5 @@
-//===- Expand.cpp - Attention ops to algebra ops ------------------*- C++ -*-===//
+//===- Expand.cpp - Attention ops to algebra ops ------------------*- C++
+//-*-===//
 //
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
@@ -65,6 +66,69 @@ static RankedTensorType getSlotType(llvm::ArrayRef<int64_t> lead,
   return RankedTensorType::get(shape, element);
 }
 
+} // namespace
+
+FailureOr<SegmentOp> mlir::hla::buildAttentionSegments(OpBuilder &b,
+                                                       AttentionOpInterface op,
+                                                       std::string &reason) {
+  FailureOr<MonoidSpec> spec = getAttentionMonoid(op, reason);
+  if (failed(spec))
+    return failure();
+  MLIRContext *ctx = op->getContext();
+  Location loc = op.getLoc();
+  auto monoid = MonoidAttr::get(ctx, *spec);
+  Type f32 = Float32Type::get(ctx);
+  RankedTensorType q = op.getQuery().getType();
+  RankedTensorType v = op.getValue().getType();
+  auto linsimp = dyn_cast<LinSimpOp>(op.getOperation());
+
+  // Bind the monoid's extents from the operands.
+  MonoidDimBinder binder;
+  std::string ignored;
+  (void)binder.bind({"", {"d"}, false}, {q.getDimSize(3)}, ignored);
+  (void)binder.bind({"", {"dk"}, false}, {q.getDimSize(3)}, ignored);
+  (void)binder.bind({"", {"dv"}, false}, {v.getDimSize(3)}, ignored);
+  if (linsimp)
+    (void)binder.bind({"", {"m"}, false},
+                      {linsimp.getOmega().getType().getDimSize(0)}, ignored);
+
+  // Every token input has an operand (LinSimp's φ is built below).
+  for (unsigned input : spec->getTokenInputs()) {
+    llvm::StringRef name = spec->inputs[input].name;
+    if (!(linsimp && name == "phi") && !getOperandForInput(op, name, Value())) {
+      reason = ("no operand for monoid input '" + name + "'").str();
+      return failure();
+    }
+  }
+
+  // LinSimp's global keys enter through their random features
+  // φ(τ^½ k); the feature map keeps the key's heads.
+  Value phi;
+  if (linsimp) {
+    RankedTensorType k = linsimp.getKey().getType();
+    auto phiType = RankedTensorType::get(
+        {k.getDimSize(0), k.getDimSize(1), k.getDimSize(2), binder.lookup("m")},
+        f32);
+    phi = FeatureMapOp::create(b, loc, phiType, linsimp.getKey(),
+                               linsimp.getOmega(),
+                               b.getF64FloatAttr(op.getEffectiveScale()));
+  }
+
+  // One-token segments of every component, per query head.
+  llvm::SmallVector<Value> tokenOperands;
+  for (unsigned input : spec->getTokenInputs())
+    tokenOperands.push_back(
+        getOperandForInput(op, spec->inputs[input].name, phi));
+  llvm::SmallVector<int64_t> lead = {q.getDimSize(0), q.getDimSize(1),
+                                     q.getDimSize(2)};
+  llvm::SmallVector<Type> segmentTypes;
+  for (const MonoidSlot &slot : spec->components)
+    segmentTypes.push_back(getSlotType(lead, slot, binder, f32));
+  return SegmentOp::create(b, loc, segmentTypes, monoid, tokenOperands);
+}
+
+namespace {
+
 struct ExpandAttentionOp
     : public OpInterfaceRewritePattern<AttentionOpInterface> {
   using OpInterfaceRewritePattern::OpInterfaceRewritePattern;
@@ -72,61 +136,25 @@ struct ExpandAttentionOp
   LogicalResult matchAndRewrite(AttentionOpInterface op,
                                 PatternRewriter &rewriter) const override {
     std::string reason;
-    FailureOr<MonoidSpec> spec = getAttentionMonoid(op, reason);
-    if (failed(spec))
+    FailureOr<SegmentOp> built = buildAttentionSegments(rewriter, op, reason);
+    if (failed(built))
       return rewriter.notifyMatchFailure(op, reason);
-
-    MLIRContext *ctx = op->getContext();
+    SegmentOp segments = *built;
+    MonoidAttr monoid = segments.getMonoid();
+    const MonoidSpec *spec = &monoid.getSpec();
     Location loc = op.getLoc();
-    auto monoid = MonoidAttr::get(ctx, *spec);
-    Type f32 = Float32Type::get(ctx);
     RankedTensorType q = op.getQuery().getType();
-    RankedTensorType v = op.getValue().getType();
     int64_t batch = q.getDimSize(0), length = q.getDimSize(1);
     int64_t heads = q.getDimSize(2);
     auto linsimp = dyn_cast<LinSimpOp>(op.getOperation());
-
-    // Bind the monoid's extents from the operands.
-    MonoidDimBinder binder;
-    std::string ignored;
-    (void)binder.bind({"", {"d"}, false}, {q.getDimSize(3)}, ignored);
-    (void)binder.bind({"", {"dk"}, false}, {q.getDimSize(3)}, ignored);
-    (void)binder.bind({"", {"dv"}, false}, {v.getDimSize(3)}, ignored);
-    if (linsimp)
-      (void)binder.bind({"", {"m"}, false},
-                        {linsimp.getOmega().getType().getDimSize(0)}, ignored);
-
-    // LinSimp's global keys enter through their random features
-    // φ(τ^½ k); the feature map keeps the key's heads.
-    Value phi;
-    if (linsimp) {
-      RankedTensorType k = linsimp.getKey().getType();
-      auto phiType = RankedTensorType::get(
-          {k.getDimSize(0), k.getDimSize(1), k.getDimSize(2),
-           binder.lookup("m")},
-          f32);
-      phi = FeatureMapOp::create(rewriter, loc, phiType, linsimp.getKey(),
-                                 linsimp.getOmega(),
-                                 rewriter.getF64FloatAttr(
-                                     op.getEffectiveScale()));
-    }
-
-    // One-token segments of every component, per query head.
-    llvm::SmallVector<Value> tokenOperands;
-    for (unsigned input : spec->getTokenInputs()) {
-      Value operand = getOperandForInput(op, spec->inputs[input].name, phi);
-      if (!operand)
-        return rewriter.notifyMatchFailure(
-            op, "no operand for monoid input '" + spec->inputs[input].name +
-                    "'");
-      tokenOperands.push_back(operand);
-    }
     llvm::SmallVector<int64_t> lead = {batch, length, heads};
-    llvm::SmallVector<Type> segmentTypes;
-    for (const MonoidSlot &slot : spec->components)
-      segmentTypes.push_back(getSlotType(lead, slot, binder, f32));
-    auto segments =
-        SegmentOp::create(rewriter, loc, segmentTypes, monoid, tokenOperands);
+    // Slot types as the segments have them, with other leading dimensions.
+    auto slotType = [&](llvm::ArrayRef<int64_t> leading, unsigned c) {
+      auto type = cast<RankedTensorType>(segments.getResult(c).getType());
+      llvm::SmallVector<int64_t> shape(leading);
+      llvm::append_range(shape, type.getShape().drop_front(3));
+      return RankedTensorType::get(shape, type.getElementType());
+    };
 
     // Inclusive scan along T, from the initial state, with the final state
     // when the op returns one.
@@ -140,11 +168,10 @@ struct ExpandAttentionOp
     bool wantFinal = !op.getFinalState().empty();
     llvm::SmallVector<Type> scanTypes;
     for (unsigned c : carried)
-      scanTypes.push_back(getSlotType(lead, spec->components[c], binder, f32));
+      scanTypes.push_back(slotType(lead, c));
     if (wantFinal)
       for (unsigned c : carried)
-        scanTypes.push_back(
-            getSlotType(finalLead, spec->components[c], binder, f32));
+        scanTypes.push_back(slotType(finalLead, c));
     ValueRange initial = op.getInitialState();
     ValueRange scanInit = linsimp && !initial.empty()
                               ? initial.take_front(carried.size())
@@ -152,23 +179,24 @@ struct ExpandAttentionOp
     auto scan = ScanOp::create(
         rewriter, loc, scanTypes, monoid, segments.getResults(), scanInit,
         op.getCuSeqlens(), /*exclusive=*/false, /*axis=*/1);
-    ValueRange prefix = ValueRange(scan.getResults()).take_front(carried.size());
-    ValueRange finals = ValueRange(scan.getResults()).drop_front(carried.size());
+    ValueRange prefix =
+        ValueRange(scan.getResults()).take_front(carried.size());
+    ValueRange finals =
+        ValueRange(scan.getResults()).drop_front(carried.size());
 
     llvm::SmallVector<Value> replacements;
     if (linsimp) {
       llvm::SmallVector<Type> readoutTypes = {op.getOutput().getType()};
       if (wantFinal)
-        llvm::append_range(readoutTypes,
-                           op.getFinalState().drop_front(carried.size())
-                               .getTypes());
-      ValueRange anchors = initial.empty() ? ValueRange()
-                                           : initial.drop_front(carried.size());
+        llvm::append_range(
+            readoutTypes,
+            op.getFinalState().drop_front(carried.size()).getTypes());
+      ValueRange anchors =
+          initial.empty() ? ValueRange() : initial.drop_front(carried.size());
       auto readout = AnchorReadoutOp::create(
           rewriter, loc, readoutTypes, monoid, linsimp.getQuery(),
-          linsimp.getAnchorKey(), linsimp.getAnchorValue(),
-          linsimp.getOmega(), prefix, anchors, linsimp.getCuSeqlens(),
-          linsimp.getWindowAttr(),
+          linsimp.getAnchorKey(), linsimp.getAnchorValue(), linsimp.getOmega(),
+          prefix, anchors, linsimp.getCuSeqlens(), linsimp.getWindowAttr(),
           rewriter.getF64FloatAttr(op.getEffectiveScale()));
       replacements.push_back(readout.getOutput());
       llvm::append_range(replacements, finals);
@@ -177,7 +205,7 @@ struct ExpandAttentionOp
       llvm::SmallVector<Value> readoutOperands;
       for (unsigned input : spec->getReadoutInputs())
         readoutOperands.push_back(
-            getOperandForInput(op, spec->inputs[input].name, phi));
+            getOperandForInput(op, spec->inputs[input].name, Value()));
       auto eps = op->getAttrOfType<FloatAttr>("eps");
       auto readout = ReadoutOp::create(
           rewriter, loc, op.getOutput().getType(), monoid, readoutOperands,
@@ -201,8 +229,8 @@ static void materializeRandomFeatures(RandomFeaturesOp op) {
   for (double value : values) {
     APFloat x(value);
     bool lost = false;
-    (void)x.convert(element.getFloatSemantics(),
-                    APFloat::rmNearestTiesToEven, &lost);
+    (void)x.convert(element.getFloatSemantics(), APFloat::rmNearestTiesToEven,
+                    &lost);
     elements.push_back(x);
   }
   OpBuilder b(op);
@@ -223,9 +251,8 @@ struct HLAExpandPass : public hla::impl::HLAExpandPassBase<HLAExpandPass> {
     FrozenRewritePatternSet frozen(std::move(patterns));
     // Rewrite each attention op once; count what stays (no monoid).
     llvm::SmallVector<Operation *> attentionOps;
-    getOperation()->walk([&](AttentionOpInterface op) {
-      attentionOps.push_back(op);
-    });
+    getOperation()->walk(
+        [&](AttentionOpInterface op) { attentionOps.push_back(op); });
     GreedyRewriteConfig config;
     config.setStrictness(GreedyRewriteStrictness::ExistingOps);
     bool changed = false;

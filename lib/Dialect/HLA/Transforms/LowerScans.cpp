@@ -4,8 +4,8 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// hla-lower-scans turns every hla.scan into loops whose body is hla.combine
-// on slices, with one of two schedules:
+// hla-lower-scans turns every hla.scan (and hla.total) into loops whose body
+// is hla.combine on slices, with one of two schedules (a total: sequential):
 //
 //   sequential  one carry, combined with each element in turn: N combines,
 //               no parallelism along the axis (the other axes stay batched);
@@ -585,11 +585,51 @@ static bool chooseBlelloch(ScanOp scan, int64_t threads) {
   return batch < threads && length >= 4 * threads && sequentialWork >= 2e6;
 }
 
+/// An hla.total left by hla-chunk (segments that are not a chunked chain):
+/// every component folded along the axis from the identity, one combine per
+/// element.
+static LogicalResult lowerTotal(TotalOp total) {
+  auto type = cast<RankedTensorType>(total.getSegments()[0].getType());
+  if (!type.hasStaticShape())
+    return total.emitError() << "hla-lower-scans: needs static shapes";
+  const MonoidSpec &spec = total.getMonoid().getSpec();
+  OpBuilder b(total);
+  Location loc = total.getLoc();
+  unsigned axis = total.getAxis();
+  llvm::SmallVector<Type> sliceTypes(total.getTotals().getTypes());
+  llvm::SmallVector<Value> identity;
+  for (auto [c, t] : llvm::enumerate(sliceTypes))
+    identity.push_back(
+        buildMonoidIdentity(b, loc, spec, c, cast<RankedTensorType>(t)));
+  Value lb = arith::ConstantIndexOp::create(b, loc, 0);
+  Value ub = arith::ConstantIndexOp::create(b, loc, type.getDimSize(axis));
+  Value step = arith::ConstantIndexOp::create(b, loc, 1);
+  auto loop = scf::ForOp::create(
+      b, loc, lb, ub, step, identity,
+      [&](OpBuilder &nb, Location l, Value i, ValueRange carry) {
+        AxisSlicer s(nb, l, axis);
+        llvm::SmallVector<Value> segment;
+        for (Value seg : total.getSegments())
+          segment.push_back(s.extract(seg, i));
+        auto combine = CombineOp::create(nb, l, TypeRange(sliceTypes),
+                                         total.getMonoid(), carry, segment);
+        scf::YieldOp::create(nb, l, combine.getResults());
+      });
+  total.replaceAllUsesWith(loop.getResults());
+  total.erase();
+  return success();
+}
+
 struct HLALowerScansPass
     : public hla::impl::HLALowerScansPassBase<HLALowerScansPass> {
   using HLALowerScansPassBase::HLALowerScansPassBase;
 
   void runOnOperation() override {
+    llvm::SmallVector<TotalOp> totals;
+    getOperation()->walk([&](TotalOp op) { totals.push_back(op); });
+    for (TotalOp total : totals)
+      if (failed(lowerTotal(total)))
+        return signalPassFailure();
     llvm::SmallVector<ScanOp> scans;
     getOperation()->walk([&](ScanOp op) { scans.push_back(op); });
     for (ScanOp scan : scans) {

@@ -325,6 +325,35 @@ def HLA_ScanOp : HLA_Op<"scan", [Pure, AttrSizedOperandSegments]> {
   }];
 }
 
+def HLA_TotalOp : HLA_Op<"total", [Pure]> {
+  let summary = "combine of all segments along an axis (a segment's summary)";
+  let description = [{
+    Combines `segments` (every state component, `[lead..., shape]`) along
+    `axis` under the monoid, in order, and returns every component of the
+    total, `[lead without axis..., shape]`: what a span of tokens does to
+    any state that comes before it. An empty axis gives the identity. The
+    carried components alone are a scan's final state; the others (a
+    decay's power, KDA's transition, the parts of a higher order a later
+    segment applies to an earlier state) are what lets the total be
+    combined with states computed elsewhere (context parallelism: each
+    rank's total, exchanged, combined in rank order).
+
+    ```mlir
+    %P, %m, %rho = hla.total #m (%p, %mm, %r) {axis = 1 : i64}
+        : (tensor<1x8x2x4x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2xf32>)
+        -> (tensor<1x2x4x4xf32>, tensor<1x2x4xf32>, tensor<1x2xf32>)
+    ```
+  }];
+  let arguments = (ins HLA_MonoidAttr:$monoid,
+                       Variadic<AnyRankedTensor>:$segments,
+                       DefaultValuedAttr<I64Attr, "1">:$axis);
+  let results = (outs Variadic<AnyRankedTensor>:$totals);
+  let assemblyFormat = [{
+    $monoid `(` $segments `)` attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def HLA_ReadoutOp : HLA_Op<"readout", [Pure, AttrSizedOperandSegments]> {
   let summary = "output of an inclusive prefix state";
   let description = [{

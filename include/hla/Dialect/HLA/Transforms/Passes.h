@@ -8,6 +8,7 @@
 #define HLA_DIALECT_HLA_TRANSFORMS_PASSES_H
 
 #include "hla/Dialect/HLA/IR/HLADialect.h"
+#include "hla/Dialect/HLA/IR/HLAOps.h"
 #include "hla/Dialect/HLA/Modes.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
@@ -31,6 +32,13 @@ namespace mlir::hla {
 /// Adds the patterns that rewrite attention ops into algebra ops (the body
 /// of hla-expand).
 void populateHLAExpandPatterns(RewritePatternSet &patterns);
+
+/// The one-token segments of attention op `op` under its monoid (with
+/// LinSimp's key features), built at `b`'s insertion point; on failure
+/// `reason` says why and nothing is built.
+FailureOr<SegmentOp> buildAttentionSegments(OpBuilder &b,
+                                            AttentionOpInterface op,
+                                            std::string &reason);
 
 #define GEN_PASS_REGISTRATION
 #include "hla/Dialect/HLA/Transforms/Passes.h.inc"

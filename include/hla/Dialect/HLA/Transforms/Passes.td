@@ -10,6 +10,53 @@
 include "hla/Dialect/HLA/PassOptions.td"
 include "mlir/Pass/PassBase.td"
 
+def HLAAddSummaryEntriesPass : Pass<"hla-add-summary-entries", "ModuleOp"> {
+  let summary = "Add a function's segment summary and combine as entries";
+  let description = [{
+    The function `function` must return the output (and optionally the final
+    state) of one attention op whose operands are its arguments, without
+    packed sequences. Two functions are added beside it, the pieces that
+    split one sequence across devices (context parallelism):
+
+    - `@<function>_summary`: the same arguments minus the initial state;
+      returns every component of the monoid's total over the arguments'
+      tokens, `[B, H, ...]` f32 (`hla.total` of the op's segments): what
+      this span of tokens does to any state before it.
+    - `@<function>_combine`: the carried components of a state (as the op's
+      `initial_state`), then every component of a later span's total;
+      returns the state after that span (the monoid's combine).
+
+    A rank then runs the summary of its span, gathers the spans' totals,
+    folds the totals of the spans before its own into its initial state
+    with the combine, and runs `@<function>` from that state.
+
+    ```mlir
+    func.func @main(%q: tensor<1x8x2x4xf32>, %k: tensor<1x8x2x4xf32>,
+                    %v: tensor<1x8x2x4xf32>) -> tensor<1x8x2x4xf32> {
+      %o = hla.linear_attention %q, %k, %v {decay = 0.9 : f64} : ...
+      return %o : tensor<1x8x2x4xf32>
+    }
+    // added:
+    func.func @main_summary(%q: ..., %k: ..., %v: ...)
+        -> (tensor<1x2x4x4xf32>, tensor<1x2xf32>) {
+      %P, %rho = hla.segment #linear_attention (%k, %v) : ...
+      %tP, %trho = hla.total #linear_attention (%P, %rho) : ...
+      return %tP, %trho : ...
+    }
+    func.func @main_combine(%P: tensor<1x2x4x4xf32>,
+                            %tP: tensor<1x2x4x4xf32>, %trho: tensor<1x2xf32>)
+        -> tensor<1x2x4x4xf32>
+    ```
+  }];
+  let options = [
+    Option<"function", "function", "std::string", /*default=*/"\"main\"",
+           "The function whose summary and combine are added">,
+  ];
+  let dependentDialects = ["::mlir::hla::HLADialect",
+                           "::mlir::func::FuncDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def HLADeriveVjpPass : Pass<"hla-derive-vjp", "ModuleOp"> {
   let summary = "Replace a function by its vector-Jacobian product";
   let description = [{

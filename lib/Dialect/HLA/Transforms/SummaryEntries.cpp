@@ -1,0 +1,152 @@
+//===- SummaryEntries.cpp - A function's summary and combine ----*- C++ -*-===//
+//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// hla-add-summary-entries: beside `f = attention(...)`, the two functions
+// that split one sequence across devices: `f_summary` (the monoid's total
+// of a span of tokens, every component) and `f_combine` (a state carried
+// through a later span's total). Both come from the op's monoid
+// (getAttentionMonoid), so nothing here is per op.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TileBuilder.h"
+#include "hla/Dialect/HLA/IR/HLAOps.h"
+#include "hla/Dialect/HLA/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/BitVector.h"
+
+namespace mlir::hla {
+#define GEN_PASS_DEF_HLAADDSUMMARYENTRIESPASS
+#include "hla/Dialect/HLA/Transforms/Passes.h.inc"
+} // namespace mlir::hla
+
+using namespace mlir;
+using namespace mlir::hla;
+
+namespace {
+
+struct AddSummaryEntriesPass
+    : public hla::impl::HLAAddSummaryEntriesPassBase<AddSummaryEntriesPass> {
+  using HLAAddSummaryEntriesPassBase::HLAAddSummaryEntriesPassBase;
+
+  /// The attention op `func` returns the output of, checked.
+  FailureOr<AttentionOpInterface> attentionOf(func::FuncOp func) {
+    auto fail = [&](Operation *at, const llvm::Twine &why) {
+      at->emitError() << "hla-add-summary-entries: " << why;
+      return failure();
+    };
+    Block &body = func.getBody().front();
+    auto ret = dyn_cast<func::ReturnOp>(body.getTerminator());
+    Operation *op = ret && ret.getNumOperands() >= 1
+                        ? ret.getOperand(0).getDefiningOp()
+                        : nullptr;
+    auto attention = dyn_cast_or_null<AttentionOpInterface>(op);
+    if (!attention)
+      return fail(func, "@" + func.getName() +
+                            " must return the output of one attention op "
+                            "and do nothing else");
+    if (attention.getCuSeqlens())
+      return fail(op, "packed sequences (cu_seqlens) have no summary entry "
+                      "yet: each rank's span would need one per sequence");
+    for (Value operand : op->getOperands()) {
+      auto arg = dyn_cast<BlockArgument>(operand);
+      if (!arg || arg.getOwner() != &body)
+        return fail(op, "the attention op's operands must be arguments of @" +
+                            func.getName());
+    }
+    if (body.getOperations().size() != 2)
+      return fail(func, "@" + func.getName() +
+                            " must return the output of one attention op "
+                            "and do nothing else");
+    return attention;
+  }
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto func = module.lookupSymbol<func::FuncOp>(function);
+    if (!func || func.isExternal()) {
+      module.emitError() << "hla-add-summary-entries: no function @"
+                         << function << " with a body";
+      return signalPassFailure();
+    }
+    for (llvm::StringRef suffix : {"_summary", "_combine"})
+      if (module.lookupSymbol(function + suffix.str())) {
+        module.emitError() << "hla-add-summary-entries: @" << function
+                           << suffix << " already exists";
+        return signalPassFailure();
+      }
+    if (failed(attentionOf(func)))
+      return signalPassFailure();
+
+    // The summary: a copy of the function whose attention op is replaced by
+    // the total of its segments, without the initial state's arguments.
+    OpBuilder b(module.getContext());
+    b.setInsertionPointAfter(func);
+    auto summary = cast<func::FuncOp>(b.clone(*func));
+    summary.setSymName(function + "_summary");
+    AttentionOpInterface op = *attentionOf(summary);
+    Location loc = op.getLoc();
+    Block &body = summary.getBody().front();
+    llvm::BitVector initialArgs(body.getNumArguments());
+    for (Value state : op.getInitialState())
+      initialArgs.set(cast<BlockArgument>(state).getArgNumber());
+    b.setInsertionPoint(op);
+    std::string reason;
+    FailureOr<SegmentOp> segments = buildAttentionSegments(b, op, reason);
+    if (failed(segments)) {
+      op->emitError() << "hla-add-summary-entries: " << reason;
+      summary.erase();
+      return signalPassFailure();
+    }
+    MonoidAttr monoid = segments->getMonoid();
+    // [B, T, H, shape] -> [B, H, shape].
+    llvm::SmallVector<Type> totalTypes;
+    for (Value segment : segments->getResults()) {
+      auto type = cast<RankedTensorType>(segment.getType());
+      llvm::SmallVector<int64_t> shape(type.getShape());
+      shape.erase(shape.begin() + 1);
+      totalTypes.push_back(
+          RankedTensorType::get(shape, type.getElementType()));
+    }
+    auto total = TotalOp::create(b, loc, totalTypes, monoid,
+                                 segments->getResults(), /*axis=*/1);
+    Operation *ret = body.getTerminator();
+    b.setInsertionPoint(ret);
+    func::ReturnOp::create(b, loc, total.getResults());
+    ret->erase();
+    op->erase();
+    if (failed(summary.eraseArguments(initialArgs))) {
+      summary.emitError() << "hla-add-summary-entries: cannot drop the "
+                             "initial state's arguments";
+      return signalPassFailure();
+    }
+    summary.setFunctionType(
+        b.getFunctionType(body.getArgumentTypes(), totalTypes));
+
+    // The combine: a state (the carried components) through a later span's
+    // total (every component).
+    const MonoidSpec &spec = monoid.getSpec();
+    llvm::SmallVector<Type> argTypes;
+    for (unsigned c : spec.getCarryComponents())
+      argTypes.push_back(totalTypes[c]);
+    llvm::SmallVector<Type> stateTypes(argTypes);
+    llvm::append_range(argTypes, totalTypes);
+    b.setInsertionPointAfter(summary);
+    auto combine = func::FuncOp::create(
+        b, loc, function + "_combine",
+        b.getFunctionType(argTypes, stateTypes));
+    Block *entry = combine.addEntryBlock();
+    b.setInsertionPointToStart(entry);
+    ValueRange args = entry->getArguments();
+    llvm::SmallVector<Value> state = combineCarried(
+        b, loc, monoid, args.take_front(stateTypes.size()),
+        args.drop_front(stateTypes.size()), totalTypes);
+    func::ReturnOp::create(b, loc, state);
+  }
+};
+
+} // namespace

@@ -1,0 +1,77 @@
+"""One rank of a test_distributed.py case (run as a script).
+
+argv: port rank world case_json out_dir. The case names the op, its
+keywords, the whole sequence's shapes and seed and the span lengths; every
+rank builds the same whole inputs from the seed, keeps its span, runs
+hla.distributed.<op> over the gloo group and saves its output rows and the
+final state to out_dir/<rank>.npz (or the error it raised, as text).
+"""
+
+import json
+import pathlib
+import sys
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+
+import hla  # noqa: E402
+import hla.distributed  # noqa: E402
+
+
+def whole_inputs(case):
+    """The whole sequence's operands and initial state (numpy, f32)."""
+    rng = np.random.default_rng(case["seed"])
+    B, T, H, D, Dv = case["B"], case["T"], case["H"], case["D"], case["Dv"]
+    arrays = {"q": rng.standard_normal((B, T, H, D)) * 0.5,
+              "k": rng.standard_normal((B, T, H, D)) * 0.5,
+              "v": rng.standard_normal((B, T, H, Dv))}
+    if case["op"] == "kda":
+        k = arrays["k"]
+        arrays["k"] = k / np.linalg.norm(k, axis=-1, keepdims=True)
+        arrays["g"] = -rng.uniform(0.01, 0.3, (B, T, H, D))
+        arrays["beta"] = rng.uniform(0.1, 0.9, (B, T, H))
+    arrays = {n: a.astype(np.float32) for n, a in arrays.items()}
+    state = None
+    if case.get("initial_state"):
+        shapes = hla.functional.state_shapes(
+            case["op"], [arrays["q"], arrays["k"], arrays["v"]], case["options"], B)
+        state = tuple((rng.standard_normal(s) * 0.1).astype(np.float32) for s in shapes)
+    return arrays, state
+
+
+def main():
+    port, rank, world = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+    case = json.loads(sys.argv[4])
+    out = pathlib.Path(sys.argv[5])
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+                            world_size=world)
+    try:
+        arrays, state = whole_inputs(case)
+        spans = case["spans"]
+        lo = sum(spans[:rank])
+        hi = lo + spans[rank]
+        if case.get("bad_heads") and rank == 1:
+            arrays = {n: a[:, :, :1] for n, a in arrays.items()}
+        named = {n: torch.from_numpy(np.ascontiguousarray(a[:, lo:hi]))
+                 for n, a in arrays.items()}
+        fn = getattr(hla.distributed, case["op"])
+        with torch.no_grad():
+            result = fn(named.pop("q"), named.pop("k"), named.pop("v"), **named,
+                        **case["options"], chunk_size=case.get("chunk_size"),
+                        initial_state=None if state is None
+                        else tuple(torch.from_numpy(s) for s in state),
+                        output_final_state=True)
+        o, final = result
+        np.savez(out / f"{rank}.npz", o=o.numpy(),
+                 **{f"s{i}": s.numpy() for i, s in enumerate(final)})
+    except Exception as e:  # reported to the test, which asserts on it
+        (out / f"{rank}.err").write_text(f"{type(e).__name__}: {e}")
+    finally:
+        dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
