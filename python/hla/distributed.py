@@ -21,8 +21,18 @@ What happens, from the op's monoid (no per-op code here):
 
 The output is the rank's rows of the whole sequence's output; the final
 state (``output_final_state=True``) is the whole sequence's, on every rank.
-Forward only; packed sequences (``cu_seqlens``) and LinSimp (whose anchor
-window also needs the tokens before a span) are not split yet.
+LinSimp's anchor window also reads the W − 1 tokens before a span: each
+rank's last W − 1 anchor rows (r, u) travel in the same collective, and a
+rank's initial anchors are the last W − 1 rows of the initial anchors and
+the spans before its own.
+
+Packed sequences: ``cu_seqlens`` are the offsets into the whole packed
+sequence (B = 1), the same on every rank; a span holds pieces of the
+sequences that overlap it, each rank computes every span's pieces, the
+totals are per piece, and each sequence's state is carried through the
+pieces of the spans before. Initial and final states are per sequence,
+``[N, H, ...]``. Forward only; LinSimp is not split with ``cu_seqlens``
+yet.
 """
 
 from __future__ import annotations
@@ -32,20 +42,29 @@ from . import _tensors, compiler, functional
 _entries = {}  # call signature -> (attend, attend_summary, attend_combine)
 compiler.register_memory_cache(_entries)
 
-SPLIT_OPS = ("linear_attention", "hla2", "ahla", "hla3", "kda")
+SPLIT_OPS = ("linear_attention", "hla2", "ahla", "hla3", "kda", "linsimp")
 
 
-def _compiled(op, arrays, dtypes, attrs, state_shapes, chunk_size, target):
-    """The op from an initial state, its summary and its combine, compiled
-    together (one artefact) for this span's shapes."""
+def compile_request(op, shapes, dtypes, attrs, state_shapes, cu, chunk_size):
+    """(IR text, compile options) of a span's artefact: the op from an
+    initial state, its summary and its combine (``cu``: None or (length,
+    "i32"/"i64") of the local offsets). For ``compiler.precompile`` too (a
+    GPU machine without the compiler)."""
+    text = functional.build_ir(op, shapes, dtypes, attrs, state_shapes, [], cu)
+    return text, dict(chunk_size=chunk_size, summary_entries=True,
+                      entry=functional.ir.FUNCTION_NAME)
+
+
+def _compiled(op, arrays, dtypes, attrs, state_shapes, cu, chunk_size, target):
+    """The compiled `compile_request` for this span's shapes (memoised)."""
     shapes = [functional._shape(x) for x in arrays]
     key = (op, target, tuple(shapes), tuple(dtypes), tuple(sorted(attrs.items())),
-           tuple(state_shapes), chunk_size)
+           tuple(state_shapes), cu, chunk_size)
     found = _entries.get(key)
     if found is None:
-        text = functional.build_ir(op, shapes, dtypes, attrs, state_shapes, [], None)
-        library = compiler.compile(text, target=target, chunk_size=chunk_size,
-                                   summary_entries=True, entry=functional.ir.FUNCTION_NAME)
+        text, options = compile_request(op, shapes, dtypes, attrs, state_shapes, cu,
+                                        chunk_size)
+        library = compiler.compile(text, target=target, **options)
         name = functional.ir.FUNCTION_NAME
         found = tuple(library.function(name + suffix)
                       for suffix in ("", "_summary", "_combine"))
@@ -53,121 +72,294 @@ def _compiled(op, arrays, dtypes, attrs, state_shapes, chunk_size, target):
     return found
 
 
-def _check_group(op, torch, dist, group, arrays, device):
-    """Rank and world size; the ranks' spans must agree in every size but
-    T and none may be empty (checked together, so that every rank raises)."""
-    if not dist.is_available() or not dist.is_initialized():
-        raise RuntimeError(f"hla.distributed.{op}: torch.distributed is not initialized "
-                           f"(call torch.distributed.init_process_group first)")
+def _check_group(op, torch, dist, group, call, error):
+    """Rank, world size and span lengths. Every rank's argument checks, its
+    [B, H, D] sizes and span length are gathered first, so that a bad
+    argument on one rank raises on every rank instead of leaving the others
+    waiting in a collective: the spans must agree in every size but T, and
+    none may be empty."""
     rank, world = dist.get_rank(group), dist.get_world_size(group)
-    sizes = [s for x in arrays for i, s in enumerate(functional._shape(x)) if i != 1]
-    T = functional._shape(arrays[0])[1]
-    mine = torch.tensor([T] + sizes, dtype=torch.int64, device=device)
+    host = dist.get_backend(group) == "gloo"  # gloo gathers host memory only
+    device = "cpu" if host or call is None else call.device
+    sizes = [] if call is None else [
+        s for x in call.arrays for i, s in enumerate(functional._shape(x)) if i != 1]
+    T = -1 if call is None else call.T
+    mine = [int(error is None), T] + (sizes + [-1] * 32)[:32]
+    mine = torch.tensor(mine, dtype=torch.int64, device=device)
     every = [torch.empty_like(mine) for _ in range(world)]
     dist.all_gather(every, mine, group=group)
     every = [e.tolist() for e in every]
-    if any(e[1:] != every[0][1:] for e in every):
+    failed = [j for j, e in enumerate(every) if not e[0]]
+    if error is not None:
+        raise error
+    if failed:
+        raise RuntimeError(f"hla.distributed.{op}: rank(s) {failed} refused their "
+                           f"arguments (their errors say why)")
+    if any(e[2:] != every[0][2:] for e in every):
         raise ValueError(f"hla.distributed.{op}: the ranks' spans differ in a size other "
                          f"than T (every operand's [B, H, D] must agree); per rank: "
-                         f"{[e[1:] for e in every]}")
-    if any(e[0] == 0 for e in every):
+                         f"{[[s for s in e[2:] if s >= 0] for e in every]}")
+    if any(e[1] == 0 for e in every):
         raise ValueError(f"hla.distributed.{op}: every rank needs at least one token; "
-                         f"span lengths per rank: {[e[0] for e in every]}")
-    return rank, world
+                         f"span lengths per rank: {[e[1] for e in every]}")
+    return rank, world, [e[1] for e in every]
 
 
-def _run(op, named, options, initial_state, output_final_state, chunk_size, target, group):
-    if op not in SPLIT_OPS:
-        raise NotImplementedError(f"hla.distributed: {op} is not split across ranks yet "
-                                  f"(split: {', '.join(SPLIT_OPS)})")
-    lib, device, _, arrays = functional._check_operands(op, named)
+class _Call:
+    """One rank's checked arguments."""
+
+
+def _prepare(op, named, options, initial_state, chunk_size, target, cu_seqlens, torch):
+    """The rank-local checks of hla.<op> (they raise TypeError, ValueError
+    or NotImplementedError)."""
+    c = _Call()
+    c.lib, c.device, _, arrays = functional._check_operands(op, named)
+    lib = c.lib
     if lib is not _tensors.TorchArrays:
         raise TypeError(f"hla.distributed.{op}: needs torch tensors (torch.distributed "
                         f"exchanges them)")
-    torch = _tensors.torch_module()
-    import torch.distributed as dist
     if torch.is_grad_enabled() and any(x.requires_grad for x in arrays):
         raise NotImplementedError(f"hla.distributed.{op}: the backward across ranks is not "
                                   f"implemented yet; call it under torch.no_grad()")
-    B, T, Hq, d = functional._shape(arrays[0])
-    attrs = functional._check_options(op, d, options)
-    chunk_size = functional._check_chunk_size(op, chunk_size)
-    target = functional._target_for(op, device, target)
-    if target == "cuda" and device != "cuda:0":
+    c.B, c.T, c.Hq, d = functional._shape(arrays[0])
+    c.attrs = functional._check_options(op, d, options)
+    c.chunk_size = functional._check_chunk_size(op, chunk_size)
+    c.target = functional._target_for(op, c.device, target)
+    if c.target == "cuda" and c.device != "cuda:0":
         raise ValueError(f"hla.distributed.{op}: hla's CUDA runtime runs on device 0; give "
                          f"each rank its GPU with CUDA_VISIBLE_DEVICES")
     if op == "kda":
         functional.check_log_decay(op, lib, arrays[3])
-    components = functional.state_components(op, d, functional._shape(arrays[2])[3], attrs)
-    shapes = [(B, Hq) + tuple(s) for _, s in components]
-    states = functional._check_initial_state(op, lib, device, initial_state, shapes,
-                                             [n for n, _ in components])
-    rank, world = _check_group(op, torch, dist, group, arrays, device)
-    arrays = [lib.contiguous(x) for x in arrays]
-    dtypes = [lib.dtype_name(x) for x in arrays]
-    attend, summary, combine = _compiled(op, arrays, dtypes, attrs, shapes, chunk_size,
-                                         target)
+    if op == "linsimp" and c.attrs["kernel"] != "favor":
+        raise NotImplementedError(f"hla.distributed.{op}: kernel='exact' has no finite "
+                                  f"state to carry between ranks; use kernel='favor'")
+    c.cu = functional._check_cu_seqlens(op, lib, c.device, cu_seqlens, c.B)
+    if c.cu is not None and op == "linsimp":
+        raise NotImplementedError(f"hla.distributed.{op}: packed sequences (cu_seqlens) "
+                                  f"are not split for linsimp yet (its anchor windows)")
+    m = functional._shape(arrays[-1])[0] if op == "linsimp" else None
+    c.components = functional.state_components(op, d, functional._shape(arrays[2])[3],
+                                               c.attrs, m)
+    c.N = c.B if c.cu is None else int(c.cu.shape[0]) - 1
+    shapes = [(c.N, c.Hq) + tuple(s) for _, s in c.components]
+    c.states = functional._check_initial_state(op, lib, c.device, initial_state, shapes,
+                                               [n for n, _ in c.components])
+    c.arrays = [lib.contiguous(x) for x in arrays]
+    c.dtypes = [lib.dtype_name(x) for x in c.arrays]
+    return c
+
+
+def _anchor_history(torch, initial, tails, lengths, Hq, upto):
+    """LinSimp's anchor state (r, u, validity) before span `upto`: the last
+    W − 1 rows of the initial anchors followed by the spans' anchor rows
+    before it. `tails[j]`: span j's last W − 1 rows of r and u per kv head
+    ([B, W − 1, H_kv, ·], the first W − 1 − min(T_j, W − 1) rows unused)."""
+    r0, u0, valid0 = initial
+    rows_r, rows_u, rows_valid = [r0], [u0], [valid0]
+    for j in range(upto):
+        keep = min(lengths[j], r0.shape[2])
+        tail_r, tail_u = tails[j]
+        group = Hq // tail_r.shape[2]
+        # [B, W-1, H_kv, ·] -> [B, H_q, keep, ·]: query head h reads kv head h // group.
+        rows_r.append(tail_r[:, tail_r.shape[1] - keep:].repeat_interleave(group, 2)
+                      .permute(0, 2, 1, 3))
+        rows_u.append(tail_u[:, tail_u.shape[1] - keep:].repeat_interleave(group, 2)
+                      .permute(0, 2, 1, 3))
+        rows_valid.append(torch.ones(valid0.shape[:2] + (keep,), dtype=valid0.dtype,
+                                     device=valid0.device))
+    halo = r0.shape[2]
+    return [torch.cat(rows_r, 2)[:, :, -halo:].contiguous(),
+            torch.cat(rows_u, 2)[:, :, -halo:].contiguous(),
+            torch.cat(rows_valid, 2)[:, :, -halo:].contiguous()]
+
+
+class _Packing:
+    """Packed sequences (global ``cu_seqlens``) over the ranks' spans: a
+    span holds pieces of the sequences that overlap it. Every rank computes
+    every span's pieces from the offsets and the span lengths. A span's
+    local offsets have N + 2 entries whatever its pieces (trailing empty
+    sequences), so that one artefact serves every split of N sequences and
+    the last local sequence is always empty: its total is the identity."""
+
+    def __init__(self, offsets, lengths):
+        self.offsets, self.count = offsets, len(offsets) - 1
+        self.starts = [sum(lengths[:j]) for j in range(len(lengths))]
+        self.lengths = lengths
+
+    def pieces(self, j):
+        """[(sequence, local start, local end)] of span j, in order."""
+        lo = self.starts[j]
+        hi = lo + self.lengths[j]
+        out = []
+        for n in range(self.count):
+            a, b = max(self.offsets[n], lo), min(self.offsets[n + 1], hi)
+            if a < b:
+                out.append((n, a - lo, b - lo))
+        return out
+
+    def local_offsets(self, j):
+        ends = [end for _, _, end in self.pieces(j)]
+        return [0] + ends + [self.lengths[j]] * (self.count + 1 - len(ends))
+
+    def slot_of_sequence(self, j):
+        """Per global sequence (and the extra last row): its piece's local
+        sequence in span j, or the always-empty last one (the identity)."""
+        slots = [self.count] * (self.count + 1)
+        for p, (n, _, _) in enumerate(self.pieces(j)):
+            slots[n] = p
+        return slots
+
+
+def _run(op, named, options, initial_state, output_final_state, chunk_size, target, group,
+         cu_seqlens=None):
+    if op not in SPLIT_OPS:
+        raise NotImplementedError(f"hla.distributed: {op} is not split across ranks yet "
+                                  f"(split: {', '.join(SPLIT_OPS)})")
+    torch = _tensors.torch_module()
+    import torch.distributed as dist
+    if not dist.is_available() or not dist.is_initialized():
+        raise RuntimeError(f"hla.distributed.{op}: torch.distributed is not initialized "
+                           f"(call torch.distributed.init_process_group first)")
+    try:
+        c, error = _prepare(op, named, options, initial_state, chunk_size, target,
+                            cu_seqlens, torch), None
+    except (TypeError, ValueError, NotImplementedError) as e:
+        c, error = None, e
+    rank, world, lengths = _check_group(op, torch, dist, group, c, error)
+    lib, device, arrays, dtypes, attrs = c.lib, c.device, c.arrays, c.dtypes, c.attrs
+    B, T, Hq, N, cu = c.B, c.T, c.Hq, c.N, c.cu
+    chunk_size, target, components = c.chunk_size, c.target, c.components
+    shapes = [(N, Hq) + tuple(s) for _, s in components]
+    state = ([lib.contiguous(s) for s in c.states] if c.states
+             else [torch.zeros(s, dtype=torch.float32, device=device) for s in shapes])
+    packing, local_cu = None, []
+    if cu is not None:
+        offsets = [int(o) for o in lib.to_list(cu)]
+        functional.check_cu_seqlens_values(op, offsets, sum(lengths))
+        packing = _Packing(offsets, lengths)
+        local_cu = [torch.tensor(packing.local_offsets(rank), dtype=torch.int32,
+                                 device=device)]
+        # One more row: the local sequence that is always empty.
+        shapes = [(N + 1, Hq) + tuple(s) for _, s in components]
+        state = [torch.cat([s, torch.zeros((1,) + tuple(s.shape[1:]), dtype=s.dtype,
+                                           device=device)]) for s in state]
+    attend, summary, combine = _compiled(
+        op, arrays, dtypes, attrs, shapes,
+        None if packing is None else (N + 2, "i32"), chunk_size, target)
 
     def call(fn, ins):
         outs = [lib.empty(s.shape, s.dtype, device) for s in fn.outputs]
         functional._run_compiled(op, fn, lib, ins, outs, target, device)
         return outs
 
-    # 1-2. Every rank's total, gathered in one collective.
-    totals = call(summary, arrays)
-    flat = torch.cat([t.reshape(-1) for t in totals])
+    # 1-2. Every rank's total (LinSimp: and its last W - 1 anchor rows),
+    #      gathered in one collective.
+    parts = call(summary, arrays + local_cu)
+    k = len(combine.outputs)  # the monoid's carried components
+    if op == "linsimp":
+        halo = attrs["window"] - 1
+        for x in arrays[3:5]:  # r, u: the last W - 1 rows, zero-padded in front
+            tail = torch.zeros((B, halo) + tuple(x.shape[2:]), dtype=torch.float32,
+                               device=device)
+            keep = min(T, halo)
+            if keep:
+                tail[:, halo - keep:] = x[:, T - keep:].float()
+            parts.append(tail)
+    flat = torch.cat([t.reshape(-1) for t in parts])
+    # gloo gathers host memory only: CUDA tensors go through the host there.
+    via_host = flat.is_cuda and dist.get_backend(group) == "gloo"
+    if via_host:
+        flat = flat.cpu()
     gathered = [torch.empty_like(flat) for _ in range(world)]
     dist.all_gather(gathered, flat, group=group)
+    if via_host:
+        gathered = [g.to(device) for g in gathered]
 
-    def total_of(j):
-        parts, at = [], 0
-        for t in totals:
-            parts.append(gathered[j][at:at + t.numel()].view(t.shape))
+    n_totals = len(summary.outputs)
+
+    def totals_of(j):
+        """Span j's totals, per global sequence when packed."""
+        out, at = [], 0
+        for t in parts[:n_totals]:
+            out.append(gathered[j][at:at + t.numel()].view(t.shape))
             at += t.numel()
-        return parts
+        if packing is not None:
+            slots = torch.tensor(packing.slot_of_sequence(j), device=device)
+            out = [t.index_select(0, slots) for t in out]
+        return out
+
+    def tails_of(j):
+        out, at = [], sum(t.numel() for t in parts[:n_totals])
+        for t in parts[n_totals:]:
+            out.append(gathered[j][at:at + t.numel()].view(t.shape))
+            at += t.numel()
+        return out
 
     # 3. The state before this rank's span; 4. the span from it.
-    state = ([lib.contiguous(s) for s in states] if states
-             else [torch.zeros(s, dtype=torch.float32, device=device) for s in shapes])
+    carried, anchors = state[:k], state[k:]
     for j in range(rank):
-        state = call(combine, state + total_of(j))
-    output = call(attend, arrays + state)[0]
+        carried = call(combine, carried + totals_of(j))
+
+    def anchors_before(j):
+        if op != "linsimp":
+            return []
+        return _anchor_history(torch, anchors, [tails_of(i) for i in range(j)], lengths,
+                               Hq, j)
+
+    initial = carried
+    if packing is not None:  # each local sequence starts from its sequence's state
+        order = [n for n, _, _ in packing.pieces(rank)]
+        order += [N] * (N + 1 - len(order))
+        initial = [c.index_select(0, torch.tensor(order, device=device)) for c in carried]
+    output = call(attend, arrays + initial + anchors_before(rank) + local_cu)[0]
     if not output_final_state:
         return output
     for j in range(rank, world):
-        state = call(combine, state + total_of(j))
-    return output, tuple(state)
+        carried = call(combine, carried + totals_of(j))
+    if packing is not None:
+        carried = [c[:N] for c in carried]
+    return output, tuple(carried + anchors_before(world))
 
 
-def _op(name, extra=()):
+# Operands after q, k, v: positional ones, then keyword ones (as hla.<op>).
+_POSITIONAL = {"linsimp": ("r", "u")}
+_KEYWORD = {"kda": ("g", "beta"), "linsimp": ("omega",)}
+_DEFAULTS = {"normalize": False, "eps": 1e-6, "masked": True, "ridge": 0.0, "window": 64,
+             "kernel": "favor"}
+
+
+def options_of(op, keywords):
+    """The op's options, from the keywords given and hla.<op>'s defaults."""
+    return {p: keywords.get(p, _DEFAULTS.get(p)) for p in functional.OP_ATTRIBUTES[op]}
+
+
+def _op(name):
     params = functional.OP_ATTRIBUTES[name]
+    positional, keyword = _POSITIONAL.get(name, ()), _KEYWORD.get(name, ())
     base = getattr(functional, name)
 
     def split(q, k, v, *args, group=None, initial_state=None, output_final_state=False,
-              chunk_size=None, target=None, **options):
-        operands = [("q", q), ("k", k), ("v", v)]
+              cu_seqlens=None, chunk_size=None, target=None, **options):
+        if len(args) > len(positional):
+            raise TypeError(f"hla.distributed.{name}: takes {3 + len(positional)} positional "
+                            f"operands, got {3 + len(args)}")
         kw = dict(options)
-        for operand in extra:
+        operands = [("q", q), ("k", k), ("v", v)] + list(zip(positional, args))
+        for operand in positional[len(args):] + keyword:
             if operand not in kw:
-                raise TypeError(f"hla.distributed.{name}: missing keyword operand "
-                                f"{operand!r}")
+                raise TypeError(f"hla.distributed.{name}: missing operand {operand!r}")
             operands.append((operand, kw.pop(operand)))
-        if args:
-            raise TypeError(f"hla.distributed.{name}: takes q, k, v and keywords")
         unknown = set(kw) - set(params)
         if unknown:
             raise TypeError(f"hla.distributed.{name}: unknown keyword(s) "
                             f"{', '.join(sorted(unknown))} (options: {', '.join(params)})")
-        defaults = {"normalize": False, "eps": 1e-6, "masked": True, "ridge": 0.0}
-        opts = {p: kw.get(p, defaults.get(p)) for p in params}
-        return _run(name, operands, opts, initial_state, output_final_state, chunk_size,
-                    target, group)
+        return _run(name, operands, options_of(name, kw), initial_state, output_final_state,
+                    chunk_size, target, group, cu_seqlens)
 
     split.__name__ = split.__qualname__ = name
     split.__doc__ = (f"``hla.{name}`` over one sequence split along T across the ranks "
-                     f"of ``group`` (this module's docstring). Keywords as "
-                     f"``hla.{name}``{' (with ' + ', '.join(extra) + ')' if extra else ''}; "
-                     f"no ``cu_seqlens``.\n\n" + (base.__doc__ or ""))
+                     f"of ``group`` (this module's docstring); the same operands and "
+                     f"keywords.\n\n" + (base.__doc__ or ""))
     return split
 
 
@@ -175,4 +367,5 @@ linear_attention = _op("linear_attention")
 hla2 = _op("hla2")
 ahla = _op("ahla")
 hla3 = _op("hla3")
-kda = _op("kda", extra=("g", "beta"))
+kda = _op("kda")
+linsimp = _op("linsimp")

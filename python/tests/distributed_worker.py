@@ -8,6 +8,7 @@ final state to out_dir/<rank>.npz (or the error it raised, as text).
 """
 
 import json
+import traceback
 import pathlib
 import sys
 
@@ -18,6 +19,7 @@ import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
 import hla  # noqa: E402
+import hla.reference  # noqa: E402
 import hla.distributed  # noqa: E402
 
 
@@ -33,13 +35,28 @@ def whole_inputs(case):
         arrays["k"] = k / np.linalg.norm(k, axis=-1, keepdims=True)
         arrays["g"] = -rng.uniform(0.01, 0.3, (B, T, H, D))
         arrays["beta"] = rng.uniform(0.1, 0.9, (B, T, H))
+    if case["op"] == "linsimp":
+        arrays["r"] = rng.standard_normal((B, T, H, D)) * 0.5
+        arrays["u"] = rng.standard_normal((B, T, H, Dv))
     arrays = {n: a.astype(np.float32) for n, a in arrays.items()}
     state = None
     if case.get("initial_state"):
-        shapes = hla.functional.state_shapes(
-            case["op"], [arrays["q"], arrays["k"], arrays["v"]], case["options"], B)
+        operands = [arrays["q"], arrays["k"], arrays["v"]]
+        if case["op"] == "linsimp":
+            operands.append(whole_omega(case))
+        options = dict(case["options"])
+        if case["op"] == "linsimp":
+            options.setdefault("kernel", "favor")
+        sequences = len(case["cu"]) - 1 if case.get("cu") else B
+        shapes = hla.functional.state_shapes(case["op"], operands, options, sequences)
         state = tuple((rng.standard_normal(s) * 0.1).astype(np.float32) for s in shapes)
+        if case["op"] == "linsimp":  # validity: 0 or 1
+            state = state[:-1] + ((rng.uniform(size=shapes[-1]) < 0.5).astype(np.float32),)
     return arrays, state
+
+
+def whole_omega(case):
+    return hla.reference.linsimp_omega(case["m"], case["D"], seed=5).astype(np.float32)
 
 
 def main():
@@ -55,20 +72,26 @@ def main():
         hi = lo + spans[rank]
         if case.get("bad_heads") and rank == 1:
             arrays = {n: a[:, :, :1] for n, a in arrays.items()}
+        if case.get("bad_dtype") and rank == 1:
+            arrays["v"] = arrays["v"].astype(np.float64)
         named = {n: torch.from_numpy(np.ascontiguousarray(a[:, lo:hi]))
                  for n, a in arrays.items()}
+        if case["op"] == "linsimp":
+            named["omega"] = torch.from_numpy(whole_omega(case))
         fn = getattr(hla.distributed, case["op"])
         with torch.no_grad():
             result = fn(named.pop("q"), named.pop("k"), named.pop("v"), **named,
                         **case["options"], chunk_size=case.get("chunk_size"),
                         initial_state=None if state is None
                         else tuple(torch.from_numpy(s) for s in state),
+                        cu_seqlens=None if not case.get("cu")
+                        else torch.tensor(case["cu"], dtype=torch.int64),
                         output_final_state=True)
         o, final = result
         np.savez(out / f"{rank}.npz", o=o.numpy(),
                  **{f"s{i}": s.numpy() for i, s in enumerate(final)})
     except Exception as e:  # reported to the test, which asserts on it
-        (out / f"{rank}.err").write_text(f"{type(e).__name__}: {e}")
+        (out / f"{rank}.err").write_text(f"{type(e).__name__}: {e}\n{traceback.format_exc()}")
     finally:
         dist.destroy_process_group()
 

@@ -24,7 +24,7 @@ dist = pytest.importorskip("torch.distributed")
 if not dist.is_available() or not dist.is_gloo_available():
     pytest.skip("torch.distributed with gloo is not available", allow_module_level=True)
 
-from .distributed_worker import whole_inputs  # noqa: E402
+from .distributed_worker import whole_inputs, whole_omega  # noqa: E402
 
 WORKER = pathlib.Path(__file__).with_name("distributed_worker.py")
 
@@ -58,9 +58,12 @@ def run_ranks(case, tmp_path):
 def single_process(case):
     arrays, state = whole_inputs(case)
     extra = {n: a for n, a in arrays.items() if n not in ("q", "k", "v")}
+    if case["op"] == "linsimp":
+        extra["omega"] = whole_omega(case)
     return getattr(hla, case["op"])(arrays["q"], arrays["k"], arrays["v"], **extra,
                                     **case["options"], initial_state=state,
                                     chunk_size=case.get("chunk_size"),
+                                    cu_seqlens=case.get("cu"),
                                     output_final_state=True)
 
 
@@ -81,13 +84,26 @@ CASES = {
     "kda_4": dict(op="kda", options={}, T=41, spans=[11, 10, 10, 10], initial_state=True),
     # one token on a rank
     "kda_one_token_2": dict(op="kda", options={}, T=17, spans=[1, 16]),
+    # LinSimp: the anchor window reaches over spans shorter than W - 1 = 4
+    # into the initial anchors
+    "linsimp_window_5_3": dict(op="linsimp", options={"window": 5}, T=26, spans=[3, 2, 21],
+                               initial_state=True, m=16),
+    "linsimp_window_4_2": dict(op="linsimp", options={"window": 4, "scale": 0.5}, T=40,
+                               spans=[20, 20], m=32),
+    # packed sequences: one across all three spans, an empty one, two inside
+    # the last span, per-sequence states; kda: one ending on a span boundary
+    "hla2_packed_3": dict(op="hla2", options={"decay": 0.9}, B=1, T=60, spans=[20, 20, 20],
+                          cu=[0, 7, 45, 45, 52, 60], initial_state=True),
+    "kda_packed_3": dict(op="kda", options={}, B=1, T=50, spans=[17, 16, 17],
+                         cu=[0, 10, 33, 40, 50], initial_state=True),
 }
 
 
 @needs_compiler
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_split_equals_single_process(name, tmp_path, agree):
-    case = dict(seed=7, B=2, H=2, D=16, Dv=8, **CASES[name])
+    case = dict(seed=7, B=2, H=2, D=16, Dv=8)
+    case.update(CASES[name])
     results, errors = run_ranks(case, tmp_path)
     assert errors == [None] * len(case["spans"]), errors
     o, final = single_process(case)
@@ -108,6 +124,17 @@ def test_spans_that_disagree_raise_on_every_rank(tmp_path):
 
 
 @needs_compiler
+def test_a_bad_argument_on_one_rank_raises_on_every_rank(tmp_path):
+    """Rank 1's float64 values are refused there; rank 0 is told, instead of
+    waiting for rank 1 in a collective."""
+    case = dict(op="hla2", options={}, seed=1, B=1, T=16, H=2, D=16, Dv=8, spans=[8, 8],
+                bad_dtype=True)
+    _, errors = run_ranks(case, tmp_path)
+    assert errors[1] and errors[1].startswith("TypeError") and "mixed dtypes" in errors[1]
+    assert errors[0] and errors[0].startswith("RuntimeError") and "rank(s) [1]" in errors[0]
+
+
+@needs_compiler
 def test_an_empty_span_raises_on_every_rank(tmp_path):
     case = dict(op="hla2", options={}, seed=1, B=1, T=8, H=2, D=16, Dv=8, spans=[8, 0])
     _, errors = run_ranks(case, tmp_path)
@@ -118,19 +145,40 @@ def test_an_empty_span_raises_on_every_rank(tmp_path):
 def test_unsplit_op_and_uninitialised_group_raise():
     import hla.distributed
     x = torch.zeros(1, 4, 1, 8)
-    with pytest.raises(NotImplementedError, match="linsimp is not split"):
-        hla.distributed._run("linsimp", [], {}, None, False, None, None, None)
+    with pytest.raises(NotImplementedError, match="rwkv is not split"):
+        hla.distributed._run("rwkv", [], {}, None, False, None, None, None)
     with pytest.raises(RuntimeError, match="torch.distributed is not initialized"):
         hla.distributed.hla2(x, x, x)
-    with pytest.raises(TypeError, match="needs torch tensors"):
-        hla.distributed.hla2(x.numpy(), x.numpy(), x.numpy())
-    with pytest.raises(TypeError, match="missing keyword operand 'g'"):
+    with pytest.raises(TypeError, match="missing operand 'g'"):
         hla.distributed.kda(x, x, x, beta=x[..., 0])
     with pytest.raises(TypeError, match="unknown keyword"):
         hla.distributed.hla2(x, x, x, window=3)
 
 
-def test_backward_is_refused():
+@pytest.fixture
+def one_rank():
+    """A gloo group of this process alone."""
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{free_port()}", rank=0,
+                            world_size=1)
+    yield
+    dist.destroy_process_group()
+
+
+def test_rank_local_refusals(one_rank):
+    import hla.distributed
+    x = torch.zeros(1, 4, 1, 8)
+    with pytest.raises(TypeError, match="needs torch tensors"):
+        hla.distributed.hla2(x.numpy(), x.numpy(), x.numpy())
+    omega = torch.zeros(4, 8)
+    with pytest.raises(NotImplementedError, match="kernel='exact' has no finite state"):
+        hla.distributed.linsimp(x, x, x, x, x, omega=omega, window=2, kernel="exact")
+    with pytest.raises(NotImplementedError, match="not split for linsimp yet"):
+        hla.distributed.linsimp(x, x, x, x, x, omega=omega, window=2, cu_seqlens=[0, 4])
+    with pytest.raises(ValueError, match="cu_seqlens"):
+        hla.distributed.hla2(x, x, x, cu_seqlens=[0, 3])  # ends before T = 4
+
+
+def test_backward_is_refused(one_rank):
     import hla.distributed
     x = torch.zeros(1, 4, 1, 8, requires_grad=True)
     with pytest.raises(NotImplementedError, match="backward across ranks"):

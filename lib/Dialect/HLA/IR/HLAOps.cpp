@@ -585,7 +585,16 @@ LogicalResult TotalOp::verify() {
   if (axis < 0 || axis >= int64_t(lead.size()))
     return emitOpError() << "'axis' " << axis << " is not a leading dimension "
                          << "(there are " << lead.size() << ")";
+  llvm::SmallVector<int64_t> perSequence(lead);
   lead.erase(lead.begin() + axis);
+  if (Value cu = getCuSeqlens()) {
+    if (axis != 1)
+      return emitOpError() << "'cu_seqlens' needs 'axis' = 1, got " << axis;
+    FailureOr<int64_t> sequences = verifyCuSeqlens(*this, cu, perSequence[0]);
+    if (failed(sequences))
+      return failure();
+    lead[0] = *sequences;
+  }
   for (auto [i, result] : llvm::enumerate(getTotals())) {
     auto tensor = cast<RankedTensorType>(result.getType());
     llvm::SmallVector<int64_t> expected(lead);

@@ -469,20 +469,55 @@ LogicalResult ChunkRewriter::rewriteTotal() {
   TotalOp total = info.total;
   Location loc = total.getLoc();
   OpBuilder b(total);
+  Type f32 = b.getF32Type();
   prepareShapes();
-  FailureOr<scf::ForallOp> summarize =
-      emitRunSummaries(b, loc, /*runs=*/1, std::max<int64_t>(numChunks, 1));
-  if (failed(summarize))
-    return failure();
-  // [B, 1, H, shape] -> [B, H, shape].
-  for (auto [c, result] : llvm::enumerate(total.getTotals())) {
-    llvm::SmallVector<ReassociationIndices> groups = {{0, 1}, {2}};
-    for (size_t d = 0; d < componentShapes[c].size(); ++d)
-      groups.push_back({int64_t(3 + d)});
-    Value collapsed = tensor::CollapseShapeOp::create(
-        b, loc, result.getType(), summarize->getResult(c), groups);
-    result.replaceAllUsesWith(collapsed);
+  checkOffsets(b, loc);
+  llvm::SmallVector<Value> inits;
+  for (Value result : total.getTotals()) {
+    auto type = cast<RankedTensorType>(result.getType());
+    inits.push_back(tensor::EmptyOp::create(b, loc, type.getShape(), f32));
   }
+  auto loop = scf::ForallOp::create(
+      b, loc, {idx(b, sequences), idx(b, info.heads)}, inits, std::nullopt);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    Block *body = loop.getBody();
+    b.setInsertionPointToStart(body);
+    Value si = body->getArgument(0), hi = body->getArgument(1);
+    prepareTiles(b, b, loc);
+    // The sequence's chunk slots [firstSlot, endSlot); unpacked, sequence =
+    // batch entry.
+    Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
+    Value batch = si, first = Value(), firstSlot = c0;
+    Value endSlot = arith::ConstantIndexOp::create(b, loc, numChunks);
+    if (cuSeqlens) {
+      auto at = [&](Value table, Value i) -> Value {
+        Value v = tensor::ExtractOp::create(b, loc, table, ValueRange{i});
+        return arith::IndexCastOp::create(b, loc, b.getIndexType(), v);
+      };
+      Value next = arith::AddIOp::create(
+          b, loc, si, arith::ConstantIndexOp::create(b, loc, 1));
+      batch = c0;
+      first = at(cuSeqlens, si);
+      firstSlot = at(chunkOffsets, si);
+      endSlot = at(chunkOffsets, next);
+    }
+    llvm::SmallVector<Value> identity;
+    for (unsigned c = 0; c < spec.components.size(); ++c)
+      identity.push_back(buildMonoidIdentity(
+          b, loc, spec, c, RankedTensorType::get(componentShapes[c], f32)));
+    FailureOr<scf::ForOp> chunks = emitChunkLoop(
+        b, loc, batch, hi, firstSlot, endSlot, identity, Value(), Value(),
+        /*allComponents=*/true, usedInputs(plan.summaries),
+        cuSeqlens ? si : Value(), first);
+    if (failed(chunks))
+      return failure();
+    b.setInsertionPointToStart(loop.getTerminator().getBody());
+    for (unsigned c = 0; c < spec.components.size(); ++c)
+      insertComponent(b, loc, chunks->getResult(c), body->getArgument(2 + c), c,
+                      {si, hi});
+  }
+  total.replaceAllUsesWith(loop.getResults());
   total.erase();
   llvm::SmallVector<Operation *> producers;
   for (Value input : info.segment.getInputs())

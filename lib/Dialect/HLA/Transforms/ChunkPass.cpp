@@ -133,6 +133,9 @@ struct HLAChunkPass : public hla::impl::HLAChunkPassBase<HLAChunkPass> {
       return success();
     auto lead = cast<RankedTensorType>(info.segment.getResult(0).getType());
     const MonoidSpec &spec = info.monoid.getSpec();
+    if (Value cu = total.getCuSeqlens())
+      if (!cast<RankedTensorType>(cu.getType()).hasStaticShape())
+        return fail("cu_seqlens needs a static number of sequences");
     if (lead.getRank() - spec.components[0].getRank() != 3 ||
         !lead.hasStaticShape() ||
         llvm::any_of(info.segment.getInputs(), [](Value v) {

@@ -99,7 +99,7 @@ void ChunkRewriter::prepareShapes() {
   // sequence gets ceil(len / c) chunk slots; a table built at run time maps
   // slot -> (start token, length) and gives the scan its per-sequence chunk
   // offsets. ceil(T / c) + N slots always suffice.
-  cuSeqlens = info.scan ? info.scan.getCuSeqlens() : Value();
+  cuSeqlens = info.scan ? info.scan.getCuSeqlens() : info.total.getCuSeqlens();
   sequences = info.batch;
   if (cuSeqlens) {
     sequences = cast<RankedTensorType>(cuSeqlens.getType()).getDimSize(0) - 1;

@@ -592,6 +592,10 @@ static LogicalResult lowerTotal(TotalOp total) {
   auto type = cast<RankedTensorType>(total.getSegments()[0].getType());
   if (!type.hasStaticShape())
     return total.emitError() << "hla-lower-scans: needs static shapes";
+  if (total.getCuSeqlens())
+    return total.emitError()
+           << "hla-lower-scans: a total over packed sequences (cu_seqlens) "
+              "is lowered only as hla-chunk's segment -> total chain";
   const MonoidSpec &spec = total.getMonoid().getSpec();
   OpBuilder b(total);
   Location loc = total.getLoc();

@@ -49,9 +49,6 @@ struct AddSummaryEntriesPass
       return fail(func, "@" + func.getName() +
                             " must return the output of one attention op "
                             "and do nothing else");
-    if (attention.getCuSeqlens())
-      return fail(op, "packed sequences (cu_seqlens) have no summary entry "
-                      "yet: each rank's span would need one per sequence");
     for (Value operand : op->getOperands()) {
       auto arg = dyn_cast<BlockArgument>(operand);
       if (!arg || arg.getOwner() != &body)
@@ -69,14 +66,14 @@ struct AddSummaryEntriesPass
     ModuleOp module = getOperation();
     auto func = module.lookupSymbol<func::FuncOp>(function);
     if (!func || func.isExternal()) {
-      module.emitError() << "hla-add-summary-entries: no function @"
-                         << function << " with a body";
+      module.emitError() << "hla-add-summary-entries: no function @" << function
+                         << " with a body";
       return signalPassFailure();
     }
     for (llvm::StringRef suffix : {"_summary", "_combine"})
       if (module.lookupSymbol(function + suffix.str())) {
-        module.emitError() << "hla-add-summary-entries: @" << function
-                           << suffix << " already exists";
+        module.emitError() << "hla-add-summary-entries: @" << function << suffix
+                           << " already exists";
         return signalPassFailure();
       }
     if (failed(attentionOf(func)))
@@ -103,17 +100,19 @@ struct AddSummaryEntriesPass
       return signalPassFailure();
     }
     MonoidAttr monoid = segments->getMonoid();
-    // [B, T, H, shape] -> [B, H, shape].
+    // [B, T, H, shape] -> [B, H, shape] ([N, H, shape] per packed sequence).
+    Value cu = op.getCuSeqlens();
     llvm::SmallVector<Type> totalTypes;
     for (Value segment : segments->getResults()) {
       auto type = cast<RankedTensorType>(segment.getType());
       llvm::SmallVector<int64_t> shape(type.getShape());
       shape.erase(shape.begin() + 1);
-      totalTypes.push_back(
-          RankedTensorType::get(shape, type.getElementType()));
+      if (cu)
+        shape[0] = cast<RankedTensorType>(cu.getType()).getDimSize(0) - 1;
+      totalTypes.push_back(RankedTensorType::get(shape, type.getElementType()));
     }
     auto total = TotalOp::create(b, loc, totalTypes, monoid,
-                                 segments->getResults(), /*axis=*/1);
+                                 segments->getResults(), cu, /*axis=*/1);
     Operation *ret = body.getTerminator();
     b.setInsertionPoint(ret);
     func::ReturnOp::create(b, loc, total.getResults());
@@ -137,14 +136,13 @@ struct AddSummaryEntriesPass
     llvm::append_range(argTypes, totalTypes);
     b.setInsertionPointAfter(summary);
     auto combine = func::FuncOp::create(
-        b, loc, function + "_combine",
-        b.getFunctionType(argTypes, stateTypes));
+        b, loc, function + "_combine", b.getFunctionType(argTypes, stateTypes));
     Block *entry = combine.addEntryBlock();
     b.setInsertionPointToStart(entry);
     ValueRange args = entry->getArguments();
-    llvm::SmallVector<Value> state = combineCarried(
-        b, loc, monoid, args.take_front(stateTypes.size()),
-        args.drop_front(stateTypes.size()), totalTypes);
+    llvm::SmallVector<Value> state =
+        combineCarried(b, loc, monoid, args.take_front(stateTypes.size()),
+                       args.drop_front(stateTypes.size()), totalTypes);
     func::ReturnOp::create(b, loc, state);
   }
 };

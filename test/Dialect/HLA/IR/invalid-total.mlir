@@ -50,3 +50,16 @@ func.func @element(%p: tensor<1x8x2x4x4xf32>, %rho: tensor<1x8x2xf32>) {
   %P, %r = hla.total #la(%p, %rho) : (tensor<1x8x2x4x4xf32>, tensor<1x8x2xf32>) -> (tensor<1x2x4x4xf32>, tensor<1x2xf16>)
   return
 }
+
+// -----
+
+#la = #hla.monoid<"la" inputs(q: [d], k: [d], v: [dv]) params(gamma = 0.9)
+  state(P: [d, dv], rho: [] eye) token(P = k * v.T, rho = gamma)
+  combine(P = rho.b * P.a + P.b, rho = rho.a * rho.b) readout(num = q.T * P)>
+
+// Tests that packed totals are one per sequence.
+func.func @packed(%p: tensor<1x8x2x4x4xf32>, %rho: tensor<1x8x2xf32>, %cu: tensor<4xi32>) {
+  // expected-error @+1 {{result #0 ('P') has shape [1, 2, 4, 4] but needs [3, 2, 4, 4]}}
+  %P, %r = hla.total #la(%p, %rho) cu_seqlens(%cu) : (tensor<1x8x2x4x4xf32>, tensor<1x8x2xf32>, tensor<4xi32>) -> (tensor<1x2x4x4xf32>, tensor<1x2xf32>)
+  return
+}

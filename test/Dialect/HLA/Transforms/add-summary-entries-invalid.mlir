@@ -10,15 +10,6 @@ func.func @main(%q: tensor<1x8x2x4xf32>) -> tensor<1x8x2x4xf32> {
 
 // -----
 
-// Tests that packed sequences are refused, with the reason.
-func.func @main(%q: tensor<1x8x2x4xf32>, %cu: tensor<3xi32>) -> tensor<1x8x2x4xf32> {
-  // expected-error @+1 {{hla-add-summary-entries: packed sequences (cu_seqlens) have no summary entry yet}}
-  %o = hla.hla2 %q, %q, %q cu_seqlens(%cu) : (tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<3xi32>) -> tensor<1x8x2x4xf32>
-  return %o : tensor<1x8x2x4xf32>
-}
-
-// -----
-
 // Tests that the op's operands must be the function's arguments.
 func.func @main(%q: tensor<1x8x2x4xf32>) -> tensor<1x8x2x4xf32> {
   %c = arith.constant dense<1.0> : tensor<1x8x2x4xf32>

@@ -325,7 +325,7 @@ def HLA_ScanOp : HLA_Op<"scan", [Pure, AttrSizedOperandSegments]> {
   }];
 }
 
-def HLA_TotalOp : HLA_Op<"total", [Pure]> {
+def HLA_TotalOp : HLA_Op<"total", [Pure, AttrSizedOperandSegments]> {
   let summary = "combine of all segments along an axis (a segment's summary)";
   let description = [{
     Combines `segments` (every state component, `[lead..., shape]`) along
@@ -336,7 +336,8 @@ def HLA_TotalOp : HLA_Op<"total", [Pure]> {
     decay's power, KDA's transition, the parts of a higher order a later
     segment applies to an earlier state) are what lets the total be
     combined with states computed elsewhere (context parallelism: each
-    rank's total, exchanged, combined in rank order).
+    rank's total, exchanged, combined in rank order). With `cu_seqlens`
+    (axis 1, batch 1) the totals are per packed sequence, `[N, ...]`.
 
     ```mlir
     %P, %m, %rho = hla.total #m (%p, %mm, %r) {axis = 1 : i64}
@@ -346,10 +347,12 @@ def HLA_TotalOp : HLA_Op<"total", [Pure]> {
   }];
   let arguments = (ins HLA_MonoidAttr:$monoid,
                        Variadic<AnyRankedTensor>:$segments,
+                       Optional<AnyRankedTensor>:$cu_seqlens,
                        DefaultValuedAttr<I64Attr, "1">:$axis);
   let results = (outs Variadic<AnyRankedTensor>:$totals);
   let assemblyFormat = [{
-    $monoid `(` $segments `)` attr-dict `:` functional-type(operands, results)
+    $monoid `(` $segments `)` (`cu_seqlens` `(` $cu_seqlens^ `)`)?
+    attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }

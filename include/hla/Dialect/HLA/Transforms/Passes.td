@@ -14,14 +14,15 @@ def HLAAddSummaryEntriesPass : Pass<"hla-add-summary-entries", "ModuleOp"> {
   let summary = "Add a function's segment summary and combine as entries";
   let description = [{
     The function `function` must return the output (and optionally the final
-    state) of one attention op whose operands are its arguments, without
-    packed sequences. Two functions are added beside it, the pieces that
-    split one sequence across devices (context parallelism):
+    state) of one attention op whose operands are its arguments. Two
+    functions are added beside it, the pieces that split one sequence
+    across devices (context parallelism):
 
     - `@<function>_summary`: the same arguments minus the initial state;
       returns every component of the monoid's total over the arguments'
-      tokens, `[B, H, ...]` f32 (`hla.total` of the op's segments): what
-      this span of tokens does to any state before it.
+      tokens, `[B, H, ...]` f32 (`[N, H, ...]`, one per packed sequence,
+      with `cu_seqlens`; `hla.total` of the op's segments): what this span
+      of tokens does to any state before it.
     - `@<function>_combine`: the carried components of a state (as the op's
       `initial_state`), then every component of a later span's total;
       returns the state after that span (the monoid's combine).
