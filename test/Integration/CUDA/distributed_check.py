@@ -43,6 +43,8 @@ CASES = [
          cu=[0, 300, 700, 1024]),
 ]
 B, H, D, DV = 2, 4, 64, 64
+# cpu: the same checks on the CPU (to try this script where there is no GPU).
+DEVICE = os.environ.get("HLA_CHECK_DEVICE", "cuda")
 TOLERANCE = {"bf16": 1e-2, "f32": 1e-4}
 
 
@@ -136,18 +138,18 @@ def compile_single(case, dtypes):
 
 def torch_operands(case, x, lo, hi, torch):
     dtype = {"bf16": torch.bfloat16, "f32": torch.float32}[case["dtype"]]
-    t = {n: torch.from_numpy(np.ascontiguousarray(a[:, lo:hi])).to("cuda", dtype)
+    t = {n: torch.from_numpy(np.ascontiguousarray(a[:, lo:hi])).to(DEVICE, dtype)
          for n, a in x.items()}
     if case["op"] == "linsimp":
-        t["omega"] = torch.from_numpy(omega(case)).to("cuda", dtype)
+        t["omega"] = torch.from_numpy(omega(case)).to(DEVICE, dtype)
     return t
 
 
 def call(fn, case, t, state, torch, **kw):
     q, k, v = t.pop("q"), t.pop("k"), t.pop("v")
     positional = [t.pop("r"), t.pop("u")] if case["op"] == "linsimp" else []
-    initial = None if state is None else tuple(torch.from_numpy(s).cuda() for s in state)
-    cu = None if not case.get("cu") else torch.tensor(case["cu"], device="cuda")
+    initial = None if state is None else tuple(torch.from_numpy(s).to(DEVICE) for s in state)
+    cu = None if not case.get("cu") else torch.tensor(case["cu"], device=DEVICE)
     return fn(q, k, v, *positional, **t, **case.get("options", {}), initial_state=initial,
               cu_seqlens=cu, output_final_state=True, **kw)
 
@@ -163,7 +165,8 @@ def worker(port, rank, world, index, out):
     t = torch_operands(case, x, lo, lo + case["spans"][rank], torch)
     with torch.no_grad():
         o, final = call(getattr(hla.distributed, case["op"]), case, t, state, torch)
-    torch.cuda.synchronize()
+    if DEVICE == "cuda":
+        torch.cuda.synchronize()
     np.savez(os.path.join(out, f"{rank}.npz"), o=o.float().cpu().numpy(),
              **{f"s{i}": s.cpu().numpy() for i, s in enumerate(final)})
     dist.destroy_process_group()
