@@ -20,13 +20,14 @@ Schema of every op (the same on both paths)::
 with the attributes resolved (``scale`` a number, ``decay`` 1.0 for none,
 ``chunk_size`` 0 for the compiler's default) and the result ``[o, *state]``.
 
-Backward: for the ops in ``functional.DIFFERENTIABLE`` on the CPU, the
-gradients of q, k and v come from the backward the compiler derives from
-the op's monoid (``functional.execute_backward``). Grouped K/V heads are
-differentiated through k and v repeated to the query heads (their
-gradients summed back over each group). Everything else (other ops, CUDA,
-gradients through initial or final states, packed sequences) raises
-NotImplementedError saying so.
+Backward: for the ops in ``functional.DIFFERENTIABLE`` on the CPU and
+CUDA, the gradients of q, k, v and the initial state (from the output's
+and the final state's cotangents) come from the backward the compiler
+derives from the op's monoid (``functional.execute_backward``). Grouped
+K/V heads are differentiated through k and v repeated to the query heads
+(their gradients summed back over each group), packed sequences as a
+zero-padded batch. Everything else (other ops, the final state of packed
+sequences) raises NotImplementedError saying so.
 """
 
 from __future__ import annotations
@@ -122,34 +123,33 @@ def _padding_index(cu):
     return index, valid
 
 
-def _packed_input_gradients(op, q, k, v, cu, attrs, chunk_size, grad):
-    """(dq, dk, dv) of packed sequences (batch 1): each sequence becomes a
-    row of a zero-padded batch. The pads come after a sequence's tokens and
-    their output cotangent is zero, so by causality they change no real
-    token's gradient."""
+def _packed_input_gradients(op, q, k, v, states, cu, attrs, chunk_size, grad):
+    """(dq, dk, dv, *d(states)) of packed sequences (batch 1): each sequence
+    becomes a row of a zero-padded batch (its initial state that row's).
+    The pads come after a sequence's tokens and their output cotangent is
+    zero, so by causality they change no real token's gradient nor the
+    initial state's."""
     index, valid = _padding_index(cu)
 
     def pad(x):
         rows = x[0][index.reshape(-1)].reshape(index.shape + x.shape[2:])
         return rows * valid.reshape(valid.shape + (1, 1)).to(rows.dtype)
 
-    padded = _input_gradients(op, [pad(q), pad(k), pad(v)], False, None, attrs, chunk_size,
+    padded = _input_gradients(op, [pad(q), pad(k), pad(v)], states, None, attrs, chunk_size,
                               [pad(grad)])
     out = []
     for x, d in zip((q, k, v), padded):
         unpadded = torch.zeros_like(x)
         unpadded[0].index_put_((index[valid],), d[valid])
         out.append(unpadded)
-    return out
+    return (*out, *padded[3:])
 
 
-def _check_derived(op, has_states):
+def _check_derived(op):
     """Raises where the compiler derives no backward (known before running)."""
     if op not in functional.DIFFERENTIABLE:
         raise _no_backward(op, f"yet (the compiler derives it for "
                                f"{', '.join(functional.DIFFERENTIABLE)})")
-    if has_states:
-        raise _no_backward(op, "through initial or final states yet")
 
 
 def _output_cotangent(q, v, grad):
@@ -158,49 +158,70 @@ def _output_cotangent(q, v, grad):
         q.shape[:3] + v.shape[3:], dtype=q.dtype, device=q.device)
 
 
-def _input_gradients(op, operands, has_states, cu, attrs, chunk_size, grads):
-    """(dq, dk, dv) of the op's output cotangent grads[0]; raises where the
-    backward is not derived."""
-    _check_derived(op, has_states or any(g is not None and bool(g.any()) for g in grads[1:]))
+def _final_cotangents(op, operands, states, cu, attrs, grads):
+    """The final state's cotangents (zeros where autograd passes none), or
+    [] when it passes none at all."""
+    if all(g is None for g in grads):
+        return []
+    if states:
+        shapes = [s.shape for s in states]
+    else:
+        n = operands[0].shape[0] if cu is None else cu.shape[0] - 1
+        shapes = functional.state_shapes(op, operands, attrs, n)
+    q = operands[0]
+    return [g.float().contiguous() if g is not None
+            else torch.zeros(shape, dtype=torch.float32, device=q.device)
+            for g, shape in zip(grads, shapes)]
+
+
+def _input_gradients(op, operands, states, cu, attrs, chunk_size, grads):
+    """(dq, dk, dv, *d(states)) of the output cotangent grads[0] and the
+    final state's cotangents grads[1:]; raises where the backward is not
+    derived."""
+    _check_derived(op)
     q, k, v = operands[:3]
     target = {"cpu": "cpu", "cuda": "cuda"}.get(q.device.type)
     if target is None:
         raise _no_backward(op, f"on {q.device.type} (the derived backward runs on the CPU "
                                f"and on CUDA)")
     grad = _output_cotangent(q, v, grads[0])
+    finals = _final_cotangents(op, operands, states, cu, attrs, grads[1:])
     if cu is not None:
-        return _packed_input_gradients(op, q, k, v, cu, attrs, chunk_size, grad)
+        if finals and any(bool(f.any()) for f in finals):
+            raise _no_backward(op, "through the final state of packed sequences yet")
+        return _packed_input_gradients(op, q, k, v, states, cu, attrs, chunk_size, grad)
     groups = q.shape[2] // max(k.shape[2], 1)
     if groups > 1:
         k = k.repeat_interleave(groups, dim=2)
         v = v.repeat_interleave(groups, dim=2)
-    dq, dk, dv = functional.execute_backward(
+    d = functional.execute_backward(
         op, [q.detach(), k.detach(), v.detach()], grad.to(q.dtype).contiguous(), attrs,
-        chunk_size, target)
+        chunk_size, target, [s.detach().float() for s in states], finals)
+    dq, dk, dv = d[:3]
     if groups > 1:
         B, T = dk.shape[:2]
         dk = dk.reshape(B, T, -1, groups, dk.shape[3]).sum(3)
         dv = dv.reshape(B, T, -1, groups, dv.shape[3]).sum(3)
-    return dq, dk, dv
+    return (dq, dk, dv, *d[3:])
 
 
 def _vjp_schema(op):
     """hla::<op>_vjp: the derived backward as an opaque op, so that
     AOTAutograd traces a backward graph around it (torch.compile of a
     training step) instead of into ctypes."""
-    args = ["Tensor q", "Tensor k", "Tensor v", "Tensor grad", "Tensor[] state_grads",
-            "Tensor? cu_seqlens"]
+    args = ["Tensor q", "Tensor k", "Tensor v", "Tensor[] initial_state", "Tensor grad",
+            "Tensor[] state_grads", "Tensor? cu_seqlens"]
     args += [f"{_ATTRIBUTE_TYPES[a]} {a}" for a in functional.OP_ATTRIBUTES[op]]
     args += ["int chunk_size"]
     return "(" + ", ".join(args) + ") -> Tensor[]"
 
 
 def _vjp_kernel(op):
-    def kernel(q, k, v, grad, state_grads, cu, *rest):
+    def kernel(q, k, v, initial_state, grad, state_grads, cu, *rest):
         names = functional.OP_ATTRIBUTES[op]
         attrs = dict(zip(names, rest[:len(names)]))
         chunk = int(rest[len(names)]) or None
-        return list(_input_gradients(op, [q, k, v], False, cu, attrs, chunk,
+        return list(_input_gradients(op, [q, k, v], list(initial_state), cu, attrs, chunk,
                                      [grad, *state_grads]))
 
     kernel.__name__ = f"hla_{op}_vjp"
@@ -208,8 +229,9 @@ def _vjp_kernel(op):
 
 
 def _vjp_fake(op):
-    def fake(q, k, v, *rest):
-        return [torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)]
+    def fake(q, k, v, initial_state, *rest):
+        return [torch.empty_like(q), torch.empty_like(k), torch.empty_like(v),
+                *[torch.empty_like(s) for s in initial_state]]
 
     fake.__name__ = f"hla_{op}_vjp_fake"
     return fake
@@ -218,8 +240,8 @@ def _vjp_fake(op):
 def _setup_context(op):
     def setup_context(ctx, inputs, output):
         tensors, states, cu, attrs, _, chunk = _unpack(op, inputs)
-        ctx.save_for_backward(*tensors, *([cu] if cu is not None else []))
-        ctx.hla = (len(states), cu is not None, attrs, chunk)
+        ctx.save_for_backward(*tensors, *states, *([cu] if cu is not None else []))
+        ctx.hla = (len(tensors), len(states), cu is not None, attrs, chunk)
 
     return setup_context
 
@@ -229,21 +251,21 @@ def _backward(op):
         flat = []
         for g in grads:  # Tensor[] outputs come as one list
             flat.extend(g if isinstance(g, (list, tuple)) else [g])
-        n_states, has_cu, attrs, chunk = ctx.hla
+        n_tensors, n_states, has_cu, attrs, chunk = ctx.hla
         saved = list(ctx.saved_tensors)
         cu = saved.pop() if has_cu else None
-        _check_derived(op, n_states > 0)
-        q, k, v = saved[:3]
-        # Final-state cotangents are checked where the op runs (their values
-        # are unknown while torch.compile traces).
+        _check_derived(op)
+        tensors, states = saved[:n_tensors], saved[n_tensors:]
+        q, k, v = tensors[:3]
+        finals = _final_cotangents(op, tensors, states, cu, attrs, flat[1:])
         d = getattr(torch.ops.hla, op + "_vjp")(
-            q, k, v, _output_cotangent(q, v, flat[0]), [g for g in flat[1:] if g is not None], cu,
+            q, k, v, states, _output_cotangent(q, v, flat[0]), finals, cu,
             *[attrs[a] for a in functional.OP_ATTRIBUTES[op]], int(chunk or 0))
         # One entry per schema argument, the Tensor[] of states as a list:
         # (q, k, v, further operands, states, cu_seqlens, attributes...,
         # output_final_state, chunk_size).
         n = len(functional.operand_names(op))
-        return (*d, *[None] * (n - 3), [None] * n_states, None,
+        return (*d[:3], *[None] * (n - 3), list(d[3:]), None,
                 *[None] * len(functional.OP_ATTRIBUTES[op]), None, None)
 
     return backward
@@ -260,8 +282,8 @@ class _Differentiable(torch.autograd.Function):
         states = list(tensors[n_tensors:n_tensors + n_states])
         cu = tensors[-1] if has_cu else None
         attrs, final, chunk = rest
-        ctx.save_for_backward(*operands, *([cu] if cu is not None else []))
-        ctx.hla = (n_states, has_cu, dict(attrs), chunk)
+        ctx.save_for_backward(*operands, *states, *([cu] if cu is not None else []))
+        ctx.hla = (n_tensors, n_states, has_cu, dict(attrs), chunk)
         ctx.set_materialize_grads(False)
         with _below_autograd():  # past our Autograd kernel
             outputs = getattr(torch.ops.hla, op)(
@@ -270,12 +292,13 @@ class _Differentiable(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, *grads):
-        n_states, has_cu, attrs, chunk = ctx.hla
-        operands = list(ctx.saved_tensors)
-        cu = operands.pop() if has_cu else None
-        d = _input_gradients(ctx.op, operands, n_states > 0, cu, attrs, chunk, list(grads))
-        rest = [None] * (len(operands) - 3 + n_states + int(has_cu))
-        return (None, None, None, None, None, *d, *rest)
+        n_tensors, n_states, has_cu, attrs, chunk = ctx.hla
+        saved = list(ctx.saved_tensors)
+        cu = saved.pop() if has_cu else None
+        operands, states = saved[:n_tensors], saved[n_tensors:]
+        d = _input_gradients(ctx.op, operands, states, cu, attrs, chunk, list(grads))
+        return (None, None, None, None, None, *d[:3], *[None] * (n_tensors - 3), *d[3:],
+                *[None] * int(has_cu))
 
 
 @contextlib.contextmanager

@@ -510,14 +510,18 @@ def _run_compiled(op, fn, lib, ins, outputs, target, device):
     fn.call_pointers([v.data for v in in_views], [v.data for v in out_views], stream)
 
 
-def compiled_backward(op, inputs, dtypes, attrs, chunk_size, target):
-    """The compiled backward of ``@attend`` (``vjp=True``): (q, k, v, do)
-    -> (dq, dk, dv), memoised like the forward."""
+def compiled_backward(op, inputs, dtypes, attrs, chunk_size, target, initial_shapes=(),
+                      final_shapes=()):
+    """The compiled backward of ``@attend`` (``vjp=True``): (q, k, v, [s0...],
+    do, [ds1...]) -> (dq, dk, dv, [ds0...]) with an initial state of
+    ``initial_shapes`` and the final state's cotangents of ``final_shapes``
+    (each empty for none), memoised like the forward."""
     key = ("vjp", op, target, tuple(inputs), tuple(dtypes), tuple(sorted(attrs.items())),
-           chunk_size)
+           chunk_size, tuple(initial_shapes), tuple(final_shapes))
     fn = _functions.get(key)
     if fn is None:
-        text = build_ir(op, inputs, dtypes, attrs, [], [], None)
+        text = build_ir(op, inputs, dtypes, attrs, list(initial_shapes), list(final_shapes),
+                        None)
         library = compiler.compile(text, target=target, chunk_size=chunk_size, vjp=True,
                                    entry=ir.FUNCTION_NAME)
         fn = library.function(ir.FUNCTION_NAME)
@@ -545,10 +549,13 @@ def recorded_compiles():
         return forward(op, inputs, dtypes, attrs, state_shapes_in, final_shapes, cu,
                        chunk_size, target)
 
-    def recording_backward(op, inputs, dtypes, attrs, chunk_size, target):
-        record(build_ir(op, inputs, dtypes, attrs, [], [], None),
+    def recording_backward(op, inputs, dtypes, attrs, chunk_size, target,
+                           initial_shapes=(), final_shapes=()):
+        record(build_ir(op, inputs, dtypes, attrs, list(initial_shapes), list(final_shapes),
+                        None),
                {"chunk_size": chunk_size, "vjp": True, "entry": ir.FUNCTION_NAME})
-        return backward(op, inputs, dtypes, attrs, chunk_size, target)
+        return backward(op, inputs, dtypes, attrs, chunk_size, target, initial_shapes,
+                        final_shapes)
 
     module = sys.modules[__name__]
     module.compiled_function, module.compiled_backward = recording_forward, recording_backward
@@ -558,11 +565,14 @@ def recorded_compiles():
         module.compiled_function, module.compiled_backward = forward, backward
 
 
-def execute_backward(op, arrays, grad_output, attrs, chunk_size, target):
-    """The gradients [dq, dk, dv] of sum(grad_output * op(q, k, v)) for
-    checked q, k, v with one head count (no states, no packed sequences),
-    derived by the compiler from the op's monoid; on the CPU or, for torch
-    CUDA tensors, the GPU (on torch's current stream)."""
+def execute_backward(op, arrays, grad_output, attrs, chunk_size, target, states=(),
+                     final_grads=()):
+    """The gradients [dq, dk, dv, *d(states)] of sum(grad_output * o) +
+    sum(final_grads * final_state), (o, final_state) = op(q, k, v,
+    initial_state=states), for checked q, k, v with one head count (no
+    packed sequences); ``states`` and ``final_grads`` are f32 [B, H, ...]
+    (empty for none). Derived by the compiler from the op's monoid; on the
+    CPU or, for torch CUDA tensors, the GPU (on torch's current stream)."""
     if op not in DIFFERENTIABLE:
         raise NotImplementedError(f"hla.{op}: the backward is not derived yet (it is for "
                                   f"{', '.join(DIFFERENTIABLE)})")
@@ -572,13 +582,18 @@ def execute_backward(op, arrays, grad_output, attrs, chunk_size, target):
         raise ValueError(f"hla.{op}: the inputs are on {device}, but hla's CUDA runtime runs "
                          f"on device 0 (cuda:0); choose the GPU with CUDA_VISIBLE_DEVICES")
     dtypes = [lib.dtype_name(x) for x in arrays]
+    grads_of = list(arrays) + list(states)
     if any(n == 0 for n in _shape(arrays[0])[:3]):
-        return [lib.empty(_shape(x), t, device) for x, t in zip(arrays, dtypes)]
+        return [lib.empty(_shape(x), lib.dtype_name(x), device) for x in grads_of]
     arrays = [lib.contiguous(x) for x in arrays]
+    states = [lib.contiguous(x) for x in states]
+    final_grads = [lib.contiguous(x) for x in final_grads]
     grad_output = lib.contiguous(grad_output)
-    fn = compiled_backward(op, [_shape(x) for x in arrays], dtypes, attrs, chunk_size, target)
-    outputs = [lib.empty(_shape(x), t, device) for x, t in zip(arrays, dtypes)]
-    _run_compiled(op, fn, lib, arrays + [grad_output], outputs, target, device)
+    fn = compiled_backward(op, [_shape(x) for x in arrays], dtypes, attrs, chunk_size, target,
+                           [_shape(x) for x in states], [_shape(x) for x in final_grads])
+    outputs = [lib.empty(_shape(x), lib.dtype_name(x), device) for x in grads_of]
+    _run_compiled(op, fn, lib, arrays + states + [grad_output] + final_grads, outputs,
+                  target, device)
     return outputs
 
 

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 import hla
+from hla import functional
 
 from .api_util import (T, central_differences, inputs, needs_artefacts, needs_cuda, needs_torch2,
                        reference, rel_err, torch)
@@ -164,6 +165,41 @@ def test_backward_against_reference(name, op, shape, options, dtype):
         assert err <= BACKWARD_TOL[dtype], f"d{n}: {err:.2e}"
 
 
+def _states_case(seed=71):
+    """hla2 with decay, an initial state and the final state in the loss."""
+    arrays, g = _backward_inputs(seed, {})
+    rng = np.random.default_rng(seed)
+    shapes = functional.state_shapes("hla2", list(arrays), {"decay": 0.9}, 1)
+    s0 = [(rng.standard_normal(s) * 0.3).astype(np.float32) for s in shapes]
+    h = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    return arrays, g, s0, h
+
+
+def test_backward_through_states():
+    """The derived backward through an initial state and the final state on
+    CUDA tensors (torch's custom-op autograd on torch >= 2.4) against
+    central differences of the float64 reference."""
+    arrays, g, s0, h = _states_case()
+    leaves = [torch.from_numpy(x).cuda().requires_grad_(True) for x in (*arrays, *s0)]
+    o, final = hla.hla2(*leaves[:3], initial_state=tuple(leaves[3:]), output_final_state=True,
+                        decay=0.9)
+    loss = (o * torch.from_numpy(g).cuda()).sum()
+    loss = loss + sum((f * torch.from_numpy(w).cuda()).sum() for f, w in zip(final, h))
+    loss.backward()
+
+    def flat(*x):
+        o, final = reference("hla2", *x[:3], initial_state=tuple(x[3:]),
+                             output_final_state=True, decay=0.9)
+        return np.concatenate([np.ravel(o)] + [np.ravel(f) for f in final])
+
+    weight = np.concatenate([g.ravel()] + [w.ravel() for w in h])
+    want = central_differences(flat, [np.float64(x) for x in (*arrays, *s0)], weight)
+    for i, (leaf, w) in enumerate(zip(leaves, want)):
+        err = rel_err(leaf.grad.double().cpu().numpy(), w)
+        print(f"states gradient {i}: relative error {err:.2e}")
+        assert err <= 1e-4, f"gradient {i}: {err:.2e}"
+
+
 @needs_torch2
 @pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
 def test_compiled_training_step(backend):
@@ -240,7 +276,7 @@ def _seed():
             dtypes = [dtype] * len(dtypes)
             calls.append((op, shapes, dtypes, attrs, states, finals, cu, chunk))
 
-    def plan_backward(arrays, g, dtype):
+    def plan_backward(arrays, g, dtype, states=(), final_grads=()):
         """The backward of the call planned last, as _torch_ops computes it
         (grouped heads repeated to the query heads' count)."""
         op, _, _, attrs, _, _, _, chunk = calls[-1]
@@ -248,10 +284,12 @@ def _seed():
         groups = q.shape[2] // k.shape[2]
         k, v = (a.repeat(groups, axis=2) for a in (k, v))
         try:
-            functional.execute_backward(op, [q, k, v], g, attrs, chunk, "cpu")
+            functional.execute_backward(op, [q, k, v], g, attrs, chunk, "cpu", list(states),
+                                        list(final_grads))
         except Intercepted:
-            op, shapes, dtypes, attrs, chunk, _ = seen.pop()
-            backward_calls.append((op, shapes, [dtype] * len(dtypes), attrs, chunk))
+            op, shapes, dtypes, attrs, chunk, _, initial, final = seen.pop()
+            backward_calls.append((op, shapes, [dtype] * len(dtypes), attrs, chunk, initial,
+                                   final))
 
     calls, backward_calls = [], []
     for _, op, shape, options, dtype in CASES:
@@ -274,6 +312,9 @@ def _seed():
         arrays, g = _backward_inputs(70, shape)
         plan(getattr(hla, op), *arrays, dtype=dtype, **options)
         plan_backward(arrays, g, dtype)
+    arrays, g, s0, h = _states_case()
+    plan(hla.hla2, *arrays, initial_state=tuple(s0), output_final_state=True, decay=0.9)
+    plan_backward(arrays, g, "f32", s0, h)
     x = [rng.standard_normal((2, BACKWARD_T, n, 16)).astype(np.float32) for n in (2, 1, 1)]
     plan(hla.hla2, *x, decay=0.95)  # the training step's forward
     plan_backward(x, np.zeros((2, BACKWARD_T, 2, 16), np.float32), "f32")
@@ -283,8 +324,8 @@ def _seed():
     for op, shapes, dtypes, attrs, states, finals, cu, chunk in calls:
         text = functional.build_ir(op, shapes, dtypes, attrs, states, finals, cu)
         print(op, dtypes[0], compiler.precompile(text, "cuda", chunk_size=chunk))
-    for op, shapes, dtypes, attrs, chunk in backward_calls:
-        text = functional.build_ir(op, shapes, dtypes, attrs, [], [], None)
+    for op, shapes, dtypes, attrs, chunk, initial, final in backward_calls:
+        text = functional.build_ir(op, shapes, dtypes, attrs, list(initial), list(final), None)
         print(op, dtypes[0], "backward", compiler.precompile(
             text, "cuda", chunk_size=chunk, vjp=True, entry=ir.FUNCTION_NAME))
 

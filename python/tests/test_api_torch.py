@@ -7,6 +7,7 @@ test_api_functional's where possible, so compiles are shared.
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import hla
@@ -188,12 +189,45 @@ def test_backward_direct_op_call():
 
 
 @needs_artefacts
+@pytest.mark.parametrize("op,options,hkv", [
+    ("hla2", {"decay": 0.9}, 1), ("linear_attention", {"normalize": True, "eps": 0.1}, 2),
+    ("hla3", {}, 2)])
+def test_backward_through_states(op, options, hkv):
+    """An initial state that requires grad and the final state in the loss
+    (as truncated backpropagation through time uses them): every gradient
+    against central differences of the float64 reference; grouped heads."""
+    positive = bool(options.get("normalize"))
+    q, k, v = tensors(65, t=11, hq=2, hkv=hkv, d=4, dv=3, positive=positive)
+    rng = np.random.default_rng(65)
+    shapes = hla.functional.state_shapes(op, [q, k, v], options, 1)
+    s0 = [torch.from_numpy(rng.uniform(0.1, 0.5, s) if positive
+                           else rng.standard_normal(s) * 0.3).float() for s in shapes]
+    g = torch.from_numpy(rng.standard_normal(q.shape[:3] + v.shape[3:])).float()
+    h = [torch.from_numpy(rng.standard_normal(s)).float() for s in shapes]
+    leaves = [x.clone().requires_grad_(True) for x in (q, k, v, *s0)]
+    o, final = getattr(hla, op)(*leaves[:3], initial_state=tuple(leaves[3:]),
+                                output_final_state=True, chunk_size=4, **options)
+    ((o * g).sum() + sum((f * w).sum() for f, w in zip(final, h))).backward()
+
+    def flat(*x):
+        o, final = reference(op, *x[:3], initial_state=tuple(x[3:]), output_final_state=True,
+                             **options)
+        return np.concatenate([np.ravel(o)] + [np.ravel(f) for f in final])
+
+    weight = np.concatenate([g.numpy().ravel()] + [w.numpy().ravel() for w in h])
+    want = central_differences(flat, [x.detach().numpy() for x in leaves], weight)
+    for i, (a, b) in enumerate(zip(leaves, want)):
+        assert rel_err(a.grad.numpy(), b) <= 1e-4, f"gradient {i}: {rel_err(a.grad.numpy(), b):.2e}"
+
+
+@needs_artefacts
 def test_backward_refusals():
     q, k, v = tensors(63)
     q.requires_grad_(True)
-    # Gradients through states are not derived yet.
-    o, state = hla.hla2(q, k, v, output_final_state=True)
-    with pytest.raises(NotImplementedError, match="through initial or final states"):
+    # The final state of packed sequences is not differentiated yet.
+    cu = torch.tensor([0, 5, q.shape[1]])
+    o, state = hla.hla2(q, k, v, cu_seqlens=cu, output_final_state=True)
+    with pytest.raises(NotImplementedError, match="final state of packed sequences"):
         (o.sum() + state[0].sum()).backward()
     # Nor are those of KDA.
     g = -torch.rand(q.shape) * 0.1

@@ -670,9 +670,20 @@ LogicalResult PrefixVjpOp::verify() {
     return emitOpError() << "monoid '" << spec.name << "' has "
                          << spec.inputs.size() << " inputs, got "
                          << getInputs().size();
-  if (getGradients().size() != getInputs().size())
+  llvm::SmallVector<unsigned> carried = spec.getCarryComponents();
+  size_t k = carried.size();
+  if (!getInit().empty() && getInit().size() != k)
+    return emitOpError() << "expects " << k << " init tensors ("
+                         << slotNames(spec, carried, false) << "), got "
+                         << getInit().size();
+  if (!getFinalCotangent().empty() && getFinalCotangent().size() != k)
+    return emitOpError() << "expects " << k << " final_cotangent tensors ("
+                         << slotNames(spec, carried, false) << "), got "
+                         << getFinalCotangent().size();
+  if (getGradients().size() != getInputs().size() + getInit().size())
     return emitOpError() << "needs one gradient per input ("
-                         << getInputs().size() << "), got "
+                         << getInputs().size() << ") and per init tensor ("
+                         << getInit().size() << "), got "
                          << getGradients().size();
   MonoidDimBinder binder;
   // [B, T, H] before every slot.
@@ -705,6 +716,31 @@ LogicalResult PrefixVjpOp::verify() {
                          << shapeToString(expected);
   if (!isa<FloatType>(cotangent.getElementType()))
     return emitOpError() << "'cotangent' must be a float tensor";
+  // States: [B, H, component], f32; the init's gradients have their types.
+  llvm::SmallVector<int64_t> stateLead = {expected[0], expected[2]};
+  auto checkStates = [&](llvm::StringRef what,
+                         ValueRange states) -> LogicalResult {
+    for (auto [i, state] : llvm::enumerate(states)) {
+      const MonoidSlot &slot = spec.components[carried[i]];
+      auto type = cast<RankedTensorType>(state.getType());
+      llvm::SmallVector<int64_t> shape(stateLead);
+      llvm::append_range(shape, binder.resolve(slot));
+      if (!shapesCompatible(type.getShape(), shape) ||
+          !type.getElementType().isF32())
+        return emitOpError()
+               << what << " #" << i << " ('" << slot.name << "') has type "
+               << type << " but needs " << shapeToString(shape) << " of f32";
+    }
+    return success();
+  };
+  if (failed(checkStates("init", getInit())) ||
+      failed(checkStates("final_cotangent", getFinalCotangent())))
+    return failure();
+  for (auto [i, state] : llvm::enumerate(getInit()))
+    if (getGradients()[getInputs().size() + i].getType() != state.getType())
+      return emitOpError() << "the gradient of init #" << i << " has type "
+                           << getGradients()[getInputs().size() + i].getType()
+                           << " but init #" << i << " has " << state.getType();
   return success();
 }
 

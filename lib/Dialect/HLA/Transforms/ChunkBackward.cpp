@@ -171,6 +171,14 @@ LogicalResult PrefixVjpLowering::lower() {
       return chunkError(op)
              << "readout '" << r.name << "' is neither num nor den";
   }
+  bool withStates = !op.getInit().empty() || !op.getFinalCotangent().empty();
+  if (withStates)
+    for (unsigned c : carried)
+      if (!backward.differentiable[c])
+        return chunkError(op)
+               << "carried component '" << spec.components[c].name
+               << "' depends on no input: the gradient of a "
+                  "state through it is not derived";
   MonoidAttr auxMonoid =
       MonoidAttr::get(ctx, transposedCombineMonoid(backward));
   const MonoidSpec &vjpSpec = backward.vjpSpec;
@@ -178,9 +186,10 @@ LogicalResult PrefixVjpLowering::lower() {
     return llvm::is_contained(carried, c) && backward.differentiable[c];
   };
 
-  // Outputs: one gradient per input, written per (batch entry, head).
+  // Outputs: one gradient per input and per init tensor, written per
+  // (batch entry, head).
   llvm::SmallVector<Value> inits;
-  for (Value input : op.getInputs()) {
+  for (Value input : llvm::concat<Value>(op.getInputs(), op.getInit())) {
     auto type = cast<RankedTensorType>(input.getType());
     inits.push_back(tensor::EmptyOp::create(b, loc, type.getShape(),
                                             type.getElementType()));
@@ -228,6 +237,22 @@ LogicalResult PrefixVjpLowering::lower() {
   llvm::SmallVector<Type> fullTypes;
   for (unsigned c = 0; c < n; ++c)
     fullTypes.push_back(componentType(c));
+  // The [B, H, component] state tensor `state`'s (batch entry, head) slice.
+  auto statePlace = [&](OpBuilder &nb, unsigned c) {
+    llvm::SmallVector<OpFoldResult> offsets = {bi, hi},
+                                    sizes = {idx(nb, 1), idx(nb, 1)};
+    for (int64_t s : componentShapes[c]) {
+      offsets.push_back(idx(nb, 0));
+      sizes.push_back(idx(nb, s));
+    }
+    llvm::SmallVector<OpFoldResult> strides(offsets.size(), idx(nb, 1));
+    return std::make_tuple(offsets, sizes, strides);
+  };
+  auto stateAt = [&](OpBuilder &nb, Value state, unsigned c) -> Value {
+    auto [offsets, sizes, strides] = statePlace(nb, c);
+    return tensor::ExtractSliceOp::create(nb, loc, componentType(c), state,
+                                          offsets, sizes, strides);
+  };
 
   // 1. The state carried into every chunk, kept in one [N, ...] tensor per
   // carried component and read back from it (a loop-carried state would
@@ -235,13 +260,15 @@ LogicalResult PrefixVjpLowering::lower() {
   // through a run-time alias check).
   size_t k = carried.size();
   llvm::SmallVector<Value> forwardInits;
-  for (unsigned c : carried) {
+  for (auto [i, c] : llvm::enumerate(carried)) {
     Value all =
         tensor::EmptyOp::create(b, loc, perChunkType(c).getShape(), f32);
-    Value identity = buildMonoidIdentity(b, loc, spec, c, componentType(c));
+    Value first = op.getInit().empty()
+                      ? buildMonoidIdentity(b, loc, spec, c, componentType(c))
+                      : stateAt(b, op.getInit()[i], c);
     auto [offsets, sizes, strides] = chunkSlice(b, c, c0);
     forwardInits.push_back(tensor::InsertSliceOp::create(
-        b, loc, identity, all, offsets, sizes, strides));
+        b, loc, first, all, offsets, sizes, strides));
   }
   LogicalResult status = success();
   Value lastChunk = arith::SubIOp::create(b, loc, cN, c1);
@@ -289,9 +316,18 @@ LogicalResult PrefixVjpLowering::lower() {
   for (unsigned c = 0; c < n; ++c)
     if (isLive(c))
       live.push_back(c);
+  // λ after the last chunk: the final state's cotangent, or zero.
   llvm::SmallVector<Value> backwardInits;
-  for (unsigned c : live)
-    backwardInits.push_back(TileBuilder(b, loc).zeros(componentShapes[c]));
+  for (unsigned c : live) {
+    auto pos = llvm::find(carried, c) - carried.begin();
+    backwardInits.push_back(
+        op.getFinalCotangent().empty()
+            ? TileBuilder(b, loc).zeros(componentShapes[c])
+            : linalg::CopyOp::create(
+                  b, loc, stateAt(b, op.getFinalCotangent()[pos], c),
+                  TileBuilder(b, loc).zeros(componentShapes[c]))
+                  .getResult(0));
+  }
   llvm::ArrayRef<BlockArgument> outs = loop.getRegionIterArgs();
   llvm::SmallVector<RankedTensorType> rowTypes;
   for (auto [i, input] : llvm::enumerate(op.getInputs())) {
@@ -477,6 +513,17 @@ LogicalResult PrefixVjpLowering::lower() {
     tensor::ParallelInsertSliceOp::create(b, loc,
                                           backwardLoop.getResult(nl + i),
                                           outs[i], offsets, sizes, strides);
+  }
+  // The initial state's gradient: λ carried out of the first chunk (every
+  // carried component is live here, checked above).
+  size_t numInputs = op.getInputs().size();
+  for (auto [i, c] : llvm::enumerate(carried)) {
+    if (op.getInit().empty())
+      break;
+    auto [offsets, sizes, strides] = statePlace(b, c);
+    Value grad = backwardLoop.getResult(llvm::find(live, c) - live.begin());
+    tensor::ParallelInsertSliceOp::create(b, loc, grad, outs[numInputs + i],
+                                          offsets, sizes, strides);
   }
   op->replaceAllUsesWith(loop.getResults());
   op->erase();

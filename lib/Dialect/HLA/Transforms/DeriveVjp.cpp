@@ -39,35 +39,35 @@ struct DeriveVjpPass : public hla::impl::HLADeriveVjpPassBase<DeriveVjpPass> {
                         ? ret.getOperand(0).getDefiningOp()
                         : nullptr;
     auto attention = dyn_cast_or_null<AttentionOpInterface>(op);
-    if (attention &&
-        (!attention.getInitialState().empty() ||
-         !attention.getFinalState().empty() || attention.getCuSeqlens()))
-      return fail(op, "initial and final states and packed sequences are not "
-                      "differentiated yet");
-    if (!attention || ret.getNumOperands() != 1 ||
+    if (attention && attention.getCuSeqlens())
+      return fail(op, "packed sequences are not differentiated yet");
+    if (!attention || !llvm::equal(ret.getOperands(), op->getResults()) ||
         body.getOperations().size() != 2)
       return fail(func, "@" + func.getName() +
-                            " must return the output of one attention op "
-                            "and do nothing else");
+                            " must return the output (and the final state) "
+                            "of one attention op and do nothing else");
     if (!isa<LinearAttentionOp, HLA2Op, AHLAOp, HLA3Op>(op))
       return fail(op, "the backward of '" + op->getName().getStringRef() +
                           "' is not derived yet (linear_attention, hla2, "
                           "ahla and hla3 are)");
     llvm::SmallVector<Value> operands = {
         attention.getQuery(), attention.getKey(), attention.getValue()};
+    ValueRange initial = attention.getInitialState();
     llvm::SmallVector<unsigned> argumentOf;
-    for (Value v : operands) {
+    for (Value v : llvm::concat<Value>(operands, initial)) {
       auto arg = dyn_cast<BlockArgument>(v);
       if (!arg || arg.getOwner() != &body)
-        return fail(op, "q, k and v must be arguments of @" + func.getName());
+        return fail(op, "q, k, v and the initial state must be arguments of @" +
+                            func.getName());
       if (llvm::is_contained(argumentOf, arg.getArgNumber()))
-        return fail(op, "q, k and v must be three different arguments (one "
-                        "argument's gradient would be a sum)");
+        return fail(op, "q, k, v and the initial state must be different "
+                        "arguments (one argument's gradient would be a sum)");
       argumentOf.push_back(arg.getArgNumber());
     }
-    if (func.getNumArguments() != 3)
+    if (func.getNumArguments() != argumentOf.size())
       return fail(func, "@" + func.getName() +
-                            " must take exactly q, k and v as arguments");
+                            " must take exactly q, k, v and the initial state "
+                            "as arguments");
     auto query = cast<RankedTensorType>(operands[0].getType());
     auto key = cast<RankedTensorType>(operands[1].getType());
     if (query.getRank() == 4 && key.getRank() == 4 &&
@@ -92,17 +92,23 @@ struct DeriveVjpPass : public hla::impl::HLADeriveVjpPassBase<DeriveVjpPass> {
     OpBuilder b(op);
     Location loc = op->getLoc();
     Type outType = attention.getOutput().getType();
+    // The cotangents: of the output, then of each final state tensor.
     BlockArgument cotangent = body.addArgument(outType, loc);
+    llvm::SmallVector<Value> finalCotangents;
+    for (Value state : attention.getFinalState())
+      finalCotangents.push_back(body.addArgument(state.getType(), loc));
     auto eps = op->getAttrOfType<FloatAttr>("eps");
     llvm::SmallVector<Type> gradientTypes;
-    for (Value v : inputs)
+    for (Value v : llvm::concat<Value>(inputs, initial))
       gradientTypes.push_back(v.getType());
-    auto vjp = PrefixVjpOp::create(
-        b, loc, gradientTypes, MonoidAttr::get(op->getContext(), *spec), inputs,
-        cotangent, eps ? eps : b.getF64FloatAttr(1e-6));
+    auto vjp = PrefixVjpOp::create(b, loc, gradientTypes,
+                                   MonoidAttr::get(op->getContext(), *spec),
+                                   inputs, initial, cotangent, finalCotangents,
+                                   eps ? eps : b.getF64FloatAttr(1e-6));
     // Gradients in argument order.
-    llvm::SmallVector<Value> gradients(3);
-    for (auto [i, input] : llvm::enumerate(inputs))
+    llvm::SmallVector<Value> gradients(argumentOf.size());
+    for (auto [i, input] :
+         llvm::enumerate(llvm::concat<Value>(inputs, initial)))
       gradients[cast<BlockArgument>(input).getArgNumber()] =
           vjp.getGradients()[i];
     b.setInsertionPoint(ret);

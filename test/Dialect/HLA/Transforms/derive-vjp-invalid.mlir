@@ -1,7 +1,7 @@
 // RUN: hla-opt %s --split-input-file --hla-derive-vjp --verify-diagnostics
 
 // Tests that the function must be exactly one attention op.
-// expected-error @+1 {{hla-derive-vjp: @main must return the output of one attention op and do nothing else}}
+// expected-error @+1 {{hla-derive-vjp: @main must return the output (and the final state) of one attention op and do nothing else}}
 func.func @main(%q: tensor<1x8x2x4xf32>) -> tensor<1x8x2x4xf32> {
   %o = hla.linear_attention %q, %q, %q : (tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>) -> tensor<1x8x2x4xf32>
   %p = hla.linear_attention %o, %q, %q : (tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>) -> tensor<1x8x2x4xf32>
@@ -13,7 +13,7 @@ func.func @main(%q: tensor<1x8x2x4xf32>) -> tensor<1x8x2x4xf32> {
 // Tests that one argument feeding two inputs is refused (its gradient would
 // be a sum).
 func.func @main(%q: tensor<1x8x2x4xf32>, %v: tensor<1x8x2x4xf32>) -> tensor<1x8x2x4xf32> {
-  // expected-error @+1 {{hla-derive-vjp: q, k and v must be three different arguments}}
+  // expected-error @+1 {{hla-derive-vjp: q, k, v and the initial state must be different arguments}}
   %o = hla.hla2 %q, %q, %v : (tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>) -> tensor<1x8x2x4xf32>
   return %o : tensor<1x8x2x4xf32>
 }
@@ -38,11 +38,20 @@ func.func @main(%q: tensor<1x8x2x4xf32>, %k: tensor<1x8x2x4xf32>, %v: tensor<1x8
 
 // -----
 
-// Tests that states are refused.
-func.func @main(%q: tensor<1x8x2x4xf32>, %k: tensor<1x8x2x4xf32>, %v: tensor<1x8x2x4xf32>) -> (tensor<1x8x2x4xf32>, tensor<1x2x4x4xf32>) {
-  // expected-error @+1 {{hla-derive-vjp: initial and final states and packed sequences are not differentiated yet}}
+// Tests that packed sequences are refused.
+func.func @main(%q: tensor<1x8x2x4xf32>, %k: tensor<1x8x2x4xf32>, %v: tensor<1x8x2x4xf32>, %cu: tensor<3xi32>) -> tensor<1x8x2x4xf32> {
+  // expected-error @+1 {{hla-derive-vjp: packed sequences are not differentiated yet}}
+  %o = hla.linear_attention %q, %k, %v cu_seqlens(%cu) : (tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<3xi32>) -> tensor<1x8x2x4xf32>
+  return %o : tensor<1x8x2x4xf32>
+}
+
+// -----
+
+// Tests that the final state must be returned as the op gives it.
+// expected-error @+1 {{hla-derive-vjp: @main must return the output (and the final state) of one attention op and do nothing else}}
+func.func @main(%q: tensor<1x8x2x4xf32>, %k: tensor<1x8x2x4xf32>, %v: tensor<1x8x2x4xf32>) -> tensor<1x8x2x4xf32> {
   %o, %s = hla.linear_attention %q, %k, %v : (tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>) -> (tensor<1x8x2x4xf32>, tensor<1x2x4x4xf32>)
-  return %o, %s : tensor<1x8x2x4xf32>, tensor<1x2x4x4xf32>
+  return %o : tensor<1x8x2x4xf32>
 }
 
 // -----

@@ -383,7 +383,7 @@ def HLA_ReadoutOp : HLA_Op<"readout", [Pure, AttrSizedOperandSegments]> {
   let hasVerifier = 1;
 }
 
-def HLA_PrefixVjpOp : HLA_Op<"prefix_vjp", [Pure]> {
+def HLA_PrefixVjpOp : HLA_Op<"prefix_vjp", [Pure, AttrSizedOperandSegments]> {
   let summary = "vector-Jacobian product of segment -> inclusive scan -> readout";
   let description = [{
     The backward of the chain `hla.readout(inputs, hla.scan(hla.segment(
@@ -394,9 +394,17 @@ def HLA_PrefixVjpOp : HLA_Op<"prefix_vjp", [Pure]> {
     scanned axis, every input with the same heads), and the cotangent,
     shaped like the readout's output; each result has its input's type.
 
+    With `init` (the carried components of the state before the first
+    token, `[B, H, ...]`, as `hla.scan`'s) the chain starts from that state
+    and the results go on with the gradient of each `init` tensor. With
+    `final_cotangent` (one per carried component, `[B, H, ...]`) the state
+    after the last token is an output too, and that is its cotangent.
+
     The gradient is derived from the monoid by `hla-chunk` (ChunkVjp.h): a
     pass over the chunks for their carried-in states, then a reverse pass
-    carrying the cotangent of the state from chunk to chunk.
+    carrying the cotangent of the state from chunk to chunk (from the final
+    state's cotangent, or zero); the initial state's gradient is the
+    cotangent it carries out of the first chunk.
 
     ```mlir
     %dq, %dk, %dv = hla.prefix_vjp #m (%q, %k, %v) cotangent(%do)
@@ -407,11 +415,14 @@ def HLA_PrefixVjpOp : HLA_Op<"prefix_vjp", [Pure]> {
   }];
   let arguments = (ins HLA_MonoidAttr:$monoid,
                        Variadic<AnyRankedTensor>:$inputs,
+                       Variadic<AnyRankedTensor>:$init,
                        AnyRankedTensor:$cotangent,
+                       Variadic<AnyRankedTensor>:$final_cotangent,
                        DefaultValuedAttr<F64Attr, "1e-6">:$eps);
   let results = (outs Variadic<AnyRankedTensor>:$gradients);
   let assemblyFormat = [{
-    $monoid `(` $inputs `)` `cotangent` `(` $cotangent `)` attr-dict `:`
+    $monoid `(` $inputs `)` (`init` `(` $init^ `)`)? `cotangent` `(` $cotangent `)`
+    (`final_cotangent` `(` $final_cotangent^ `)`)? attr-dict `:`
     functional-type(operands, results)
   }];
   let hasVerifier = 1;

@@ -1,0 +1,72 @@
+"""The derived backward through states: ``hla.prefix_vjp`` with ``init`` and
+``final_cotangent`` (hla-derive-vjp of a function taking an initial state
+and returning the final state), on the CPU.
+
+The compiled backward of ``attend(q, k, v, s0...) -> (o, s1...)`` takes the
+cotangents of o and of s1 and returns the gradients of q, k, v and s0; they
+are compared with central differences of ``sum(g * o) + sum(h * s1)`` of the
+float64 reference (``hla.reference``, independent of the compiler).
+Lengths that are not a multiple of the chunk, and 1.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import hla
+import hla.reference as ref
+from hla import functional
+
+from .api_util import central_differences, needs_compiler
+
+CASES = [
+    ("linear_attention", {"decay": 0.9}),
+    ("linear_attention", {"normalize": True, "eps": 0.1}),
+    ("hla2", {}),
+    ("hla2", {"decay": 0.9, "ridge": 0.5}),
+    ("hla2", {"masked": False, "normalize": True, "eps": 0.1}),
+    ("ahla", {"decay": 0.8}),
+    ("hla3", {}),
+    ("hla3", {"decay": 0.9}),
+]
+
+
+def full_options(op, options):
+    defaults = {"scale": None, "normalize": False, "eps": 1e-6, "decay": None,
+                "masked": True, "ridge": 0.0}
+    return {p: options.get(p, defaults[p]) for p in functional.OP_ATTRIBUTES[op]}
+
+
+@needs_compiler
+@pytest.mark.parametrize("T", [1, 11])
+@pytest.mark.parametrize("op,options", CASES, ids=lambda c: str(c))
+def test_state_gradients(op, options, T, agree):
+    rng = np.random.default_rng(T)
+    B, H, d, dv = 1, 2, 4, 3
+    positive = options.get("normalize", False)
+    draw = ((lambda *s: rng.uniform(0.2, 1.0, s)) if positive
+            else (lambda *s: rng.standard_normal(s)))
+    q, k, v = draw(B, T, H, d), draw(B, T, H, d), rng.standard_normal((B, T, H, dv))
+    attrs = functional._check_options(op, d, full_options(op, options))
+    shapes = [(B, H) + s for _, s in functional.state_components(op, d, dv, attrs)]
+    s0 = [draw(*s) * 0.5 for s in shapes]
+    g = rng.standard_normal((B, T, H, dv))
+    h = [rng.standard_normal(s) for s in shapes]
+    text = functional.build_ir(op, [q.shape, k.shape, v.shape], ["f32"] * 3, attrs, shapes,
+                               shapes, None)
+    backward = hla.compile(text, chunk_size=4, vjp=True, entry="attend").attend
+    f32 = [np.asarray(x, np.float32) for x in (q, k, v, *s0, g, *h)]
+    grads = backward(*f32)
+
+    def forward(q, k, v, *state):
+        o, final = getattr(ref, op)(q, k, v, **options, initial_state=tuple(state),
+                                    output_final_state=True)
+        return np.concatenate([np.ravel(o)] + [np.ravel(s) for s in final])
+
+    weight = np.concatenate([np.ravel(g)] + [np.ravel(x) for x in h])
+    want = central_differences(forward, [q, k, v, *s0], weight)
+    names = ["dq", "dk", "dv"] + [f"d{n}0" for n, _ in functional.state_components(
+        op, d, dv, attrs)]
+    for name, got, expected in zip(names, grads, want):
+        agree(got, expected, f"state gradients: {op} {name}", tol=1e-4)
