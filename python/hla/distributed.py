@@ -118,9 +118,6 @@ def _prepare(op, named, options, initial_state, chunk_size, target, cu_seqlens, 
     if lib is not _tensors.TorchArrays:
         raise TypeError(f"hla.distributed.{op}: needs torch tensors (torch.distributed "
                         f"exchanges them)")
-    if torch.is_grad_enabled() and any(x.requires_grad for x in arrays):
-        raise NotImplementedError(f"hla.distributed.{op}: the backward across ranks is not "
-                                  f"implemented yet; call it under torch.no_grad()")
     c.B, c.T, c.Hq, d = functional._shape(arrays[0])
     c.attrs = functional._check_options(op, d, options)
     c.chunk_size = functional._check_chunk_size(op, chunk_size)
@@ -144,6 +141,16 @@ def _prepare(op, named, options, initial_state, chunk_size, target, cu_seqlens, 
     shapes = [(c.N, c.Hq) + tuple(s) for _, s in c.components]
     c.states = functional._check_initial_state(op, lib, c.device, initial_state, shapes,
                                                [n for n, _ in c.components])
+    c.differentiate = torch.is_grad_enabled() and any(
+        x.requires_grad for x in list(arrays) + list(c.states))
+    if c.differentiate and op not in functional.DIFFERENTIABLE:
+        raise NotImplementedError(f"hla.distributed.{op}: backward is not implemented yet "
+                                  f"(the compiler derives it for "
+                                  f"{', '.join(functional.DIFFERENTIABLE)}); call it under "
+                                  f"torch.no_grad()")
+    if c.differentiate and c.cu is not None:
+        raise NotImplementedError(f"hla.distributed.{op}: the backward of packed sequences "
+                                  f"across ranks is not implemented yet")
     c.arrays = [lib.contiguous(x) for x in arrays]
     c.dtypes = [lib.dtype_name(x) for x in c.arrays]
     return c
@@ -312,13 +319,121 @@ def _run(op, named, options, initial_state, output_final_state, chunk_size, targ
         order += [N] * (N + 1 - len(order))
         initial = [c.index_select(0, torch.tensor(order, device=device)) for c in carried]
     output = call(attend, arrays + initial + anchors_before(rank) + local_cu)[0]
+    befores = [carried]  # the states before spans rank, rank + 1, ..., world
+    for j in range(rank, world):
+        befores.append(call(combine, befores[-1] + totals_of(j)))
+    final = befores[-1]
+    if packing is not None:
+        final = [f[:N] for f in final]
+    final = final + anchors_before(world)
+    if c.differentiate:
+        combine_vjp = _compiled_combine_vjp(op, arrays, dtypes, attrs, shapes, chunk_size,
+                                            target)
+
+        def to_all(flat, gather):
+            """All-gather (or sum over the ranks) `flat`, through the host
+            for gloo's CUDA tensors."""
+            host = flat.is_cuda and dist.get_backend(group) == "gloo"
+            x = flat.cpu() if host else flat
+            if gather:
+                out = [torch.empty_like(x) for _ in range(world)]
+                dist.all_gather(out, x, group=group)
+                return [o.to(device) for o in out]
+            dist.all_reduce(x, group=group)
+            return x.to(device)
+
+        def backward(g, final_grads):
+            return _backward_across_ranks(
+                op, torch, rank, world, arrays, c.states, attrs, chunk_size, befores,
+                totals_of, g, final_grads, shapes, lambda ins: call(combine_vjp, ins), to_all)
+
+        leaves = list(c.arrays) + list(c.states)
+        outs = _Split.apply(backward, [output] + list(final), *leaves)
+        output, final = outs[0], list(outs[1:])
     if not output_final_state:
         return output
-    for j in range(rank, world):
-        carried = call(combine, carried + totals_of(j))
-    if packing is not None:
-        carried = [c[:N] for c in carried]
-    return output, tuple(carried + anchors_before(world))
+    return output, tuple(final)
+
+
+def _compiled_combine_vjp(op, arrays, dtypes, attrs, state_shapes, chunk_size, target):
+    """The span artefact's `attend_combine_vjp` (the same artefact as
+    `_compiled`'s: its key and memo)."""
+    shapes = [functional._shape(x) for x in arrays]
+    key = ("combine_vjp", op, target, tuple(shapes), tuple(dtypes),
+           tuple(sorted(attrs.items())), tuple(state_shapes), chunk_size)
+    fn = _entries.get(key)
+    if fn is None:
+        text, options = compile_request(op, shapes, dtypes, attrs, state_shapes, None,
+                                        chunk_size)
+        fn = compiler.compile(text, target=target, **options).function(
+            functional.ir.FUNCTION_NAME + "_combine_vjp")
+        _entries[key] = fn
+    return fn
+
+
+def _backward_across_ranks(op, torch, rank, world, arrays, user_states, attrs, chunk_size,
+                           befores, totals_of, g, final_grads, shapes, combine_vjp, to_all):
+    """The gradients of rank `rank`'s leaves (q, k, v, and the initial state
+    when given). Every rank must call backward (it exchanges twice).
+
+    Span j maps the state S_j before it to S_{j+1} = A_j S_j + B_j (A_j from
+    its total alone). With λ_j = ∂L/∂S_j, λ_j = A_jᵀ λ_{j+1} + c_j, where c_j
+    is the initial-state gradient of span j's own outputs; λ_world is the
+    final state's cotangent, summed over the ranks. A rank computes its c
+    (a backward pass without a final-state cotangent), gathers every c,
+    carries λ back from the last span to its own (A_jᵀ: the compiled
+    transposed combine), then runs its backward with λ_{rank + 1} as the
+    final state's cotangent. The initial state's gradient is rank 0's (the
+    other ranks return zeros: summed over the ranks it is whole)."""
+    from . import _torch_ops
+    q, v = arrays[0], arrays[2]
+    g = _torch_ops._output_cotangent(q, v, g)
+    device = q.device
+    h = [fg.float() if fg is not None else torch.zeros(s, dtype=torch.float32, device=device)
+         for fg, s in zip(list(final_grads) + [None] * len(shapes), shapes)]
+    summed = to_all(torch.cat([x.reshape(-1) for x in h]), gather=False)
+    split = lambda flat: [t.view(s) for t, s in zip(  # noqa: E731
+        torch.split(flat, [int(torch.Size(s).numel()) for s in shapes]), shapes)]
+    # The state before this rank's span, then after each later one.
+    local = list(befores[0])
+    own = _torch_ops._input_gradients(op, arrays, local, None, attrs, chunk_size, [g])
+    every = to_all(torch.cat([x.reshape(-1) for x in own[3:]]), gather=True)
+    lam = split(summed)
+    for j in range(world - 1, rank, -1):
+        mu = combine_vjp(list(befores[j - rank]) + totals_of(j) + lam)
+        lam = [m + cj for m, cj in zip(mu, split(every[j]))]
+    d = _torch_ops._input_gradients(op, arrays, local, None, attrs, chunk_size, [g, *lam])
+    grads = list(d[:3]) + [None] * (len(arrays) - 3)
+    if user_states:
+        grads += (list(d[3:]) if rank == 0
+                  else [torch.zeros_like(s) for s in user_states])
+    return grads
+
+
+class _Split:
+    """The autograd node of a split call (built on first use: torch is
+    imported lazily)."""
+
+    _function = None
+
+    @classmethod
+    def apply(cls, backward, outputs, *leaves):
+        if cls._function is None:
+            import torch
+
+            class Function(torch.autograd.Function):
+                @staticmethod
+                def forward(ctx, backward, outputs, *leaves):
+                    ctx.hla_backward = backward
+                    ctx.set_materialize_grads(False)
+                    return tuple(outputs)
+
+                @staticmethod
+                def backward(ctx, g, *final_grads):
+                    return (None, None, *ctx.hla_backward(g, final_grads))
+
+            cls._function = Function
+        return cls._function.apply(backward, outputs, *leaves)
 
 
 # Operands after q, k, v: positional ones, then keyword ones (as hla.<op>).

@@ -55,6 +55,32 @@ def whole_inputs(case):
     return arrays, state
 
 
+def cotangents(case, o_shape, state_shapes):
+    """The whole sequence's output cotangent and the final state's."""
+    rng = np.random.default_rng(case["seed"] + 1)
+    g = rng.standard_normal(o_shape).astype(np.float32)
+    h = [rng.standard_normal(s).astype(np.float32) for s in state_shapes]
+    return g, h
+
+
+def backward_rank(case, fn, named, state, rank, lo, hi, out):
+    """Rank `rank`'s gradients of sum(g * o) + sum(h * final) (the final
+    state's term on rank 0 only: the loss is the sum of the ranks')."""
+    leaves = {n: t.clone().requires_grad_(True) for n, t in named.items()}
+    s0 = [torch.from_numpy(x).requires_grad_(True) for x in state or ()]
+    o, final = fn(leaves["q"], leaves["k"], leaves["v"], **case["options"],
+                  chunk_size=case.get("chunk_size"), initial_state=tuple(s0) or None,
+                  output_final_state=True)
+    whole = (case["B"], case["T"]) + tuple(o.shape[2:])
+    g, h = cotangents(case, whole, [f.shape for f in final])
+    loss = (o * torch.from_numpy(g[:, lo:hi])).sum()
+    if rank == 0:
+        loss = loss + sum((f * torch.from_numpy(w)).sum() for f, w in zip(final, h))
+    loss.backward()
+    np.savez(out / f"{rank}.npz", **{f"d{n}": leaves[n].grad.numpy() for n in "qkv"},
+             **{f"ds{i}": x.grad.numpy() for i, x in enumerate(s0)})
+
+
 def whole_omega(case):
     return hla.reference.linsimp_omega(case["m"], case["D"], seed=5).astype(np.float32)
 
@@ -79,6 +105,9 @@ def main():
         if case["op"] == "linsimp":
             named["omega"] = torch.from_numpy(whole_omega(case))
         fn = getattr(hla.distributed, case["op"])
+        if case.get("backward"):
+            backward_rank(case, fn, named, state, rank, lo, hi, out)
+            return
         with torch.no_grad():
             result = fn(named.pop("q"), named.pop("k"), named.pop("v"), **named,
                         **case["options"], chunk_size=case.get("chunk_size"),

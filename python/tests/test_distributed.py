@@ -114,6 +114,45 @@ def test_split_equals_single_process(name, tmp_path, agree):
               f"distributed {case['op']} final state", tol=1e-5)
 
 
+BACKWARD_CASES = {
+    "hla2_decay_3": dict(op="hla2", options={"decay": 0.9}, T=30, spans=[10, 8, 12],
+                         initial_state=True),
+    "linear_normalize_2": dict(op="linear_attention", options={"normalize": True, "eps": 0.5},
+                               T=21, spans=[13, 8], initial_state=True),
+    "hla3_2": dict(op="hla3", options={}, T=20, spans=[9, 11]),
+}
+
+
+@needs_compiler
+@pytest.mark.parametrize("name", sorted(BACKWARD_CASES))
+def test_backward_across_ranks(name, tmp_path, agree):
+    """Each rank's gradients of its rows' and (on rank 0) the final state's
+    loss terms, put together, equal one process's autograd gradients of the
+    whole loss; the initial state's gradient summed over the ranks too."""
+    case = dict(seed=9, B=1, H=2, D=4, Dv=3, backward=True, chunk_size=4)
+    case.update(BACKWARD_CASES[name])
+    results, errors = run_ranks(case, tmp_path)
+    assert errors == [None] * len(case["spans"]), errors
+    from .distributed_worker import cotangents
+    arrays, state = whole_inputs(case)
+    leaves = {n: torch.from_numpy(a).requires_grad_(True) for n, a in arrays.items()}
+    s0 = [torch.from_numpy(x).requires_grad_(True) for x in state or ()]
+    o, final = getattr(hla, case["op"])(leaves["q"], leaves["k"], leaves["v"],
+                                        **case["options"], chunk_size=4,
+                                        initial_state=tuple(s0) or None,
+                                        output_final_state=True)
+    g, h = cotangents(case, tuple(o.shape), [f.shape for f in final])
+    loss = (o * torch.from_numpy(g)).sum()
+    loss = loss + sum((f * torch.from_numpy(w)).sum() for f, w in zip(final, h))
+    loss.backward()
+    for n in "qkv":
+        agree(np.concatenate([r[f"d{n}"] for r in results], axis=1), leaves[n].grad.numpy(),
+              f"distributed {case['op']} d{n}", tol=1e-5)
+    for i, x in enumerate(s0):
+        agree(sum(r[f"ds{i}"] for r in results), x.grad.numpy(),
+              f"distributed {case['op']} initial state gradient", tol=1e-5)
+
+
 @needs_compiler
 def test_spans_that_disagree_raise_on_every_rank(tmp_path):
     case = dict(op="linear_attention", options={}, seed=1, B=1, T=16, H=2, D=16, Dv=8,
@@ -181,8 +220,10 @@ def test_rank_local_refusals(one_rank):
 def test_backward_is_refused(one_rank):
     import hla.distributed
     x = torch.zeros(1, 4, 1, 8, requires_grad=True)
-    with pytest.raises(NotImplementedError, match="backward across ranks"):
-        hla.distributed.hla2(x, x, x)
+    with pytest.raises(NotImplementedError, match="backward is not implemented yet"):
+        hla.distributed.kda(x, x, x, g=x, beta=x[..., 0])
+    with pytest.raises(NotImplementedError, match="packed sequences across ranks"):
+        hla.distributed.hla2(x, x, x, cu_seqlens=[0, 2, 4])
 
 
 TOTAL_IR = """

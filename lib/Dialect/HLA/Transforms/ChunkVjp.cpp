@@ -383,3 +383,30 @@ mlir::hla::chunk::buildChunkVjpPlan(const MonoidSpec &spec,
                                     std::string &error) {
   return VjpBuilder(spec, error).build();
 }
+
+// λ, read as side None by the plan, is read from side A here.
+MonoidSpec mlir::hla::chunk::transposedCombineMonoid(const ChunkVjpPlan &plan) {
+  MonoidSpec aux = plan.vjpSpec;
+  aux.name = plan.vjpSpec.name + "_transposed_combine";
+  aux.inputs.clear();
+  aux.readouts.clear();
+  unsigned n = plan.numComponents;
+  for (unsigned c = 0; c < 3 * n; ++c) {
+    aux.token[c].clear();
+    aux.combine[c].clear();
+    aux.components[c].eyeIdentity = false;
+  }
+  auto sided = [](MonoidExpr expr) {
+    for (MonoidTerm &t : expr)
+      for (MonoidFactor &f : t.factors)
+        if (f.kind == MonoidFactor::Kind::Component &&
+            f.side == MonoidSide::None)
+          f.side = MonoidSide::A;
+    return expr;
+  };
+  for (unsigned y = 0; y < n; ++y) {
+    aux.combine[n + y] = sided(plan.carriedFromCombine[y]);
+    aux.combine[2 * n + y] = sided(plan.summaryCotangent[y]);
+  }
+  return aux;
+}

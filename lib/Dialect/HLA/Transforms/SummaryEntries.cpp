@@ -14,6 +14,7 @@
 
 #include "TileBuilder.h"
 #include "hla/Dialect/HLA/IR/HLAOps.h"
+#include "hla/Dialect/HLA/Transforms/ChunkVjp.h"
 #include "hla/Dialect/HLA/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -70,7 +71,7 @@ struct AddSummaryEntriesPass
                          << " with a body";
       return signalPassFailure();
     }
-    for (llvm::StringRef suffix : {"_summary", "_combine"})
+    for (llvm::StringRef suffix : {"_summary", "_combine", "_combine_vjp"})
       if (module.lookupSymbol(function + suffix.str())) {
         module.emitError() << "hla-add-summary-entries: @" << function << suffix
                            << " already exists";
@@ -144,6 +145,68 @@ struct AddSummaryEntriesPass
         combineCarried(b, loc, monoid, args.take_front(stateTypes.size()),
                        args.drop_front(stateTypes.size()), totalTypes);
     func::ReturnOp::create(b, loc, state);
+    addCombineVjp(b, combine, monoid, stateTypes, totalTypes);
+  }
+
+  /// Where the monoid's backward is derived (every carried component
+  /// depends on the inputs): `@<function>_combine_vjp(state, total, λ) ->
+  /// μ`, the cotangent of a state from that of the state after a later
+  /// span, μ = (∂(state ∘ total)/∂state)ᵀ λ (the transposed combine of the
+  /// derived backward, ChunkVjp.h). The backward across ranks carries the
+  /// final state's cotangent back through the spans after a rank's with it.
+  void addCombineVjp(OpBuilder &b, func::FuncOp after, MonoidAttr monoid,
+                     llvm::ArrayRef<Type> stateTypes,
+                     llvm::ArrayRef<Type> totalTypes) {
+    const MonoidSpec &spec = monoid.getSpec();
+    std::string error;
+    FailureOr<chunk::ChunkVjpPlan> plan = chunk::buildChunkVjpPlan(spec, error);
+    llvm::SmallVector<unsigned> carried = spec.getCarryComponents();
+    if (failed(plan) || llvm::any_of(carried, [&](unsigned c) {
+          return !plan->differentiable[c];
+        }))
+      return;
+    unsigned n = spec.components.size();
+    auto aux =
+        MonoidAttr::get(b.getContext(), chunk::transposedCombineMonoid(*plan));
+    llvm::SmallVector<Type> argTypes(stateTypes);
+    llvm::append_range(argTypes, totalTypes);
+    llvm::append_range(argTypes, stateTypes);
+    Location loc = after.getLoc();
+    b.setInsertionPointAfter(after);
+    auto fn = func::FuncOp::create(b, loc, function + "_combine_vjp",
+                                   b.getFunctionType(argTypes, stateTypes));
+    Block *entry = fn.addEntryBlock();
+    b.setInsertionPointToStart(entry);
+    ValueRange args = entry->getArguments();
+    size_t k = carried.size();
+    ValueRange state = args.take_front(k), total = args.slice(k, n),
+               lambda = args.take_back(k);
+    auto empty = [&](unsigned c) -> Value {
+      auto type = cast<RankedTensorType>(totalTypes[c]);
+      return tensor::EmptyOp::create(b, loc, type.getShape(),
+                                     type.getElementType());
+    };
+    // Components: the state's, λ, μ_B (ChunkVjp.h); side A the state and
+    // λ, side B the total.
+    llvm::SmallVector<Value> lhs, rhs;
+    llvm::SmallVector<Type> types;
+    for (unsigned part = 0; part < 3; ++part)
+      for (unsigned c = 0; c < n; ++c) {
+        types.push_back(totalTypes[c]);
+        auto pos = llvm::find(carried, c);
+        bool isCarried = pos != carried.end();
+        Value a = part == 0 && isCarried   ? state[pos - carried.begin()]
+                  : part == 1 && isCarried ? lambda[pos - carried.begin()]
+                                           : empty(c);
+        lhs.push_back(a);
+        rhs.push_back(part == 0 ? total[c] : empty(c));
+      }
+    auto transposed =
+        CombineOp::create(b, loc, TypeRange(types), aux, lhs, rhs);
+    llvm::SmallVector<Value> mu;
+    for (unsigned c : carried)
+      mu.push_back(transposed.getResult(n + c));
+    func::ReturnOp::create(b, loc, mu);
   }
 };
 

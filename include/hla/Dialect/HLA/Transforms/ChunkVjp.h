@@ -76,6 +76,11 @@ struct ChunkVjpPlan {
 FailureOr<ChunkVjpPlan> buildChunkVjpPlan(const MonoidSpec &spec,
                                           std::string &error);
 
+/// The monoid whose combine is μ_A and μ_B: its components are the state's,
+/// then λ, then μ_B; rule n + y is μ_A of y, rule 2n + y is μ_B of y (λ
+/// read from side A). An hla.combine under it transposes the combine.
+MonoidSpec transposedCombineMonoid(const ChunkVjpPlan &plan);
+
 } // namespace mlir::hla::chunk
 
 #endif // HLA_DIALECT_HLA_TRANSFORMS_CHUNKVJP_H

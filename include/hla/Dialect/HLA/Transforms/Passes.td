@@ -27,6 +27,11 @@ def HLAAddSummaryEntriesPass : Pass<"hla-add-summary-entries", "ModuleOp"> {
       `initial_state`), then every component of a later span's total;
       returns the state after that span (the monoid's combine).
 
+    Where the op's backward is derived (linear_attention, hla2, ahla,
+    hla3), a third, `@<function>_combine_vjp`: a state, a later span's
+    total and the cotangent of the state after that span; returns the
+    state's cotangent (the transposed combine of the derived backward).
+
     A rank then runs the summary of its span, gathers the spans' totals,
     folds the totals of the spans before its own into its initial state
     with the combine, and runs `@<function>` from that state.
