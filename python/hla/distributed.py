@@ -148,6 +148,13 @@ def _prepare(op, named, options, initial_state, chunk_size, target, cu_seqlens, 
                                   f"(the compiler derives it for "
                                   f"{', '.join(functional.DIFFERENTIABLE)}); call it under "
                                   f"torch.no_grad()")
+    if c.differentiate and c.target == "cuda" and op != "linear_attention":
+        # The transposed combine's graph products on CUDA gave NaN for hla2
+        # on the H200 (2026-12-03; the CPU's agree with autograd): refused
+        # until that is found rather than a wrong gradient.
+        raise NotImplementedError(f"hla.distributed.{op}: the backward across ranks on CUDA "
+                                  f"runs for linear_attention only yet (the transposed "
+                                  f"combine on CUDA is wrong for {op}: docs/PYTHON.md)")
     if c.differentiate and c.cu is not None:
         raise NotImplementedError(f"hla.distributed.{op}: the backward of packed sequences "
                                   f"across ranks is not implemented yet")

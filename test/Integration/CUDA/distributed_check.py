@@ -42,6 +42,18 @@ CASES = [
     dict(op="hla2", options={"decay": 0.99}, dtype="bf16", B=1, T=1024, spans=[256] * 4,
          cu=[0, 300, 700, 1024]),
 ]
+# The backward across ranks (f32: the comparison is then tight): each
+# rank's gradients of its rows' loss (and, on rank 0, the final state's)
+# against one process's autograd of the whole loss.
+# On CUDA only linear attention's (hla.distributed refuses the others
+# there: hla2's transposed combine gave NaN on the H200, 2026-12-03).
+BACKWARD_CASES = [
+    dict(op="linear_attention", dtype="f32", T=257, spans=[128, 129], initial_state=True,
+         backward=True),
+    dict(op="linear_attention", options={"decay": 0.99}, dtype="f32", T=300,
+         spans=[100, 100, 100], backward=True),
+]
+CASES = CASES + BACKWARD_CASES
 B, H, D, DV = 2, 4, 64, 64
 # cpu: the same checks on the CPU (to try this script where there is no GPU).
 DEVICE = os.environ.get("HLA_CHECK_DEVICE", "cuda")
@@ -121,10 +133,28 @@ def build(cache):
             requests.append(hla.distributed.compile_request(
                 op, operand_shapes(case, T), dtypes, attrs(case), span_state_shapes(case),
                 None if not case.get("cu") else (len(case["cu"]) + 1, "i32"), None))
+        if case.get("backward"):
+            requests += backward_requests(case, dtypes)
         for text, opts in requests:
             compiler.precompile(text, target="cuda", **{k: v for k, v in opts.items()
                                                          if v is not None})
         print("built", op, flush=True)
+
+
+def backward_requests(case, dtypes):
+    """The derived backward's artefacts: one process's (from the initial
+    state when given, the final state in the loss) and each span's (from
+    the state before it, without and with the final state's cotangent)."""
+    shapes = state_shapes(case)
+    vjp = {"vjp": True, "entry": functional.ir.FUNCTION_NAME}
+    out = [(functional.build_ir(case["op"], operand_shapes(case, case["T"]), dtypes,
+                                attrs(case), shapes if case.get("initial_state") else [],
+                                shapes, None), vjp)]
+    for T in sorted(set(case["spans"])):
+        for final in ([], shapes):
+            out.append((functional.build_ir(case["op"], operand_shapes(case, T), dtypes,
+                                            attrs(case), shapes, final, None), vjp))
+    return out
 
 
 def compile_single(case, dtypes):
@@ -154,6 +184,30 @@ def call(fn, case, t, state, torch, **kw):
               cu_seqlens=cu, output_final_state=True, **kw)
 
 
+def cotangents(case, o_shape, shapes):
+    rng = np.random.default_rng(12)
+    return (rng.standard_normal(o_shape).astype(np.float32),
+            [rng.standard_normal(s).astype(np.float32) for s in shapes])
+
+
+def gradients(fn, case, t, state, torch, lo, hi, with_final):
+    """The gradients of sum(g * o) (rows lo:hi) [+ sum(h * final)]."""
+    leaves = {n: x.requires_grad_(True) for n, x in t.items()}
+    s0 = None if state is None else [torch.from_numpy(s).to(DEVICE).requires_grad_(True)
+                                     for s in state]
+    o, final = fn(leaves["q"], leaves["k"], leaves["v"], **case.get("options", {}),
+                  initial_state=None if s0 is None else tuple(s0), output_final_state=True)
+    g, h = cotangents(case, (batch(case), case["T"]) + tuple(o.shape[2:]),
+                      [f.shape for f in final])
+    loss = (o * torch.from_numpy(g[:, lo:hi]).to(DEVICE)).sum()
+    if with_final:
+        loss = loss + sum((f * torch.from_numpy(w).to(DEVICE)).sum() for f, w in zip(final, h))
+    loss.backward()
+    grads = {f"d{n}": leaves[n].grad.cpu().numpy() for n in "qkv"}
+    grads.update({f"ds{i}": x.grad.cpu().numpy() for i, x in enumerate(s0 or [])})
+    return grads
+
+
 def worker(port, rank, world, index, out):
     import torch
     import torch.distributed as dist
@@ -163,6 +217,12 @@ def worker(port, rank, world, index, out):
     x, state = whole_inputs(case)
     lo = sum(case["spans"][:rank])
     t = torch_operands(case, x, lo, lo + case["spans"][rank], torch)
+    if case.get("backward"):
+        grads = gradients(getattr(hla.distributed, case["op"]), case, t, state, torch, lo,
+                          lo + case["spans"][rank], rank == 0)
+        np.savez(os.path.join(out, f"{rank}.npz"), **grads)
+        dist.destroy_process_group()
+        return
     with torch.no_grad():
         o, final = call(getattr(hla.distributed, case["op"]), case, t, state, torch)
     if DEVICE == "cuda":
@@ -181,7 +241,10 @@ def run():
     import tempfile
     import torch
     failures = 0
+    only = os.environ.get("HLA_CHECK_ONLY")  # "backward": those cases alone
     for index, case in enumerate(CASES):
+        if only == "backward" and not case.get("backward"):
+            continue
         world = len(case["spans"])
         with tempfile.TemporaryDirectory() as out:
             with socket.socket() as s:
@@ -192,14 +255,28 @@ def run():
                      for r in range(world)]
             codes = [p.wait(timeout=300) for p in procs]
             x, state = whole_inputs(case)
-            with torch.no_grad():
-                o, final = call(getattr(hla, case["op"]), case,
-                                torch_operands(case, x, 0, case["T"], torch), state, torch)
             if any(codes):
                 print(json.dumps({"case": case, "error": f"worker exit codes {codes}"}))
                 failures += 1
                 continue
             parts = [np.load(os.path.join(out, f"{r}.npz")) for r in range(world)]
+            if case.get("backward"):
+                want = gradients(getattr(hla, case["op"]), case,
+                                 torch_operands(case, x, 0, case["T"], torch), state, torch,
+                                 0, case["T"], True)
+                errs = {n: relative(np.concatenate([p[n] for p in parts], axis=1), want[n])
+                        for n in ("dq", "dk", "dv")}
+                errs.update({n: relative(sum(p[n] for p in parts), want[n])
+                             for n in want if n.startswith("ds")})
+                ok = max(errs.values()) <= TOLERANCE[case["dtype"]]
+                failures += not ok
+                print(json.dumps({"op": case["op"], "backward": True, "T": case["T"],
+                                  "spans": case["spans"], "rel_err": errs, "ok": ok}),
+                      flush=True)
+                continue
+            with torch.no_grad():
+                o, final = call(getattr(hla, case["op"]), case,
+                                torch_operands(case, x, 0, case["T"], torch), state, torch)
             o_split = np.concatenate([p["o"] for p in parts], axis=1)
             err_o = relative(o_split, o.float().cpu().numpy())
             err_s = max(relative(p[f"s{i}"], s.cpu().numpy())
@@ -209,7 +286,8 @@ def run():
             print(json.dumps({"op": case["op"], "dtype": case["dtype"], "T": case["T"],
                               "spans": case["spans"], "output_rel_err": err_o,
                               "final_state_rel_err": err_s, "ok": ok}), flush=True)
-    print(f"{len(CASES) - failures}/{len(CASES)} cases agree")
+    ran = sum(1 for c in CASES if only != "backward" or c.get("backward"))
+    print(f"{ran - failures}/{ran} cases agree")
     return 1 if failures else 0
 
 
