@@ -491,6 +491,29 @@ LogicalResult CombineOp::verify() {
   return success();
 }
 
+/// The leading shape of a state combined along `axis` of `lead` (the axis
+/// dropped; with `cu`, which needs axis 1, the batch counts the packed
+/// sequences), checked; hla.scan's finals and inits, hla.total's results.
+static FailureOr<llvm::SmallVector<int64_t>>
+verifyAxisDropped(Operation *op, llvm::ArrayRef<int64_t> lead, int64_t axis,
+                  Value cu) {
+  if (axis < 0 || axis >= int64_t(lead.size()))
+    return op->emitOpError()
+           << "'axis' " << axis << " is not a leading dimension (there are "
+           << lead.size() << ")";
+  llvm::SmallVector<int64_t> dropped(lead);
+  dropped.erase(dropped.begin() + axis);
+  if (cu) {
+    if (axis != 1)
+      return op->emitOpError() << "'cu_seqlens' needs 'axis' = 1, got " << axis;
+    FailureOr<int64_t> sequences = verifyCuSeqlens(op, cu, lead[0]);
+    if (failed(sequences))
+      return failure();
+    dropped[0] = *sequences;
+  }
+  return dropped;
+}
+
 LogicalResult ScanOp::verify() {
   const MonoidSpec &spec = getMonoid().getSpec();
   llvm::SmallVector<unsigned> carried = spec.getCarryComponents();
@@ -519,23 +542,10 @@ LogicalResult ScanOp::verify() {
     if (failed(checker.check("segment", i, spec.components[i], type)))
       return failure();
   llvm::SmallVector<int64_t> lead(checker.getLead());
-  int64_t axis = getAxis();
-  if (axis < 0 || axis >= int64_t(lead.size()))
-    return emitOpError() << "'axis' " << axis << " is not a leading dimension "
-                         << "(there are " << lead.size() << ")";
-
-  // Final and initial states drop the scan axis; with cu_seqlens the batch
-  // axis counts sequences instead.
-  llvm::SmallVector<int64_t> finalLead(lead);
-  finalLead.erase(finalLead.begin() + axis);
-  if (Value cu = getCuSeqlens()) {
-    if (axis != 1)
-      return emitOpError() << "'cu_seqlens' needs 'axis' = 1, got " << axis;
-    FailureOr<int64_t> sequences = verifyCuSeqlens(*this, cu, lead[0]);
-    if (failed(sequences))
-      return failure();
-    finalLead[0] = *sequences;
-  }
+  FailureOr<llvm::SmallVector<int64_t>> finalLead =
+      verifyAxisDropped(*this, lead, getAxis(), getCuSeqlens());
+  if (failed(finalLead))
+    return failure();
 
   auto checkGroup = [&](llvm::StringRef what, TypeRange types,
                         llvm::ArrayRef<int64_t> leading) -> LogicalResult {
@@ -559,8 +569,8 @@ LogicalResult ScanOp::verify() {
     return success();
   };
   if (failed(checkGroup("prefix result", getPrefix().getTypes(), lead)) ||
-      failed(checkGroup("final result", getFinal().getTypes(), finalLead)) ||
-      failed(checkGroup("init", getInit().getTypes(), finalLead)))
+      failed(checkGroup("final result", getFinal().getTypes(), *finalLead)) ||
+      failed(checkGroup("init", getInit().getTypes(), *finalLead)))
     return failure();
   return success();
 }
@@ -580,24 +590,13 @@ LogicalResult TotalOp::verify() {
   for (auto [i, type] : llvm::enumerate(getSegments().getTypes()))
     if (failed(checker.check("segment", i, spec.components[i], type)))
       return failure();
-  llvm::SmallVector<int64_t> lead(checker.getLead());
-  int64_t axis = getAxis();
-  if (axis < 0 || axis >= int64_t(lead.size()))
-    return emitOpError() << "'axis' " << axis << " is not a leading dimension "
-                         << "(there are " << lead.size() << ")";
-  llvm::SmallVector<int64_t> perSequence(lead);
-  lead.erase(lead.begin() + axis);
-  if (Value cu = getCuSeqlens()) {
-    if (axis != 1)
-      return emitOpError() << "'cu_seqlens' needs 'axis' = 1, got " << axis;
-    FailureOr<int64_t> sequences = verifyCuSeqlens(*this, cu, perSequence[0]);
-    if (failed(sequences))
-      return failure();
-    lead[0] = *sequences;
-  }
+  FailureOr<llvm::SmallVector<int64_t>> lead =
+      verifyAxisDropped(*this, checker.getLead(), getAxis(), getCuSeqlens());
+  if (failed(lead))
+    return failure();
   for (auto [i, result] : llvm::enumerate(getTotals())) {
     auto tensor = cast<RankedTensorType>(result.getType());
-    llvm::SmallVector<int64_t> expected(lead);
+    llvm::SmallVector<int64_t> expected(*lead);
     llvm::append_range(expected, binder.resolve(spec.components[i]));
     if (!shapesCompatible(tensor.getShape(), expected))
       return emitOpError() << "result #" << i << " ('"

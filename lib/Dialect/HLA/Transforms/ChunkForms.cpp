@@ -218,27 +218,8 @@ LogicalResult ChunkRewriter::rewriteFused() {
   // loop, so that its body is self-contained: a GPU kernel's thread block
   // builds its own masks and slot table instead of reading the host's.
   prepareTiles(b, b, loc);
-  Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
-  Value c1 = arith::ConstantIndexOp::create(b, loc, 1);
-
-  // The sequence's tokens [first, first + length) and chunk slots
-  // [firstSlot, endSlot); unpacked, sequence = batch entry.
-  Value batch = si, first = c0, seqLength, firstSlot = c0, endSlot;
-  if (cuSeqlens) {
-    batch = c0;
-    auto at = [&](Value table, Value i) -> Value {
-      Value v = tensor::ExtractOp::create(b, loc, table, ValueRange{i});
-      return arith::IndexCastOp::create(b, loc, b.getIndexType(), v);
-    };
-    Value next = arith::AddIOp::create(b, loc, si, c1);
-    first = at(cuSeqlens, si);
-    seqLength = arith::SubIOp::create(b, loc, at(cuSeqlens, next), first);
-    firstSlot = at(chunkOffsets, si);
-    endSlot = at(chunkOffsets, next);
-  } else {
-    seqLength = arith::ConstantIndexOp::create(b, loc, info.length);
-    endSlot = arith::ConstantIndexOp::create(b, loc, numChunks);
-  }
+  auto [batch, first, seqLength, firstSlot, endSlot] =
+      sequenceSlots(b, loc, si);
   auto rowsType =
       RankedTensorType::get({ShapedType::kDynamic, width}, outElement);
   Value rowsOut = tensor::ExtractSliceOp::create(
@@ -485,23 +466,7 @@ LogicalResult ChunkRewriter::rewriteTotal() {
     b.setInsertionPointToStart(body);
     Value si = body->getArgument(0), hi = body->getArgument(1);
     prepareTiles(b, b, loc);
-    // The sequence's chunk slots [firstSlot, endSlot); unpacked, sequence =
-    // batch entry.
-    Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
-    Value batch = si, first = Value(), firstSlot = c0;
-    Value endSlot = arith::ConstantIndexOp::create(b, loc, numChunks);
-    if (cuSeqlens) {
-      auto at = [&](Value table, Value i) -> Value {
-        Value v = tensor::ExtractOp::create(b, loc, table, ValueRange{i});
-        return arith::IndexCastOp::create(b, loc, b.getIndexType(), v);
-      };
-      Value next = arith::AddIOp::create(
-          b, loc, si, arith::ConstantIndexOp::create(b, loc, 1));
-      batch = c0;
-      first = at(cuSeqlens, si);
-      firstSlot = at(chunkOffsets, si);
-      endSlot = at(chunkOffsets, next);
-    }
+    auto [batch, first, length, firstSlot, endSlot] = sequenceSlots(b, loc, si);
     llvm::SmallVector<Value> identity;
     for (unsigned c = 0; c < spec.components.size(); ++c)
       identity.push_back(buildMonoidIdentity(
@@ -509,7 +474,7 @@ LogicalResult ChunkRewriter::rewriteTotal() {
     FailureOr<scf::ForOp> chunks = emitChunkLoop(
         b, loc, batch, hi, firstSlot, endSlot, identity, Value(), Value(),
         /*allComponents=*/true, usedInputs(plan.summaries),
-        cuSeqlens ? si : Value(), first);
+        cuSeqlens ? si : Value(), cuSeqlens ? first : Value());
     if (failed(chunks))
       return failure();
     b.setInsertionPointToStart(loop.getTerminator().getBody());

@@ -741,6 +741,23 @@ void ChunkRewriter::insertComponent(OpBuilder &b, Location loc, Value value,
                                         strides);
 }
 
+ChunkRewriter::SequenceSlots
+ChunkRewriter::sequenceSlots(OpBuilder &b, Location loc, Value si) {
+  Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
+  if (!cuSeqlens)
+    return {si, c0, arith::ConstantIndexOp::create(b, loc, info.length), c0,
+            arith::ConstantIndexOp::create(b, loc, numChunks)};
+  auto at = [&](Value table, Value i) -> Value {
+    Value v = tensor::ExtractOp::create(b, loc, table, ValueRange{i});
+    return arith::IndexCastOp::create(b, loc, b.getIndexType(), v);
+  };
+  Value next = arith::AddIOp::create(b, loc, si,
+                                     arith::ConstantIndexOp::create(b, loc, 1));
+  Value first = at(cuSeqlens, si);
+  return {c0, first, arith::SubIOp::create(b, loc, at(cuSeqlens, next), first),
+          at(chunkOffsets, si), at(chunkOffsets, next)};
+}
+
 FailureOr<scf::ForOp> ChunkRewriter::emitChunkLoop(
     OpBuilder &b, Location loc, Value batch, Value head, Value lo, Value hi,
     llvm::ArrayRef<Value> carry, Value rows, Value first, bool allComponents,

@@ -252,6 +252,13 @@ private:
   /// Loads the chunk's tile of token input `input` (zero beyond `length`).
   Value loadTile(OpBuilder &b, Location loc, unsigned input, Value operand,
                  Value batch, Value start, Value length, Value head);
+  /// Sequence `si`'s batch entry, first token and length, and its chunk
+  /// slots [first slot, end slot); unpacked, the sequence is batch entry
+  /// `si` (its first token 0).
+  struct SequenceSlots {
+    Value batch, first, length, firstSlot, endSlot;
+  };
+  SequenceSlots sequenceSlots(OpBuilder &b, Location loc, Value si);
   /// (start token, valid length) of chunk slot `n`.
   std::pair<Value, Value> chunkBounds(OpBuilder &b, Location loc, Value n);
   /// Loads the tiles of `inputs` for the chunk at `start`.

@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "TransformUtils.h"
 #include "hla/Dialect/HLA/IR/HLAOps.h"
 #include "hla/Dialect/HLA/Transforms/Passes.h"
 
@@ -34,11 +35,9 @@ struct DeriveVjpPass : public hla::impl::HLADeriveVjpPassBase<DeriveVjpPass> {
       return at->emitError() << "hla-derive-vjp: " << why;
     };
     Block &body = func.getBody().front();
-    auto ret = dyn_cast<func::ReturnOp>(body.getTerminator());
-    Operation *op = ret && ret.getNumOperands() >= 1
-                        ? ret.getOperand(0).getDefiningOp()
-                        : nullptr;
-    auto attention = dyn_cast_or_null<AttentionOpInterface>(op);
+    auto ret = cast<func::ReturnOp>(body.getTerminator());
+    AttentionOpInterface attention = returnedAttentionOp(func);
+    Operation *op = attention;
     if (attention && attention.getCuSeqlens())
       return fail(op, "packed sequences are not differentiated yet");
     if (!attention || !llvm::equal(ret.getOperands(), op->getResults()) ||

@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "TileBuilder.h"
+#include "TransformUtils.h"
 #include "hla/Dialect/HLA/IR/HLAOps.h"
 #include "hla/Dialect/HLA/Transforms/ChunkVjp.h"
 #include "hla/Dialect/HLA/Transforms/Passes.h"
@@ -41,11 +42,8 @@ struct AddSummaryEntriesPass
       return failure();
     };
     Block &body = func.getBody().front();
-    auto ret = dyn_cast<func::ReturnOp>(body.getTerminator());
-    Operation *op = ret && ret.getNumOperands() >= 1
-                        ? ret.getOperand(0).getDefiningOp()
-                        : nullptr;
-    auto attention = dyn_cast_or_null<AttentionOpInterface>(op);
+    AttentionOpInterface attention = returnedAttentionOp(func);
+    Operation *op = attention;
     if (!attention)
       return fail(func, "@" + func.getName() +
                             " must return the output of one attention op "

@@ -1,4 +1,5 @@
-//===- TransformUtils.h - Small helpers shared by hla's passes ---*- C++ -*-===//
+//===- TransformUtils.h - Small helpers shared by hla's passes ---*- C++
+//-*-===//
 //
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
@@ -7,6 +8,9 @@
 #ifndef HLA_LIB_DIALECT_HLA_TRANSFORMS_TRANSFORMUTILS_H
 #define HLA_LIB_DIALECT_HLA_TRANSFORMS_TRANSFORMUTILS_H
 
+#include "hla/Dialect/HLA/IR/HLAOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 
 #include <algorithm>
@@ -37,6 +41,16 @@ inline bool isCublasProduct(Operation *op) {
          llvm::all_of(op->getOperandTypes(), [&](Type t) {
            return getElementTypeOrSelf(t) == element;
          });
+}
+
+/// The attention op whose output `func` returns first, or null; the
+/// passes that turn such a function into others check the rest.
+inline AttentionOpInterface returnedAttentionOp(func::FuncOp func) {
+  auto ret = dyn_cast<func::ReturnOp>(func.getBody().front().getTerminator());
+  Operation *op = ret && ret.getNumOperands() >= 1
+                      ? ret.getOperand(0).getDefiningOp()
+                      : nullptr;
+  return dyn_cast_or_null<AttentionOpInterface>(op);
 }
 
 } // namespace mlir::hla
