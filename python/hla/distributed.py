@@ -56,7 +56,9 @@ def compile_request(op, shapes, dtypes, attrs, state_shapes, cu, chunk_size):
 
 
 def _compiled(op, arrays, dtypes, attrs, state_shapes, cu, chunk_size, target):
-    """The compiled `compile_request` for this span's shapes (memoised)."""
+    """The compiled `compile_request` for this span's shapes (memoised):
+    attend, its summary, combine and (where the backward is derived, else
+    None) transposed combine."""
     shapes = [functional._shape(x) for x in arrays]
     key = (op, target, tuple(shapes), tuple(dtypes), tuple(sorted(attrs.items())),
            tuple(state_shapes), cu, chunk_size)
@@ -68,6 +70,8 @@ def _compiled(op, arrays, dtypes, attrs, state_shapes, cu, chunk_size, target):
         name = functional.ir.FUNCTION_NAME
         found = tuple(library.function(name + suffix)
                       for suffix in ("", "_summary", "_combine"))
+        found += (library.function(name + "_combine_vjp")
+                  if op in functional.DIFFERENTIABLE else None,)
         _entries[key] = found
     return found
 
@@ -257,7 +261,7 @@ def _run(op, named, options, initial_state, output_final_state, chunk_size, targ
         shapes = [(N + 1, Hq) + tuple(s) for _, s in components]
         state = [torch.cat([s, torch.zeros((1,) + tuple(s.shape[1:]), dtype=s.dtype,
                                            device=device)]) for s in state]
-    attend, summary, combine = _compiled(
+    attend, summary, combine, combine_vjp = _compiled(
         op, arrays, dtypes, attrs, shapes,
         None if packing is None else (N + 2, "i32"), chunk_size, target)
 
@@ -334,8 +338,6 @@ def _run(op, named, options, initial_state, output_final_state, chunk_size, targ
         final = [f[:N] for f in final]
     final = final + anchors_before(world)
     if c.differentiate:
-        combine_vjp = _compiled_combine_vjp(op, arrays, dtypes, attrs, shapes, chunk_size,
-                                            target)
 
         def to_all(flat, gather):
             """All-gather (or sum over the ranks) `flat`, through the host
@@ -360,22 +362,6 @@ def _run(op, named, options, initial_state, output_final_state, chunk_size, targ
     if not output_final_state:
         return output
     return output, tuple(final)
-
-
-def _compiled_combine_vjp(op, arrays, dtypes, attrs, state_shapes, chunk_size, target):
-    """The span artefact's `attend_combine_vjp` (the same artefact as
-    `_compiled`'s: its key and memo)."""
-    shapes = [functional._shape(x) for x in arrays]
-    key = ("combine_vjp", op, target, tuple(shapes), tuple(dtypes),
-           tuple(sorted(attrs.items())), tuple(state_shapes), chunk_size)
-    fn = _entries.get(key)
-    if fn is None:
-        text, options = compile_request(op, shapes, dtypes, attrs, state_shapes, None,
-                                        chunk_size)
-        fn = compiler.compile(text, target=target, **options).function(
-            functional.ir.FUNCTION_NAME + "_combine_vjp")
-        _entries[key] = fn
-    return fn
 
 
 def _backward_across_ranks(op, torch, rank, world, arrays, user_states, attrs, chunk_size,
