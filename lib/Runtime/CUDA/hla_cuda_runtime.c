@@ -66,6 +66,7 @@
   X(cuStreamDestroy, (CUstream))                                               \
   X(cuStreamSynchronize, (CUstream))                                           \
   X(cuStreamWaitEvent, (CUstream, CUevent, unsigned int))                      \
+  X(cuStreamGetId, (CUstream, unsigned long long *))                           \
   X(cuEventCreate, (CUevent *, unsigned int))                                  \
   X(cuEventDestroy, (CUevent))                                                 \
   X(cuEventRecord, (CUevent, CUstream))                                        \
@@ -484,20 +485,24 @@ void mgpuEventRecord(void *event, void *stream) {
 }
 
 // Buffers between kernels (hla's gpu.alloc async: the segmented form's run
-// summaries, the phases' scratch) come from the driver's stream-ordered
-// pool, and a freed one is kept for the next allocation of the same size
-// (the next call of the same artefact): 0.1 ms less per call of hla2's
-// segmented kernels at 2x16x32768 on an H200 (its three 2 MB run
-// summaries). The reuse is ordered after the free on the stream it
-// happened on (an event; these event calls still take 40-80 us each
-// there, HLA_CUDA_TRACE); at most kBufferCacheBytes are kept, for the
-// process's lifetime.
+// summaries, the phases' scratch, the backward's saved states) come from
+// the driver's stream-ordered pool, and a freed one is kept for the next
+// allocation of the same size (the next call of the same artefact): 0.1 ms
+// less per call of hla2's segmented kernels at 2x16x32768 on an H200 (its
+// three 2 MB run summaries). A kept buffer remembers the stream it was
+// freed on, by the driver's id for it (a handle can be reused after its
+// stream is destroyed; the id is not): reused on that stream, stream order
+// already puts the new writers after the old readers; on another, the
+// context's work so far is waited for (rare: a caller that changed
+// streams). Events would order the second case more finely, at 40-80 us
+// per event call on an H200 for every buffer of every call (HLA_CUDA_TRACE).
+// At most kBufferCacheBytes are kept, for the process's lifetime.
 enum { kLiveBuffers = 64, kCachedBuffers = 16 };
 static const size_t kBufferCacheBytes = (size_t)1 << 30;
 typedef struct {
   CUdeviceptr pointer;
   size_t bytes;
-  CUevent freed; // recorded at the free (cache entries only)
+  unsigned long long freedOn; // the freeing stream's id (cache entries only)
 } DeviceBuffer;
 static DeviceBuffer liveBuffers[kLiveBuffers];
 static DeviceBuffer cachedBuffers[kCachedBuffers];
@@ -507,6 +512,8 @@ static pthread_mutex_t bufferLock = PTHREAD_MUTEX_INITIALIZER;
 
 /// A cached buffer of exactly `bytes`, made safe to use on `stream`, or 0.
 static CUdeviceptr reuseBuffer(size_t bytes, CUstream stream) {
+  unsigned long long id = 0;
+  check(p_cuStreamGetId(stream, &id), "cuStreamGetId");
   pthread_mutex_lock(&bufferLock);
   for (int i = 0; i < cachedCount; ++i) {
     if (cachedBuffers[i].bytes != bytes)
@@ -515,8 +522,8 @@ static CUdeviceptr reuseBuffer(size_t bytes, CUstream stream) {
     cachedBuffers[i] = cachedBuffers[--cachedCount];
     cachedBytes -= bytes;
     pthread_mutex_unlock(&bufferLock);
-    check(p_cuStreamWaitEvent(stream, buffer.freed, 0), "cuStreamWaitEvent");
-    check(p_cuEventDestroy(buffer.freed), "cuEventDestroy");
+    if (buffer.freedOn != id)
+      check(p_cuCtxSynchronize(), "cuCtxSynchronize");
     return buffer.pointer;
   }
   pthread_mutex_unlock(&bufferLock);
@@ -543,7 +550,7 @@ static void *allocate(uint64_t bytes, void *stream, bool hostShared) {
           "cuMemAllocAsync");
   pthread_mutex_lock(&bufferLock);
   if (liveCount < kLiveBuffers)
-    liveBuffers[liveCount++] = (DeviceBuffer){pointer, bytes, NULL};
+    liveBuffers[liveCount++] = (DeviceBuffer){pointer, bytes, 0};
   pthread_mutex_unlock(&bufferLock);
   return (void *)pointer;
 }
@@ -556,8 +563,8 @@ static void release(void *pointer, void *stream) {
     check(p_cuMemFree((CUdeviceptr)pointer), "cuMemFree");
     return;
   }
-  // A buffer of a known size is kept while the cache has room, with an
-  // event after the work queued so far on `stream` (its last readers).
+  // A buffer of a known size is kept while the cache has room, with the
+  // stream its last readers were queued on.
   pthread_mutex_lock(&bufferLock);
   size_t bytes = 0;
   for (int i = 0; i < liveCount; ++i)
@@ -567,24 +574,20 @@ static void release(void *pointer, void *stream) {
       break;
     }
   pthread_mutex_unlock(&bufferLock);
-  CUevent freed = NULL;
-  if (bytes) {
-    check(p_cuEventCreate(&freed, CU_EVENT_DISABLE_TIMING), "cuEventCreate");
-    check(p_cuEventRecord(freed, (CUstream)stream), "cuEventRecord");
-  }
+  unsigned long long id = 0;
+  if (bytes)
+    check(p_cuStreamGetId((CUstream)stream, &id), "cuStreamGetId");
   pthread_mutex_lock(&bufferLock);
   int keep = bytes && cachedCount < kCachedBuffers &&
              cachedBytes + bytes <= kBufferCacheBytes;
   if (keep) {
     cachedBuffers[cachedCount++] =
-        (DeviceBuffer){(CUdeviceptr)pointer, bytes, freed};
+        (DeviceBuffer){(CUdeviceptr)pointer, bytes, id};
     cachedBytes += bytes;
   }
   pthread_mutex_unlock(&bufferLock);
   if (keep)
     return;
-  if (freed)
-    check(p_cuEventDestroy(freed), "cuEventDestroy");
   check(p_cuMemFreeAsync((CUdeviceptr)pointer, (CUstream)stream),
         "cuMemFreeAsync");
 }
