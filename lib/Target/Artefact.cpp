@@ -319,6 +319,7 @@ LogicalResult mlir::hla::compileToArtefact(ModuleOp module,
     pipeline.anchorRows =
         options.anchorRows ? options.anchorRows : kDefaultAnchorRows;
     pipeline.causalIsolation = options.causalIsolation;
+    pipeline.parallelGradients = options.parallelGradients;
     pipeline.scanSchedule = options.scanSchedule;
     pipeline.scanThreads = options.scanThreads;
     pipeline.vectorize = options.vectorize;
@@ -347,6 +348,7 @@ LogicalResult mlir::hla::compileToArtefact(ModuleOp module,
   requested.features = options.cudaFeatures;
   requested.mma = options.cudaMma;
   requested.generator = options.cudaGenerator;
+  requested.parallelGradients = options.parallelGradients;
   requested.warpgroups = options.cudaWarpgroups;
   requested.causalIsolation = options.causalIsolation;
   requested.stableFeatures = options.stableFeatures;

@@ -189,6 +189,13 @@ const std::vector<Knob> &knobs() {
        "CUDA: chunk-loop code generator (auto: register tiles where they "
        "apply, else shared-memory phases; tiles; phases)",
        show(&O::cudaGenerator), mode(&O::cudaGenerator, "cuda-generator")},
+      {"parallel-gradients",
+       "The derived backward (--vjp): the tokens' gradients in a pass of "
+       "their own, parallel over (sequence, head, chunk), after a reverse "
+       "pass that saves the state's cotangent per chunk (auto: where CUDA "
+       "register tiles take the backward, not on the CPU; on; off)",
+       show(&O::parallelGradients),
+       mode(&O::parallelGradients, "parallel-gradients")},
       {"cuda-warpgroups",
        "CUDA register tiles: warpgroups per block, each holding its share of "
        "every fragment's columns (0: auto, two where one would hold more "

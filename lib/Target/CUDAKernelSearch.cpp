@@ -40,6 +40,14 @@ static bool hasLinSimp(ModuleOp module) {
   return found;
 }
 
+/// Whether the graph is a derived backward (hla-derive-vjp's
+/// hla.prefix_vjp).
+static bool hasPrefixVjp(ModuleOp module) {
+  bool found = false;
+  module.walk([&](PrefixVjpOp) { found = true; });
+  return found;
+}
+
 /// The widest value dimension of the graph's attention ops (their one
 /// result is [B, T, H, dv]), 0 for none and for graphs with a LinSimp op,
 /// whose anchor window hla-chunk does not cut by value columns.
@@ -104,6 +112,10 @@ static LogicalResult assembleKernels(ModuleOp module,
   std::string log;
   llvm::SmallVector<gpu::BinaryOp> binaries;
   module.walk([&](gpu::BinaryOp op) { binaries.push_back(op); });
+  // Every module's cubins, set only once all of them assembled: a module
+  // that fails leaves the others' PTX in place for the search's next try
+  // (a derived backward has a state kernel and a reverse kernel).
+  llvm::SmallVector<ArrayAttr> assembled;
   for (gpu::BinaryOp binary : binaries) {
     llvm::SmallVector<Attribute> objects;
     for (Attribute attr : binary.getObjects()) {
@@ -150,10 +162,11 @@ static LogicalResult assembleKernels(ModuleOp module,
                   moduleLog;
           return failure();
         }
-      spills = spilledBytes(moduleLog);
-      if (spills && !allowSpills) {
+      int64_t moduleSpills = spilledBytes(moduleLog);
+      spills += moduleSpills;
+      if (moduleSpills && !allowSpills) {
         error = "registers spill in kernel module '" + binary.getName().str() +
-                "' (" + std::to_string(spills) + " bytes):\n" + moduleLog;
+                "' (" + std::to_string(moduleSpills) + " bytes):\n" + moduleLog;
         return failure();
       }
       auto cubin = llvm::MemoryBuffer::getFile(cubinPath, /*IsText=*/false);
@@ -167,8 +180,10 @@ static LogicalResult assembleKernels(ModuleOp module,
           StringAttr::get(module.getContext(), (*cubin)->getBuffer()),
           object.getProperties(), object.getKernels()));
     }
-    binary.setObjectsAttr(ArrayAttr::get(module.getContext(), objects));
+    assembled.push_back(ArrayAttr::get(module.getContext(), objects));
   }
+  for (auto [binary, objects] : llvm::zip_equal(binaries, assembled))
+    binary.setObjectsAttr(objects);
   if (!logPath.empty() && failed(writeFile(logPath, log, error)))
     return failure();
   return success();
@@ -182,7 +197,8 @@ public:
   KernelSearch(ModuleOp module, const CUDAPipelineOptions &requested,
                const CUDAKernelSearchSettings &settings)
       : module(module), settings(settings), pristine(module.clone()),
-        width(valueWidth(module)), linSimp(hasLinSimp(module)) {
+        width(valueWidth(module)), linSimp(hasLinSimp(module)),
+        backward(hasPrefixVjp(module)) {
     this->requested.copyOptionValuesFrom(requested);
     pipeline.copyOptionValuesFrom(requested);
     pipeline.toolkit = resolveCUDAToolkit(requested.toolkit);
@@ -224,6 +240,9 @@ private:
   OwningOpRef<ModuleOp> pristine;
   int64_t width;
   bool linSimp;
+  /// A derived backward: whether its tokens' gradients get a pass of their
+  /// own (parallel-gradients) is chosen here when left to auto.
+  bool backward;
 };
 
 } // namespace
@@ -238,6 +257,10 @@ bool KernelSearch::tryRegisterTiles() {
   if (schedule == KernelSchedule::Auto)
     pipeline.schedule = KernelSchedule::Persistent;
   pipeline.chunkSize = 64;
+  bool chooseGradients =
+      backward && requested.parallelGradients == AutoSwitch::Auto;
+  if (chooseGradients && pipeline.parallelGradients == AutoSwitch::Auto)
+    pipeline.parallelGradients = AutoSwitch::Off;
   ScopedDiagnosticHandler quiet(module.getContext(),
                                 [](Diagnostic &) { return success(); });
   // One warpgroup per (sequence, head, value tile) leaves the GPU idle
@@ -261,6 +284,22 @@ bool KernelSearch::tryRegisterTiles() {
     return succeeded(device.run(*trial));
   };
   bool placed = tryTiles();
+  // A derived backward's tokens' gradients in a pass parallel over chunks
+  // where its sequential passes leave the GPU idle, or where the reverse
+  // pass carrying them does not fit the tiles (1x16x65536x64 linear
+  // attention: 4.48 ms against 7.67 with the reverse pass carrying them;
+  // with (sequence, head) pairs enough, 8x16x8192x64: 2.20 ms against
+  // 1.47; H200, 2026-12-04).
+  if (chooseGradients && pipeline.parallelGradients == AutoSwitch::Off &&
+      (!placed || fewBlocks(*trial))) {
+    pipeline.parallelGradients = AutoSwitch::On;
+    if (tryTiles()) {
+      placed = true;
+    } else {
+      pipeline.parallelGradients = AutoSwitch::Off;
+      placed = placed && tryTiles();
+    }
+  }
   // A loop whose copies overflow shared memory at full value width may fit
   // at half of it (hla3 at d = 64: 332 KB at 64 columns; hla2 at d = 128:
   // 266 KB at 128).
@@ -291,6 +330,8 @@ bool KernelSearch::tryRegisterTiles() {
   pipeline.generator = ChunkLoopGenerator::Phases;
   pipeline.schedule = schedule;
   pipeline.chunkSize = chunk;
+  if (chooseGradients)
+    pipeline.parallelGradients = AutoSwitch::Off;
   return false;
 }
 
@@ -440,6 +481,18 @@ LogicalResult KernelSearch::run(std::string &error) {
       // isolation spills 40 bytes in one warpgroup at 64 columns, which
       // 32-column tiles would double the blocks for.
       pipeline.warpgroups = 2;
+    } else if (tiles && pipeline.generator == ChunkLoopGenerator::Tiles &&
+               backward && requested.parallelGradients == AutoSwitch::Auto &&
+               pipeline.parallelGradients == AutoSwitch::Off) {
+      // A derived backward whose reverse pass, carrying the tokens'
+      // gradients, spills on register tiles: the gradients in a pass of
+      // their own, placed by trial again (linear attention at d = 128
+      // spilled 476 bytes; 3.39 ms so, 12.7 on the phases; H200,
+      // 2026-12-04).
+      pipeline.parallelGradients = AutoSwitch::On;
+      pipeline.generator = ChunkLoopGenerator::Auto;
+      pipeline.chunkSize = requested.chunkSize;
+      pipeline.warpgroups = requested.warpgroups;
     } else if (tiles && requested.valueTile == -1 &&
                narrowerValueTile(pipeline.valueTile, width)) {
       // Then narrower value tiles: fewer registers for the value-wide state
@@ -453,6 +506,8 @@ LogicalResult KernelSearch::run(std::string &error) {
       pipeline.warpgroups = requested.warpgroups;
     } else if (tiles) {
       pipeline.generator = ChunkLoopGenerator::Phases;
+      if (backward && requested.parallelGradients == AutoSwitch::Auto)
+        pipeline.parallelGradients = AutoSwitch::Off;
       pipeline.chunkSize = requested.chunkSize;
       pipeline.valueTile = requested.valueTile;
       pipeline.warpgroups = requested.warpgroups;

@@ -75,7 +75,7 @@ CASES = [
 ]
 
 
-def check_backward(tmp_path, op, options, T, chunk, hq=2, d=4, dv=3, seed=0):
+def check_backward(tmp_path, op, options, T, chunk, hq=2, d=4, dv=3, seed=0, extra=()):
     rng = np.random.default_rng(seed)
     positive = bool(options.get("normalize"))
 
@@ -88,14 +88,14 @@ def check_backward(tmp_path, op, options, T, chunk, hq=2, d=4, dv=3, seed=0):
     v = rng.standard_normal((1, T, hq, dv)).astype(np.float32)
     g = rng.standard_normal((1, T, hq, dv)).astype(np.float32)
     graph, order = vjp_graph(op, q.shape, k.shape, v.shape, options)
-    exe = compile_graph(graph, chunk=chunk)
+    exe = compile_graph(graph, chunk=chunk, extra=extra)
     arrays = {"q": q, "k": k, "v": v}
     got = dict(zip(order, run_exe(exe, [arrays[n] for n in order] + [g], tmp_path)))
     want = dict(zip("qkv", central_differences(
         lambda *x: getattr(ref, op)(*x, **options), [q, k, v], g)))
     for name in "qkv":
         err = relative_error(got[name], want[name])
-        assert err <= 1e-4, (f"d{name} of {op} {options} T={T} chunk={chunk}: "
+        assert err <= 1e-4, (f"d{name} of {op} {options} T={T} chunk={chunk} {extra}: "
                              f"relative error {err:.2e}")
 
 
@@ -112,3 +112,13 @@ def test_backward_chunk_sizes_agree(tmp_path, op):
     # One chunk, several chunks ending exactly, and a ragged last chunk.
     for T, chunk in [(8, 8), (16, 8), (11, 2)]:
         check_backward(tmp_path, op, {"decay": 0.95}, T, chunk, seed=T + chunk)
+
+
+@pytest.mark.parametrize("op,options", CASES,
+                         ids=[f"{op}-{'-'.join(map(str, o.items())) or 'plain'}"
+                              for op, o in CASES])
+@pytest.mark.parametrize("T,chunk", [(1, 4), (13, 4), (16, 8)])
+def test_parallel_gradients(tmp_path, op, options, T, chunk):
+    # The tokens' gradients in a pass parallel over chunks, from the state
+    # and λ saved per chunk (what CUDA's register tiles run).
+    check_backward(tmp_path, op, options, T, chunk, extra=("--parallel-gradients=on",))

@@ -39,9 +39,10 @@ def full_options(op, options):
 
 
 @needs_compiler
+@pytest.mark.parametrize("parallel_gradients", ["off", "on"])
 @pytest.mark.parametrize("T", [1, 11])
 @pytest.mark.parametrize("op,options", CASES, ids=lambda c: str(c))
-def test_state_gradients(op, options, T, agree):
+def test_state_gradients(op, options, T, parallel_gradients, agree):
     rng = np.random.default_rng(T)
     B, H, d, dv = 1, 2, 4, 3
     positive = options.get("normalize", False)
@@ -55,7 +56,10 @@ def test_state_gradients(op, options, T, agree):
     h = [rng.standard_normal(s) for s in shapes]
     text = functional.build_ir(op, [q.shape, k.shape, v.shape], ["f32"] * 3, attrs, shapes,
                                shapes, None)
-    backward = hla.compile(text, chunk_size=4, vjp=True, entry="attend").attend
+    # The tokens' gradients in the reverse pass, or in a pass parallel
+    # over chunks from the states and λ saved per chunk.
+    backward = hla.compile(text, chunk_size=4, vjp=True, entry="attend",
+                           parallel_gradients=parallel_gradients).attend
     f32 = [np.asarray(x, np.float32) for x in (q, k, v, *s0, g, *h)]
     grads = backward(*f32)
 

@@ -59,6 +59,12 @@ struct CPUPipelineOptions : public PassPipelineOptions<CPUPipelineOptions> {
       llvm::cl::desc("Keep outputs before a non-finite token finite (a "
                      "chunk holding one is read out again; see hla-chunk)"),
       llvm::cl::init(true)};
+  PassOptions::Option<AutoSwitch> parallelGradients{
+      *this, "parallel-gradients",
+      llvm::cl::desc("The derived backward: the tokens' gradients in a pass "
+                     "parallel over chunks (hla-chunk's parallel-gradients): "
+                     "auto (off here), on or off"),
+      llvm::cl::init(AutoSwitch::Auto), modeValues<AutoSwitch>()};
   PassOptions::Option<int64_t> scanThreads{
       *this, "scan-threads",
       llvm::cl::desc("Threads the auto scan schedule and the segmented form "
@@ -167,6 +173,12 @@ struct CUDAPipelineOptions : public PassPipelineOptions<CUDAPipelineOptions> {
                      "phases (hla-gpu-map-chunk-loops only)"),
       llvm::cl::init(ChunkLoopGenerator::Auto),
       modeValues<ChunkLoopGenerator>()};
+  PassOptions::Option<AutoSwitch> parallelGradients{
+      *this, "parallel-gradients",
+      llvm::cl::desc("The derived backward: the tokens' gradients in a pass "
+                     "parallel over chunks (hla-chunk's parallel-gradients): "
+                     "auto (with register tiles), on or off"),
+      llvm::cl::init(AutoSwitch::Auto), modeValues<AutoSwitch>()};
   PassOptions::Option<int64_t> warpgroups{
       *this, "warpgroups",
       llvm::cl::desc("Register tiles: warpgroups per block (0: auto, two "

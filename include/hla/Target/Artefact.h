@@ -72,6 +72,9 @@ struct ArtefactOptions {
   /// they apply, tried first at 64-token chunks when no chunk size is given;
   /// tiles: register tiles or an error; phases: the shared-memory phases).
   ChunkLoopGenerator cudaGenerator = ChunkLoopGenerator::Auto;
+  /// The derived backward: the tokens' gradients in a pass of their own,
+  /// parallel over chunks (auto: on CUDA register tiles; off on the CPU).
+  AutoSwitch parallelGradients = AutoSwitch::Auto;
   /// CUDA register tiles: warpgroups per block, each holding its share of
   /// every fragment's columns (0: auto, two where one would hold more than
   /// 128 fragment registers per thread).

@@ -4,10 +4,11 @@
 // RUN: ls %t | FileCheck %s --check-prefix=FILES
 
 // Tests that the derived backward (hla-derive-vjp, then hla.prefix_vjp's
-// chunk loops) compiles for the GPU: its two passes over the chunks run in
-// one kernel per (sequence, head) on the phase mapping (the register-tile
-// generator does not take the backward's loops yet; the backward has one
-// form, whatever the recorded schedule).
+// chunk loops) compiles for the GPU: its two passes over the chunks, a
+// kernel each, one block per (sequence, head), on the phase mapping here
+// (hla2 at d = 16; linear attention's backward at d = 64 takes register
+// tiles: vjp-tiles.mlir). The backward has one form, whatever the recorded
+// schedule.
 // CHECK: remark: hla.cuda_options = "{{.*}}generator=phases{{.*}}"
 // FILES: k.cubin
 func.func @main(%q: tensor<1x96x2x16xbf16>, %k: tensor<1x96x2x16xbf16>, %v: tensor<1x96x2x16xbf16>) -> tensor<1x96x2x16xbf16> {

@@ -119,11 +119,12 @@ std::optional<Placement> Placer::of(Value v) {
   return std::nullopt;
 }
 
-/// Whether `slice` reads one whole f32 state an earlier kernel wrote (a
-/// run's summary): a single element, or a whole matrix of the source's two
-/// trailing dimensions, every other dimension a single index. (float32
-/// tokens are a window of the time dimension: they stay exact on the phase
-/// mapper.)
+/// Whether `slice` reads one f32 state an earlier kernel wrote (a run's
+/// summary, the state entering a chunk that the backward's first pass
+/// saved): a single element, or a matrix of static rows at any offset of
+/// the source's next-to-last dimension and all of its last, every other
+/// dimension a single index. (float32 tokens are a window of the time
+/// dimension: they stay exact on the phase mapper.)
 static bool isEarlierKernelState(tensor::ExtractSliceOp slice) {
   auto source = cast<RankedTensorType>(slice.getSourceType());
   int64_t rank = source.getRank(), kept = slice.getType().getRank();
@@ -135,10 +136,15 @@ static bool isEarlierKernelState(tensor::ExtractSliceOp slice) {
   llvm::SmallVector<OpFoldResult> sizes = slice.getMixedSizes();
   for (int64_t d = 0; d < rank; ++d) {
     std::optional<int64_t> size = getConstantIntValue(sizes[d]);
-    bool whole = d >= rank - kept;
-    if (whole ? !isZeroInteger(offsets[d]) || size != source.getDimSize(d)
-              : size != 1)
+    if (d < rank - kept) {
+      if (size != 1)
+        return false;
+    } else if (d == rank - 2) {
+      if (!size)
+        return false;
+    } else if (!isZeroInteger(offsets[d]) || size != source.getDimSize(d)) {
       return false;
+    }
   }
   return true;
 }
@@ -505,6 +511,17 @@ LogicalResult Placer::placeOp(Operation *op) {
       }
       return success();
     }
+    // A whole tile (the state entering a chunk, saved by the backward's
+    // first pass) into rows of a shared output.
+    if ((src == Placement::Frag || src == Placement::Expr) &&
+        dest == Placement::Rows && insert.getSourceType().hasStaticShape() &&
+        llvm::equal(insert.getStaticSizes(),
+                    insert.getSourceType().getShape()) &&
+        fragmentShape(insert.getSourceType())) {
+      plan.placement[insert] = Placement::Rows;
+      plan.rowsSlice[insert] = plan.rowsSlice[insert.getDest()];
+      return success();
+    }
     if (src == Placement::Prefix && dest == Placement::Rows) {
       auto prefix = insert.getSource().getDefiningOp<tensor::ExtractSliceOp>();
       if (prefix.getMixedSizes() != insert.getMixedSizes() ||
@@ -514,8 +531,9 @@ LogicalResult Placer::placeOp(Operation *op) {
       plan.rowsSlice[insert] = plan.rowsSlice[insert.getDest()];
       return success();
     }
-    return refuse(op, "an insertion other than token rows into a zero tile "
-                      "or a tile's rows into the output");
+    return refuse(op, "an insertion other than token rows into a zero tile, "
+                      "a tile's rows into the output or a whole tile into "
+                      "output rows");
   }
   if (isa<scf::YieldOp, scf::InParallelOp>(op))
     return success(); // checked by placeLoop and run
@@ -621,6 +639,17 @@ std::string TilePlan::summary() const {
       .str();
 }
 
+/// Swaps the two results of `op`'s output map (its 2-D output written
+/// transposed); returns the output.
+static Value transposeOutputMap(linalg::GenericOp op) {
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  AffineMap &out = maps.back();
+  out = AffineMap::get(out.getNumDims(), 0,
+                       {out.getResult(1), out.getResult(0)}, op.getContext());
+  op.setIndexingMapsAttr(OpBuilder(op).getAffineMapArrayAttr(maps));
+  return op.getResult(0);
+}
+
 /// A product computed again with its output transposed: the same
 /// operands, a fresh fill of the transposed shape (nullptr unless the
 /// product starts from a fill).
@@ -641,12 +670,32 @@ static Value transposedProduct(linalg::GenericOp product) {
   auto clone = cast<linalg::GenericOp>(b.clone(*product));
   clone.getDpsInitOperand(0)->set(init);
   clone->getResult(0).setType(flipped);
-  SmallVector<AffineMap> maps = clone.getIndexingMapsArray();
-  AffineMap &out = maps.back();
-  out = AffineMap::get(out.getNumDims(), 0,
-                       {out.getResult(1), out.getResult(0)}, b.getContext());
-  clone.setIndexingMapsAttr(b.getAffineMapArrayAttr(maps));
-  return clone.getResult(0);
+  return transposeOutputMap(clone);
+}
+
+/// A 2-D elementwise op computed again with its output transposed: the
+/// same loops and inputs, the output's map swapped (nullptr unless its
+/// output is only written). Its own fragment inputs are then read in the
+/// other orientation, for the caller to rewrite in turn.
+static Value transposedElementwise(linalg::GenericOp op) {
+  if (op.getNumLoops() != 2 || op.getNumReductionLoops() != 0 ||
+      op.getNumDpsInits() != 1 || op.getNumResults() != 1 ||
+      !op.getMatchingBlockArgument(op.getDpsInitOperand(0)).use_empty() ||
+      !llvm::all_of(op.getIndexingMapsArray(),
+                    [](AffineMap m) { return m.isProjectedPermutation(); }))
+    return nullptr;
+  auto type = cast<RankedTensorType>(op.getResult(0).getType());
+  if (type.getRank() != 2)
+    return nullptr;
+  OpBuilder b(op->getContext());
+  b.setInsertionPointAfter(op);
+  Value empty = tensor::EmptyOp::create(
+      b, op.getLoc(), {type.getDimSize(1), type.getDimSize(0)},
+      type.getElementType());
+  auto clone = cast<linalg::GenericOp>(b.clone(*op));
+  clone.getDpsInitOperand(0)->set(empty);
+  clone->getResult(0).setType(cast<RankedTensorType>(empty.getType()));
+  return transposeOutputMap(clone);
 }
 
 void mlir::hla::gpumap::transposeProductReads(scf::ForallOp forall) {
@@ -657,7 +706,10 @@ void mlir::hla::gpumap::transposeProductReads(scf::ForallOp forall) {
       readers.push_back(op);
   });
   llvm::DenseMap<Operation *, Value> transposed;
-  for (linalg::GenericOp op : readers) {
+  // Transposed elementwise ops join the readers: their inputs are read in
+  // the other orientation now (the backward's (mask ⊙ (dO Vᵀ))ᵀ).
+  while (!readers.empty()) {
+    linalg::GenericOp op = readers.pop_back_val();
     AffineMap outMap = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
     if (!outMap.isPermutation())
       continue;
@@ -669,13 +721,17 @@ void mlir::hla::gpumap::transposeProductReads(scf::ForallOp forall) {
       // transpose.
       if (map == outMap || !map.isPermutation())
         continue;
-      auto product = input->get().getDefiningOp<linalg::GenericOp>();
-      if (!product || !forall->isProperAncestor(product) ||
-          !matchContraction(product))
+      auto producer = input->get().getDefiningOp<linalg::GenericOp>();
+      if (!producer || !forall->isProperAncestor(producer))
         continue;
-      Value &flipped = transposed[product];
-      if (!flipped)
-        flipped = transposedProduct(product);
+      bool product = matchContraction(producer).has_value();
+      Value &flipped = transposed[producer];
+      if (!flipped) {
+        flipped = product ? transposedProduct(producer)
+                          : transposedElementwise(producer);
+        if (flipped && !product)
+          readers.push_back(flipped.getDefiningOp<linalg::GenericOp>());
+      }
       if (!flipped)
         continue;
       input->set(flipped);

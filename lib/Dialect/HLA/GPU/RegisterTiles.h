@@ -149,7 +149,8 @@ bool isSum(linalg::GenericOp op);
 /// orientation (hla2's masked (QKᵀ)ᵀ) into reads of the same product
 /// computed with its output transposed: a fragment's transpose is a round
 /// trip through shared memory and a barrier, the product again a few more
-/// wgmma on operands already staged.
+/// wgmma on operands already staged. Elementwise ops between the product
+/// and the transposed read are computed again transposed too.
 void transposeProductReads(scf::ForallOp forall);
 
 /// Places every tile of `forall`'s body; on failure `why` says what could

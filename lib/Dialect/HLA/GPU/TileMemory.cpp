@@ -373,12 +373,15 @@ TileEmitter::Operand TileEmitter::operandOf(unsigned staged, bool kIsRow) {
 }
 
 void TileEmitter::emitRows(tensor::InsertSliceOp op) {
-  auto prefix = op.getSource().getDefiningOp<tensor::ExtractSliceOp>();
+  // A tile's leading rows, or a whole tile.
+  Value tile = op.getSource();
+  if (plan.of(tile) == Placement::Prefix)
+    tile = tile.getDefiningOp<tensor::ExtractSliceOp>().getSource();
   tensor::ExtractSliceOp slice = plan.rowsSlice.lookup(op.getDest());
   Value rowOffset = scalar(op.getMixedOffsets()[0]);
   Value colOffset = scalar(op.getMixedOffsets()[1]);
-  emitTileRows(prefix.getSource(), scalar(op.getMixedSizes()[0]),
-               buffers[slice.getSource()], [&](Value row, Value col) {
+  emitTileRows(tile, scalar(op.getMixedSizes()[0]), buffers[slice.getSource()],
+               [&](Value row, Value col) {
                  return sliceIndices(
                      slice, arith::AddIOp::create(b, loc, rowOffset, row),
                      arith::AddIOp::create(b, loc, colOffset, col));

@@ -15,6 +15,17 @@
 //      chunk reads X₀, its summary Σ and λ; it writes its tokens' gradients
 //      and hands ∂X₀ on as the previous chunk's λ.
 //
+// With parallel gradients, pass 2 only carries λ, saving the λ of every
+// chunk like pass 1's states, and
+//
+//   3. a pass parallel over (batch entry, head, chunk) writes the tokens'
+//      gradients from the chunk's saved X₀ and λ.
+//
+// Pass 3 computes the chunk's summary and the transposed combine a second
+// time; in exchange the sequential passes are small (one combine's worth
+// of products per chunk) and the gradients' products, the bulk of the
+// work, run with every chunk in parallel.
+//
 // The transposed combine rule (μ_A and μ_B) is an hla.combine under an
 // auxiliary monoid whose components are the state, λ and μ_B, so it is
 // lowered like every other combine.
@@ -52,9 +63,10 @@ static IndexTerm asRows(const MonoidSpec &spec, IndexTerm term) {
 
 class PrefixVjpLowering {
 public:
-  PrefixVjpLowering(PrefixVjpOp op, int64_t chunk, const ChunkPlan &forward,
-                    const ChunkVjpPlan &backward)
-      : op(op), spec(op.getMonoid().getSpec()), chunk(chunk), forward(forward),
+  PrefixVjpLowering(PrefixVjpOp op, int64_t chunk, bool parallelGradients,
+                    const ChunkPlan &forward, const ChunkVjpPlan &backward)
+      : op(op), spec(op.getMonoid().getSpec()), chunk(chunk),
+        parallelGradients(parallelGradients), forward(forward),
         backward(backward) {}
 
   LogicalResult lower();
@@ -78,14 +90,87 @@ private:
                               componentShapes);
   }
 
+  /// Pass 1: one loop per (batch entry, head) carrying the state and saving
+  /// the state entering every chunk into a [B, H, N·r, ...] stack per
+  /// carried component (N chunks, r the component's first dimension; a
+  /// 0-d component: [B, H, N]). A pass of its own, so that pass 2 reads the
+  /// states from memory an earlier kernel wrote, on every target.
+  FailureOr<llvm::SmallVector<Value>> saveEntryStates(OpBuilder &b);
+  RankedTensorType componentType(unsigned c) const {
+    return RankedTensorType::get(componentShapes[c],
+                                 Float32Type::get(op->getContext()));
+  }
+  RankedTensorType stackType(unsigned c) const;
+  /// Chunk `at`'s place in a (batch entry, head) slice of a stack.
+  std::pair<llvm::SmallVector<OpFoldResult>, llvm::SmallVector<OpFoldResult>>
+  stackPlace(OpBuilder &b, Location loc, unsigned c, Value at) const;
+  /// The state entering chunk `at`, read from its stack.
+  Value savedState(OpBuilder &b, Location loc, Value stack, Value bi, Value hi,
+                   unsigned c, Value at) const;
+  /// The (batch entry, head) slice of a [B, H, component] tensor.
+  std::tuple<llvm::SmallVector<OpFoldResult>, llvm::SmallVector<OpFoldResult>,
+             llvm::SmallVector<OpFoldResult>>
+  statePlace(OpBuilder &b, Value bi, Value hi, unsigned c) const;
+  Value stateOf(OpBuilder &b, Location loc, Value state, Value bi, Value hi,
+                unsigned c) const {
+    auto [offsets, sizes, strides] = statePlace(b, bi, hi, c);
+    return tensor::ExtractSliceOp::create(b, loc, componentType(c), state,
+                                          offsets, sizes, strides);
+  }
+  /// A chunk's first token and its token count.
+  std::pair<Value, Value> bounds(OpBuilder &b, Location loc, Value c) const;
+  /// The (batch entry, head) slice of a stack, as a loop carries it.
+  RankedTensorType stackRowsType(unsigned c) const {
+    return RankedTensorType::get(stackType(c).getShape().drop_front(2),
+                                 Float32Type::get(op->getContext()));
+  }
+  std::tuple<llvm::SmallVector<OpFoldResult>, llvm::SmallVector<OpFoldResult>,
+             llvm::SmallVector<OpFoldResult>>
+  stackRowsPlace(OpBuilder &b, Value bi, Value hi, unsigned c) const;
+
+  /// The (batch entry, head) rows [T, width] or [T] of input `input`'s
+  /// gradient.
+  std::tuple<llvm::SmallVector<OpFoldResult>, llvm::SmallVector<OpFoldResult>,
+             llvm::SmallVector<OpFoldResult>>
+  rowsPlace(OpBuilder &b, Value bi, Value hi, unsigned input) const;
+  /// `grad`'s rows into `dest` (one (batch entry, head)'s rows) at `start`.
+  Value insertRows(OpBuilder &b, Location loc, Value grad, Value dest,
+                   Value start, Value rows) const;
+
+  /// What one chunk of the reverse pass computes.
+  struct ChunkStep {
+    /// ∂X₀ per live component: the previous chunk's λ.
+    llvm::SmallVector<Value> lambda;
+    /// Per input, the gradient of the chunk's tokens ([rows, width] or
+    /// [rows]) in the input's element type.
+    llvm::SmallVector<Value> gradients;
+    Value start, rows;
+  };
+  /// Chunk `c` of (bi, hi), from the state entering it (read from
+  /// `entryStates`) and `lambda`, the cotangent of the state it carries
+  /// out (per live component): the previous chunk's λ (`wantLambda`) and
+  /// the tokens' gradients (`wantGradients`).
+  FailureOr<ChunkStep> emitChunkStep(OpBuilder &nb, Location l, Value bi,
+                                     Value hi, Value c, ValueRange lambda,
+                                     llvm::ArrayRef<Value> entryStates,
+                                     bool wantLambda, bool wantGradients);
+
   PrefixVjpOp op;
   const MonoidSpec &spec;
   int64_t chunk;
+  bool parallelGradients;
   const ChunkPlan &forward;
   const ChunkVjpPlan &backward;
   std::unique_ptr<DecayTiles> decay;
   llvm::SmallVector<llvm::SmallVector<int64_t>> componentShapes;
   llvm::SmallVector<unsigned> carried;
+  /// The carried components with a gradient (λ is carried for these).
+  llvm::SmallVector<unsigned> live;
+  /// The gradients' [T, width] or [T] rows of one (batch entry, head).
+  llvm::SmallVector<RankedTensorType> rowTypes;
+  MonoidAttr auxMonoid;
+  const MonoidReadout *den = nullptr;
+  unsigned numIndex = 0, denIndex = 0;
   int64_t batch = 0, length = 0, heads = 0, numChunks = 0;
 };
 
@@ -100,6 +185,333 @@ Value PrefixVjpLowering::loadRows(OpBuilder &b, Location loc, Value operand,
     width = type.getDimSize(3);
   }
   return loadChunkRows(b, loc, operand, offsets, rows, chunk, width);
+}
+
+std::pair<Value, Value> PrefixVjpLowering::bounds(OpBuilder &b, Location loc,
+                                                  Value c) const {
+  Value size = arith::ConstantIndexOp::create(b, loc, chunk);
+  Value start = arith::MulIOp::create(b, loc, c, size);
+  Value rest = arith::SubIOp::create(
+      b, loc, arith::ConstantIndexOp::create(b, loc, length), start);
+  Value rows = arith::MinSIOp::create(b, loc, rest, size);
+  return {start, rows};
+}
+
+RankedTensorType PrefixVjpLowering::stackType(unsigned c) const {
+  llvm::ArrayRef<int64_t> shape = componentShapes[c];
+  llvm::SmallVector<int64_t> stack = {batch, heads};
+  if (shape.empty()) {
+    stack.push_back(numChunks);
+  } else {
+    stack.push_back(numChunks * shape[0]);
+    llvm::append_range(stack, shape.drop_front());
+  }
+  return RankedTensorType::get(stack, Float32Type::get(op->getContext()));
+}
+
+std::pair<llvm::SmallVector<OpFoldResult>, llvm::SmallVector<OpFoldResult>>
+PrefixVjpLowering::stackPlace(OpBuilder &b, Location loc, unsigned c,
+                              Value at) const {
+  llvm::ArrayRef<int64_t> shape = componentShapes[c];
+  if (shape.empty())
+    return {{at}, {idx(b, 1)}};
+  Value first = arith::MulIOp::create(
+      b, loc, at, arith::ConstantIndexOp::create(b, loc, shape[0]));
+  llvm::SmallVector<OpFoldResult> offsets = {first}, sizes;
+  offsets.append(shape.size() - 1, idx(b, 0));
+  for (int64_t s : shape)
+    sizes.push_back(idx(b, s));
+  return {offsets, sizes};
+}
+
+Value PrefixVjpLowering::savedState(OpBuilder &b, Location loc, Value stack,
+                                    Value bi, Value hi, unsigned c,
+                                    Value at) const {
+  auto [offsets, sizes] = stackPlace(b, loc, c, at);
+  offsets.insert(offsets.begin(), {bi, hi});
+  sizes.insert(sizes.begin(), {idx(b, 1), idx(b, 1)});
+  llvm::SmallVector<OpFoldResult> strides(offsets.size(), idx(b, 1));
+  return tensor::ExtractSliceOp::create(b, loc, componentType(c), stack,
+                                        offsets, sizes, strides);
+}
+
+/// Offsets, sizes and strides of the whole [shape] slice at (bi, hi) of a
+/// [B, H, shape...] tensor.
+static std::tuple<llvm::SmallVector<OpFoldResult>,
+                  llvm::SmallVector<OpFoldResult>,
+                  llvm::SmallVector<OpFoldResult>>
+pairSlice(OpBuilder &b, Value bi, Value hi, llvm::ArrayRef<int64_t> shape) {
+  llvm::SmallVector<OpFoldResult> offsets = {bi, hi},
+                                  sizes = {idx(b, 1), idx(b, 1)};
+  for (int64_t s : shape) {
+    offsets.push_back(idx(b, 0));
+    sizes.push_back(idx(b, s));
+  }
+  llvm::SmallVector<OpFoldResult> strides(offsets.size(), idx(b, 1));
+  return std::make_tuple(offsets, sizes, strides);
+}
+
+std::tuple<llvm::SmallVector<OpFoldResult>, llvm::SmallVector<OpFoldResult>,
+           llvm::SmallVector<OpFoldResult>>
+PrefixVjpLowering::statePlace(OpBuilder &b, Value bi, Value hi,
+                              unsigned c) const {
+  return pairSlice(b, bi, hi, componentShapes[c]);
+}
+
+std::tuple<llvm::SmallVector<OpFoldResult>, llvm::SmallVector<OpFoldResult>,
+           llvm::SmallVector<OpFoldResult>>
+PrefixVjpLowering::stackRowsPlace(OpBuilder &b, Value bi, Value hi,
+                                  unsigned c) const {
+  return pairSlice(b, bi, hi, stackType(c).getShape().drop_front(2));
+}
+
+FailureOr<llvm::SmallVector<Value>>
+PrefixVjpLowering::saveEntryStates(OpBuilder &b) {
+  Location loc = op.getLoc();
+  Type f32 = b.getF32Type();
+  llvm::SmallVector<Value> stacks;
+  for (unsigned c : carried)
+    stacks.push_back(
+        tensor::EmptyOp::create(b, loc, stackType(c).getShape(), f32));
+  auto states = scf::ForallOp::create(
+      b, loc, llvm::ArrayRef<OpFoldResult>{idx(b, batch), idx(b, heads)},
+      stacks, std::nullopt);
+  OpBuilder::InsertionGuard guard(b);
+  Block *body = states.getBody();
+  b.setInsertionPointToStart(body);
+  Value bi = body->getArgument(0), hi = body->getArgument(1);
+  Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
+  OpBuilder hoist(b.getContext());
+  hoist.setInsertionPointAfter(c0.getDefiningOp());
+  decay = std::make_unique<DecayTiles>(hoist, loc, chunk, forward.gamma);
+  Value c1 = arith::ConstantIndexOp::create(b, loc, 1);
+  Value cN = arith::ConstantIndexOp::create(b, loc, numChunks);
+
+  // Carried: the state, then each stack's (batch entry, head) slice.
+  size_t k = carried.size();
+  llvm::SmallVector<Type> fullTypes;
+  for (unsigned c = 0; c < spec.components.size(); ++c)
+    fullTypes.push_back(componentType(c));
+  llvm::SmallVector<Value> loopInits;
+  for (auto [i, c] : llvm::enumerate(carried))
+    loopInits.push_back(
+        op.getInit().empty()
+            ? buildMonoidIdentity(b, loc, spec, c, componentType(c))
+            : stateOf(b, loc, op.getInit()[i], bi, hi, c));
+  for (auto [i, c] : llvm::enumerate(carried)) {
+    auto [offsets, sizes, strides] = stackRowsPlace(b, bi, hi, c);
+    loopInits.push_back(tensor::ExtractSliceOp::create(
+        b, loc, stackRowsType(c), states.getRegionIterArgs()[i], offsets, sizes,
+        strides));
+  }
+  // The state is saved as the chunk starts; the last chunk's combine gives
+  // the final state, which no gradient reads (one chunk's summary of N).
+  LogicalResult status = success();
+  auto loop = scf::ForOp::create(
+      b, loc, c0, cN, c1, loopInits,
+      [&](OpBuilder &nb, Location l, Value c, ValueRange iter) {
+        llvm::SmallVector<Value> saved;
+        for (auto [i, cc] : llvm::enumerate(carried)) {
+          auto [offsets, sizes] = stackPlace(nb, l, cc, c);
+          llvm::SmallVector<OpFoldResult> strides(offsets.size(), idx(nb, 1));
+          saved.push_back(tensor::InsertSliceOp::create(
+              nb, l, iter[i], iter[k + i], offsets, sizes, strides));
+        }
+        auto [start, rows] = bounds(nb, l, c);
+        ChunkTiles tiles;
+        tiles.chunk = chunk;
+        tiles.length = rows;
+        for (Value input : op.getInputs())
+          tiles.tokens.push_back(loadRows(nb, l, input, bi, hi, start, rows));
+        FailureOr<llvm::SmallVector<Value>> summary =
+            emitSummaries(nb, l, tiles);
+        if (failed(summary)) {
+          status = failure();
+          scf::YieldOp::create(nb, l, iter);
+          return;
+        }
+        llvm::SmallVector<Value> next = combineCarried(
+            nb, l, op.getMonoid(), iter.take_front(k), *summary, fullTypes);
+        // Written over the carried state after its last read: one buffer
+        // for the loop (as pass 2's λ).
+        for (size_t i = 0; i < k; ++i)
+          next[i] =
+              linalg::CopyOp::create(nb, l, next[i], iter[i]).getResult(0);
+        llvm::append_range(next, saved);
+        scf::YieldOp::create(nb, l, next);
+      });
+  if (failed(status))
+    return failure();
+  b.setInsertionPointToStart(states.getTerminator().getBody());
+  for (auto [i, c] : llvm::enumerate(carried)) {
+    auto [offsets, sizes, strides] = stackRowsPlace(b, bi, hi, c);
+    tensor::ParallelInsertSliceOp::create(b, loc, loop.getResult(k + i),
+                                          states.getRegionIterArgs()[i],
+                                          offsets, sizes, strides);
+  }
+  return llvm::SmallVector<Value>(states.getResults());
+}
+
+std::tuple<llvm::SmallVector<OpFoldResult>, llvm::SmallVector<OpFoldResult>,
+           llvm::SmallVector<OpFoldResult>>
+PrefixVjpLowering::rowsPlace(OpBuilder &b, Value bi, Value hi,
+                             unsigned input) const {
+  RankedTensorType rows = rowTypes[input];
+  llvm::SmallVector<OpFoldResult> offsets = {bi, idx(b, 0), hi},
+                                  sizes = {idx(b, 1), idx(b, length),
+                                           idx(b, 1)};
+  if (rows.getRank() == 2) {
+    offsets.push_back(idx(b, 0));
+    sizes.push_back(idx(b, rows.getDimSize(1)));
+  }
+  llvm::SmallVector<OpFoldResult> strides(offsets.size(), idx(b, 1));
+  return std::make_tuple(offsets, sizes, strides);
+}
+
+Value PrefixVjpLowering::insertRows(OpBuilder &b, Location loc, Value grad,
+                                    Value dest, Value start, Value rows) const {
+  auto type = cast<RankedTensorType>(grad.getType());
+  llvm::SmallVector<OpFoldResult> at = {start}, sizes = {rows};
+  if (type.getRank() == 2) {
+    at.push_back(idx(b, 0));
+    sizes.push_back(idx(b, type.getDimSize(1)));
+  }
+  llvm::SmallVector<OpFoldResult> ones(at.size(), idx(b, 1));
+  return tensor::InsertSliceOp::create(b, loc, grad, dest, at, sizes, ones);
+}
+
+FailureOr<PrefixVjpLowering::ChunkStep> PrefixVjpLowering::emitChunkStep(
+    OpBuilder &nb, Location l, Value bi, Value hi, Value c, ValueRange lambda,
+    llvm::ArrayRef<Value> entryStates, bool wantLambda, bool wantGradients) {
+  unsigned n = spec.components.size();
+  Type f32 = nb.getF32Type();
+  const MonoidSpec &vjpSpec = backward.vjpSpec;
+  auto isLive = [&](unsigned cc) { return llvm::is_contained(live, cc); };
+  auto lambdaOf = [&](unsigned cc) {
+    return lambda[llvm::find(live, cc) - live.begin()];
+  };
+  TileBuilder tb(nb, l);
+  ChunkStep step;
+  std::tie(step.start, step.rows) = bounds(nb, l, c);
+  ChunkTiles tiles;
+  tiles.chunk = chunk;
+  tiles.length = step.rows;
+  for (Value input : op.getInputs())
+    tiles.tokens.push_back(
+        loadRows(nb, l, input, bi, hi, step.start, step.rows));
+  tiles.carried.assign(n, Value());
+  for (auto [j, cc] : llvm::enumerate(carried))
+    tiles.carried[cc] = savedState(nb, l, entryStates[j], bi, hi, cc, c);
+  FailureOr<llvm::SmallVector<Value>> summary = emitSummaries(nb, l, tiles);
+  if (failed(summary))
+    return failure();
+
+  // The readouts' cotangents: g itself, or through num / (den + ε).
+  Value g = loadRows(nb, l, op.getCotangent(), bi, hi, step.start, step.rows);
+  llvm::SmallVector<Value> cotangents(spec.readouts.size());
+  if (!den) {
+    cotangents[numIndex] = g;
+  } else {
+    int64_t width = tb.shapeOf(g)[1];
+    FailureOr<Value> num =
+        emitSum(tb, spec, tiles, forward.readouts[numIndex].terms, false,
+                {chunk, width});
+    FailureOr<Value> denom = emitSum(
+        tb, spec, tiles, forward.readouts[denIndex].terms, false, {chunk});
+    if (failed(num) || failed(denom))
+      return failure();
+    double eps = op.getEps().convertToDouble();
+    Value inv = tb.generic(
+        {*denom}, tb.empty({chunk}),
+        {nb.getMultiDimIdentityMap(1), nb.getMultiDimIdentityMap(1)},
+        {utils::IteratorType::parallel},
+        [&](OpBuilder &eb, Location el, ValueRange args) -> Value {
+          Value e = arith::ConstantOp::create(eb, el, eb.getF32FloatAttr(eps));
+          Value one = arith::ConstantOp::create(eb, el, eb.getF32FloatAttr(1));
+          Value sum = arith::AddFOp::create(eb, el, args[0], e);
+          return arith::DivFOp::create(eb, el, one, sum);
+        });
+    // d_num = g / (den + ε); d_den = −(g · num) / (den + ε)².
+    cotangents[numIndex] = tb.scaleRows(g, inv);
+    Value gn = tb.mul(tb.dotRows(g, *num), tb.mul(inv, inv));
+    cotangents[denIndex] = tb.scale(gn, -1.0);
+  }
+
+  // μ_A (λ of the previous chunk, through the combine) and μ_B.
+  llvm::SmallVector<Value> lhs, rhs;
+  llvm::SmallVector<Type> auxTypes;
+  for (unsigned part = 0; part < 3; ++part)
+    for (unsigned cc = 0; cc < n; ++cc) {
+      auxTypes.push_back(componentType(cc));
+      Value a;
+      if (part == 0)
+        a = tiles.carried[cc];
+      else if (part == 1 && isLive(cc))
+        a = lambdaOf(cc);
+      lhs.push_back(
+          a ? a
+            : Value(tensor::EmptyOp::create(nb, l, componentShapes[cc], f32)));
+      rhs.push_back(part == 0 ? (*summary)[cc]
+                              : Value(tensor::EmptyOp::create(
+                                    nb, l, componentShapes[cc], f32)));
+    }
+  auto transposed =
+      CombineOp::create(nb, l, TypeRange(auxTypes), auxMonoid, lhs, rhs);
+
+  ChunkTiles vtiles = tiles;
+  llvm::append_range(vtiles.tokens, cotangents);
+  vtiles.carried.resize(3 * n);
+  for (unsigned cc = 0; cc < n; ++cc) {
+    if (isLive(cc))
+      vtiles.carried[n + cc] = lambdaOf(cc);
+    if (!backward.summaryCotangent[cc].empty())
+      vtiles.carried[2 * n + cc] = transposed.getResult(2 * n + cc);
+  }
+
+  if (wantLambda)
+    for (unsigned cc : live) {
+      Value grad = backward.carriedFromCombine[cc].empty()
+                       ? tb.zeros(componentShapes[cc])
+                       : transposed.getResult(n + cc);
+      for (const PlannedOutput &out : backward.carriedFromReadouts) {
+        if (out.index != cc || out.terms.empty())
+          continue;
+        FailureOr<Value> fromReadouts =
+            emitSum(tb, vjpSpec, vtiles, out.terms, true, componentShapes[cc]);
+        if (failed(fromReadouts))
+          return failure();
+        grad = tb.add(grad, *fromReadouts);
+      }
+      step.lambda.push_back(grad);
+    }
+  if (wantGradients)
+    for (auto [s, out] : llvm::enumerate(backward.inputGradients)) {
+      RankedTensorType rowType = rowTypes[s];
+      llvm::SmallVector<int64_t> tileShape = {chunk};
+      if (rowType.getRank() == 2)
+        tileShape.push_back(rowType.getDimSize(1));
+      llvm::SmallVector<IndexTerm> terms;
+      for (const IndexTerm &t : out.terms)
+        terms.push_back(asRows(vjpSpec, t));
+      FailureOr<Value> grad =
+          emitSum(tb, vjpSpec, vtiles, terms, false, tileShape);
+      if (failed(grad))
+        return failure();
+      Value cast = tb.castTo(*grad, rowType.getElementType());
+      // The chunk's valid rows.
+      llvm::SmallVector<OpFoldResult> zeros(tileShape.size(), idx(nb, 0));
+      llvm::SmallVector<OpFoldResult> sizes = {step.rows};
+      llvm::SmallVector<int64_t> validShape = {ShapedType::kDynamic};
+      if (tileShape.size() == 2) {
+        sizes.push_back(idx(nb, tileShape[1]));
+        validShape.push_back(tileShape[1]);
+      }
+      llvm::SmallVector<OpFoldResult> ones(tileShape.size(), idx(nb, 1));
+      step.gradients.push_back(tensor::ExtractSliceOp::create(
+          nb, l, RankedTensorType::get(validShape, rowType.getElementType()),
+          cast, zeros, sizes, ones));
+    }
+  return step;
 }
 
 LogicalResult PrefixVjpLowering::lower() {
@@ -130,9 +542,6 @@ LogicalResult PrefixVjpLowering::lower() {
     if (llvm::any_of(shape, ShapedType::isDynamic))
       return chunkError(op) << "a state dimension is not fixed by the inputs";
 
-  unsigned n = spec.components.size();
-  const MonoidReadout *den = spec.findReadout("den");
-  unsigned numIndex = 0, denIndex = 0;
   for (auto [i, r] : llvm::enumerate(spec.readouts)) {
     if (r.name == "num")
       numIndex = i;
@@ -142,6 +551,7 @@ LogicalResult PrefixVjpLowering::lower() {
       return chunkError(op)
              << "readout '" << r.name << "' is neither num nor den";
   }
+  den = spec.findReadout("den");
   bool withStates = !op.getInit().empty() || !op.getFinalCotangent().empty();
   if (withStates)
     for (unsigned c : carried)
@@ -150,360 +560,211 @@ LogicalResult PrefixVjpLowering::lower() {
                << "carried component '" << spec.components[c].name
                << "' depends on no input: the gradient of a "
                   "state through it is not derived";
-  MonoidAttr auxMonoid =
-      MonoidAttr::get(ctx, transposedCombineMonoid(backward));
-  const MonoidSpec &vjpSpec = backward.vjpSpec;
-  auto isLive = [&](unsigned c) {
-    return llvm::is_contained(carried, c) && backward.differentiable[c];
-  };
-
-  // Outputs: one gradient per input and per init tensor, written per
-  // (batch entry, head).
-  llvm::SmallVector<Value> inits;
-  for (Value input : llvm::concat<Value>(op.getInputs(), op.getInit())) {
+  auxMonoid = MonoidAttr::get(ctx, transposedCombineMonoid(backward));
+  for (unsigned c : carried)
+    if (backward.differentiable[c])
+      live.push_back(c);
+  for (Value input : op.getInputs()) {
     auto type = cast<RankedTensorType>(input.getType());
-    inits.push_back(tensor::EmptyOp::create(b, loc, type.getShape(),
-                                            type.getElementType()));
+    llvm::SmallVector<int64_t> rowShape = {length};
+    if (type.getRank() == 4)
+      rowShape.push_back(type.getDimSize(3));
+    rowTypes.push_back(RankedTensorType::get(rowShape, type.getElementType()));
   }
+
+  // 1. The state carried into every chunk, saved by a pass of its own.
+  FailureOr<llvm::SmallVector<Value>> entryStates = saveEntryStates(b);
+  if (failed(entryStates))
+    return failure();
+
+  // 2. From the last chunk to the first, per (batch entry, head). Its
+  // shared outputs: the inputs' gradients (or, with parallel gradients,
+  // λ's stack per live component), then the init tensors' gradients.
+  llvm::SmallVector<Value> inits;
+  size_t nl = live.size();
+  auto emptyLike = [&](Value v) -> Value {
+    auto type = cast<RankedTensorType>(v.getType());
+    return tensor::EmptyOp::create(b, loc, type.getShape(),
+                                   type.getElementType());
+  };
+  if (parallelGradients) {
+    for (unsigned c : live)
+      inits.push_back(
+          tensor::EmptyOp::create(b, loc, stackType(c).getShape(), f32));
+  } else {
+    for (Value input : op.getInputs())
+      inits.push_back(emptyLike(input));
+  }
+  size_t numFirst = inits.size();
+  for (Value init : op.getInit())
+    inits.push_back(emptyLike(init));
   auto loop = scf::ForallOp::create(
       b, loc, llvm::ArrayRef<OpFoldResult>{idx(b, batch), idx(b, heads)}, inits,
       std::nullopt);
-  OpBuilder::InsertionGuard guard(b);
-  Block *body = loop.getBody();
-  b.setInsertionPointToStart(body);
-  Value bi = body->getArgument(0), hi = body->getArgument(1);
-  Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
-  // Masks are made on first use, from inside the loops; they go before the
-  // loops, right after this constant.
-  OpBuilder hoist(ctx);
-  hoist.setInsertionPointAfter(c0.getDefiningOp());
-  decay = std::make_unique<DecayTiles>(hoist, loc, chunk, forward.gamma);
-  Value c1 = arith::ConstantIndexOp::create(b, loc, 1);
-  Value cC = arith::ConstantIndexOp::create(b, loc, chunk);
-  Value cT = arith::ConstantIndexOp::create(b, loc, length);
-  Value cN = arith::ConstantIndexOp::create(b, loc, numChunks);
-  auto bounds = [&](OpBuilder &nb, Value c) {
-    Value start = arith::MulIOp::create(nb, loc, c, cC);
-    Value rest = arith::SubIOp::create(nb, loc, cT, start);
-    Value rows = arith::MinSIOp::create(nb, loc, rest, cC);
-    return std::make_pair(start, rows);
-  };
-  auto componentType = [&](unsigned c) {
-    return RankedTensorType::get(componentShapes[c], f32);
-  };
-  auto perChunkType = [&](unsigned c) {
-    llvm::SmallVector<int64_t> shape = {numChunks};
-    llvm::append_range(shape, componentShapes[c]);
-    return RankedTensorType::get(shape, f32);
-  };
-  auto chunkSlice = [&](OpBuilder &nb, unsigned c, Value at) {
-    llvm::SmallVector<OpFoldResult> offsets = {at}, sizes = {idx(nb, 1)};
-    for (int64_t s : componentShapes[c]) {
-      offsets.push_back(idx(nb, 0));
-      sizes.push_back(idx(nb, s));
+  {
+    OpBuilder::InsertionGuard guard(b);
+    Block *body = loop.getBody();
+    b.setInsertionPointToStart(body);
+    Value bi = body->getArgument(0), hi = body->getArgument(1);
+    Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
+    // Masks are made on first use, from inside the loops; they go before
+    // the loops, right after this constant.
+    OpBuilder hoist(ctx);
+    hoist.setInsertionPointAfter(c0.getDefiningOp());
+    decay = std::make_unique<DecayTiles>(hoist, loc, chunk, forward.gamma);
+    Value c1 = arith::ConstantIndexOp::create(b, loc, 1);
+    Value cN = arith::ConstantIndexOp::create(b, loc, numChunks);
+    llvm::ArrayRef<BlockArgument> outs = loop.getRegionIterArgs();
+
+    // λ after the last chunk: the final state's cotangent, or zero. Then
+    // the (batch entry, head) rows of each first output.
+    llvm::SmallVector<Value> loopInits;
+    for (unsigned c : live) {
+      auto pos = llvm::find(carried, c) - carried.begin();
+      Value zero = TileBuilder(b, loc).zeros(componentShapes[c]);
+      loopInits.push_back(
+          op.getFinalCotangent().empty()
+              ? zero
+              : linalg::CopyOp::create(
+                    b, loc,
+                    stateOf(b, loc, op.getFinalCotangent()[pos], bi, hi, c),
+                    zero)
+                    .getResult(0));
     }
-    llvm::SmallVector<OpFoldResult> strides(offsets.size(), idx(nb, 1));
-    return std::make_tuple(offsets, sizes, strides);
-  };
-  llvm::SmallVector<Type> fullTypes;
-  for (unsigned c = 0; c < n; ++c)
-    fullTypes.push_back(componentType(c));
-  // The [B, H, component] state tensor `state`'s (batch entry, head) slice.
-  auto statePlace = [&](OpBuilder &nb, unsigned c) {
-    llvm::SmallVector<OpFoldResult> offsets = {bi, hi},
-                                    sizes = {idx(nb, 1), idx(nb, 1)};
-    for (int64_t s : componentShapes[c]) {
-      offsets.push_back(idx(nb, 0));
-      sizes.push_back(idx(nb, s));
+    for (size_t i = 0; i < numFirst; ++i) {
+      if (parallelGradients) {
+        auto [offsets, sizes, strides] = stackRowsPlace(b, bi, hi, live[i]);
+        loopInits.push_back(tensor::ExtractSliceOp::create(
+            b, loc, stackRowsType(live[i]), outs[i], offsets, sizes, strides));
+      } else {
+        auto [offsets, sizes, strides] = rowsPlace(b, bi, hi, i);
+        loopInits.push_back(tensor::ExtractSliceOp::create(
+            b, loc, rowTypes[i], outs[i], offsets, sizes, strides));
+      }
     }
-    llvm::SmallVector<OpFoldResult> strides(offsets.size(), idx(nb, 1));
-    return std::make_tuple(offsets, sizes, strides);
-  };
-  auto stateAt = [&](OpBuilder &nb, Value state, unsigned c) -> Value {
-    auto [offsets, sizes, strides] = statePlace(nb, c);
-    return tensor::ExtractSliceOp::create(nb, loc, componentType(c), state,
-                                          offsets, sizes, strides);
-  };
-
-  // 1. The state carried into every chunk, kept in one [N, ...] tensor per
-  // carried component and read back from it (a loop-carried state would
-  // leave an unused buffer per loop, which the deallocation can only free
-  // through a run-time alias check).
-  size_t k = carried.size();
-  llvm::SmallVector<Value> forwardInits;
-  for (auto [i, c] : llvm::enumerate(carried)) {
-    Value all =
-        tensor::EmptyOp::create(b, loc, perChunkType(c).getShape(), f32);
-    Value first = op.getInit().empty()
-                      ? buildMonoidIdentity(b, loc, spec, c, componentType(c))
-                      : stateAt(b, op.getInit()[i], c);
-    auto [offsets, sizes, strides] = chunkSlice(b, c, c0);
-    forwardInits.push_back(tensor::InsertSliceOp::create(
-        b, loc, first, all, offsets, sizes, strides));
-  }
-  LogicalResult status = success();
-  Value lastChunk = arith::SubIOp::create(b, loc, cN, c1);
-  auto forwardLoop = scf::ForOp::create(
-      b, loc, c0, lastChunk, c1, forwardInits,
-      [&](OpBuilder &nb, Location l, Value c, ValueRange iter) {
-        auto [start, rows] = bounds(nb, c);
-        llvm::SmallVector<Value> state;
-        for (size_t i = 0; i < k; ++i) {
-          auto [offsets, sizes, strides] = chunkSlice(nb, carried[i], c);
-          state.push_back(
-              tensor::ExtractSliceOp::create(nb, l, componentType(carried[i]),
-                                             iter[i], offsets, sizes, strides));
-        }
-        ChunkTiles tiles;
-        tiles.chunk = chunk;
-        tiles.length = rows;
-        for (Value input : op.getInputs())
-          tiles.tokens.push_back(loadRows(nb, l, input, bi, hi, start, rows));
-        FailureOr<llvm::SmallVector<Value>> summary =
-            emitSummaries(nb, l, tiles);
-        if (failed(summary)) {
-          status = failure();
-          scf::YieldOp::create(nb, l, iter);
-          return;
-        }
-        llvm::SmallVector<Value> next =
-            combineCarried(nb, l, op.getMonoid(), state, *summary, fullTypes);
-        Value following = arith::AddIOp::create(nb, l, c, c1);
-        llvm::SmallVector<Value> results;
-        for (size_t i = 0; i < k; ++i) {
-          auto [offsets, sizes, strides] =
-              chunkSlice(nb, carried[i], following);
-          results.push_back(tensor::InsertSliceOp::create(
-              nb, l, next[i], iter[i], offsets, sizes, strides));
-        }
-        scf::YieldOp::create(nb, l, results);
-      });
-  if (failed(status))
-    return failure();
-  ValueRange entryStates = forwardLoop.getResults();
-
-  // 2. From the last chunk to the first.
-  llvm::SmallVector<unsigned> live;
-  for (unsigned c = 0; c < n; ++c)
-    if (isLive(c))
-      live.push_back(c);
-  // λ after the last chunk: the final state's cotangent, or zero.
-  llvm::SmallVector<Value> backwardInits;
-  for (unsigned c : live) {
-    auto pos = llvm::find(carried, c) - carried.begin();
-    backwardInits.push_back(
-        op.getFinalCotangent().empty()
-            ? TileBuilder(b, loc).zeros(componentShapes[c])
-            : linalg::CopyOp::create(
-                  b, loc, stateAt(b, op.getFinalCotangent()[pos], c),
-                  TileBuilder(b, loc).zeros(componentShapes[c]))
-                  .getResult(0));
-  }
-  llvm::ArrayRef<BlockArgument> outs = loop.getRegionIterArgs();
-  llvm::SmallVector<RankedTensorType> rowTypes;
-  for (auto [i, input] : llvm::enumerate(op.getInputs())) {
-    auto type = cast<RankedTensorType>(input.getType());
-    llvm::SmallVector<OpFoldResult> offsets = {bi, c0, hi},
-                                    sizes = {idx(b, 1), idx(b, length),
-                                             idx(b, 1)};
-    llvm::SmallVector<int64_t> rowShape = {length};
-    if (type.getRank() == 4) {
-      offsets.push_back(c0);
-      sizes.push_back(idx(b, type.getDimSize(3)));
-      rowShape.push_back(type.getDimSize(3));
-    }
-    llvm::SmallVector<OpFoldResult> strides(offsets.size(), idx(b, 1));
-    auto rowType = RankedTensorType::get(rowShape, type.getElementType());
-    rowTypes.push_back(rowType);
-    backwardInits.push_back(tensor::ExtractSliceOp::create(
-        b, loc, rowType, outs[i], offsets, sizes, strides));
-  }
-  size_t nl = live.size();
-  auto backwardLoop = scf::ForOp::create(
-      b, loc, c0, cN, c1, backwardInits,
-      [&](OpBuilder &nb, Location l, Value i, ValueRange iter) {
-        auto bail = [&] {
-          status = failure();
-          scf::YieldOp::create(nb, l, iter);
-        };
-        TileBuilder tb(nb, l);
-        Value last = arith::SubIOp::create(nb, l, cN, c1);
-        Value c = arith::SubIOp::create(nb, l, last, i);
-        auto [start, rows] = bounds(nb, c);
-        ChunkTiles tiles;
-        tiles.chunk = chunk;
-        tiles.length = rows;
-        for (Value input : op.getInputs())
-          tiles.tokens.push_back(loadRows(nb, l, input, bi, hi, start, rows));
-        tiles.carried.assign(n, Value());
-        for (auto [j, cc] : llvm::enumerate(carried)) {
-          auto [offsets, sizes, strides] = chunkSlice(nb, cc, c);
-          tiles.carried[cc] = tensor::ExtractSliceOp::create(
-              nb, l, componentType(cc), entryStates[j], offsets, sizes,
-              strides);
-        }
-        FailureOr<llvm::SmallVector<Value>> summary =
-            emitSummaries(nb, l, tiles);
-        if (failed(summary))
-          return bail();
-
-        // The readouts' cotangents: g itself, or through num / (den + ε).
-        Value g = loadRows(nb, l, op.getCotangent(), bi, hi, start, rows);
-        llvm::SmallVector<Value> cotangents(spec.readouts.size());
-        if (!den) {
-          cotangents[numIndex] = g;
-        } else {
-          int64_t width = tb.shapeOf(g)[1];
-          FailureOr<Value> num =
-              emitSum(tb, spec, tiles, forward.readouts[numIndex].terms, false,
-                      {chunk, width});
-          FailureOr<Value> denom =
-              emitSum(tb, spec, tiles, forward.readouts[denIndex].terms, false,
-                      {chunk});
-          if (failed(num) || failed(denom))
-            return bail();
-          double eps = op.getEps().convertToDouble();
-          Value inv = tb.generic(
-              {*denom}, tb.empty({chunk}),
-              {nb.getMultiDimIdentityMap(1), nb.getMultiDimIdentityMap(1)},
-              {utils::IteratorType::parallel},
-              [&](OpBuilder &eb, Location el, ValueRange args) -> Value {
-                Value e =
-                    arith::ConstantOp::create(eb, el, eb.getF32FloatAttr(eps));
-                Value one =
-                    arith::ConstantOp::create(eb, el, eb.getF32FloatAttr(1));
-                Value sum = arith::AddFOp::create(eb, el, args[0], e);
-                return arith::DivFOp::create(eb, el, one, sum);
-              });
-          // d_num = g / (den + ε); d_den = −(g · num) / (den + ε)².
-          cotangents[numIndex] = tb.scaleRows(g, inv);
-          Value gn = tb.mul(tb.dotRows(g, *num), tb.mul(inv, inv));
-          cotangents[denIndex] = tb.scale(gn, -1.0);
-        }
-
-        // μ_A (λ of the previous chunk, through the combine) and μ_B.
-        llvm::SmallVector<Value> lhs, rhs;
-        llvm::SmallVector<Type> auxTypes;
-        for (unsigned part = 0; part < 3; ++part)
-          for (unsigned cc = 0; cc < n; ++cc) {
-            auxTypes.push_back(fullTypes[cc]);
-            Value a;
-            if (part == 0)
-              a = tiles.carried[cc];
-            else if (part == 1 && isLive(cc))
-              a = iter[llvm::find(live, cc) - live.begin()];
-            lhs.push_back(a ? a
-                            : Value(tensor::EmptyOp::create(
-                                  nb, l, componentShapes[cc], f32)));
-            rhs.push_back(part == 0 ? (*summary)[cc]
-                                    : Value(tensor::EmptyOp::create(
-                                          nb, l, componentShapes[cc], f32)));
+    LogicalResult status = success();
+    auto backwardLoop = scf::ForOp::create(
+        b, loc, c0, cN, c1, loopInits,
+        [&](OpBuilder &nb, Location l, Value i, ValueRange iter) {
+          Value last = arith::SubIOp::create(nb, l, cN, c1);
+          Value c = arith::SubIOp::create(nb, l, last, i);
+          llvm::SmallVector<Value> firsts;
+          if (parallelGradients)
+            for (auto [j, cc] : llvm::enumerate(live)) {
+              // λ of this chunk, for pass 3.
+              auto [offsets, sizes] = stackPlace(nb, l, cc, c);
+              llvm::SmallVector<OpFoldResult> strides(offsets.size(),
+                                                      idx(nb, 1));
+              firsts.push_back(tensor::InsertSliceOp::create(
+                  nb, l, iter[j], iter[nl + j], offsets, sizes, strides));
+            }
+          FailureOr<ChunkStep> step =
+              emitChunkStep(nb, l, bi, hi, c, iter.take_front(nl), *entryStates,
+                            true, !parallelGradients);
+          if (failed(step)) {
+            status = failure();
+            scf::YieldOp::create(nb, l, iter);
+            return;
           }
-        auto transposed =
-            CombineOp::create(nb, l, TypeRange(auxTypes), auxMonoid, lhs, rhs);
+          if (!parallelGradients)
+            for (auto [s, grad] : llvm::enumerate(step->gradients))
+              firsts.push_back(insertRows(nb, l, grad, iter[nl + s],
+                                          step->start, step->rows));
+          // ∂X₀ is written over the carried λ after λ's last read, so that
+          // the loop keeps one buffer (a fresh one per iteration would need
+          // a run-time alias check to be freed after the loop).
+          llvm::SmallVector<Value> next;
+          for (size_t j = 0; j < nl; ++j)
+            next.push_back(
+                linalg::CopyOp::create(nb, l, step->lambda[j], iter[j])
+                    .getResult(0));
+          llvm::append_range(next, firsts);
+          scf::YieldOp::create(nb, l, next);
+        });
+    if (failed(status))
+      return failure();
 
-        ChunkTiles vtiles = tiles;
-        llvm::append_range(vtiles.tokens, cotangents);
-        vtiles.carried.resize(3 * n);
-        for (unsigned cc = 0; cc < n; ++cc) {
-          if (isLive(cc))
-            vtiles.carried[n + cc] = iter[llvm::find(live, cc) - live.begin()];
-          if (!backward.summaryCotangent[cc].empty())
-            vtiles.carried[2 * n + cc] = transposed.getResult(2 * n + cc);
-        }
-
-        llvm::SmallVector<Value> next;
-        for (auto [j, cc] : llvm::enumerate(live)) {
-          Value grad = backward.carriedFromCombine[cc].empty()
-                           ? tb.zeros(componentShapes[cc])
-                           : transposed.getResult(n + cc);
-          for (const PlannedOutput &out : backward.carriedFromReadouts) {
-            if (out.index != cc || out.terms.empty())
-              continue;
-            FailureOr<Value> fromReadouts = emitSum(
-                tb, vjpSpec, vtiles, out.terms, true, componentShapes[cc]);
-            if (failed(fromReadouts))
-              return bail();
-            grad = tb.add(grad, *fromReadouts);
-          }
-          next.push_back(grad);
-        }
-        for (auto [s, out] : llvm::enumerate(backward.inputGradients)) {
-          auto rowType = rowTypes[s];
-          llvm::SmallVector<int64_t> tileShape = {chunk};
-          if (rowType.getRank() == 2)
-            tileShape.push_back(rowType.getDimSize(1));
-          llvm::SmallVector<IndexTerm> terms;
-          for (const IndexTerm &t : out.terms)
-            terms.push_back(asRows(vjpSpec, t));
-          FailureOr<Value> grad =
-              emitSum(tb, vjpSpec, vtiles, terms, false, tileShape);
-          if (failed(grad))
-            return bail();
-          Value cast = tb.castTo(*grad, rowType.getElementType());
-          llvm::SmallVector<OpFoldResult> zeros(tileShape.size(), idx(nb, 0));
-          llvm::SmallVector<OpFoldResult> sizes = {rows};
-          llvm::SmallVector<int64_t> validShape = {ShapedType::kDynamic};
-          if (tileShape.size() == 2) {
-            sizes.push_back(idx(nb, tileShape[1]));
-            validShape.push_back(tileShape[1]);
-          }
-          llvm::SmallVector<OpFoldResult> ones(tileShape.size(), idx(nb, 1));
-          Value valid = tensor::ExtractSliceOp::create(
-              nb, l,
-              RankedTensorType::get(validShape, rowType.getElementType()), cast,
-              zeros, sizes, ones);
-          llvm::SmallVector<OpFoldResult> at = {start};
-          if (tileShape.size() == 2)
-            at.push_back(idx(nb, 0));
-          next.push_back(tensor::InsertSliceOp::create(
-              nb, l, valid, iter[nl + s], at, sizes, ones));
-        }
-        // ∂X₀ is written over the carried λ after λ's last read, so that
-        // the loop keeps one buffer (a fresh one per iteration would need a
-        // run-time alias check to be freed after the loop).
-        for (size_t j = 0; j < nl; ++j)
-          next[j] =
-              linalg::CopyOp::create(nb, l, next[j], iter[j]).getResult(0);
-        scf::YieldOp::create(nb, l, next);
-      });
-  if (failed(status))
-    return failure();
-
-  b.setInsertionPointToStart(loop.getTerminator().getBody());
-  for (auto [i, input] : llvm::enumerate(op.getInputs())) {
-    auto type = cast<RankedTensorType>(input.getType());
-    llvm::SmallVector<OpFoldResult> offsets = {bi, c0, hi},
-                                    sizes = {idx(b, 1), idx(b, length),
-                                             idx(b, 1)};
-    if (type.getRank() == 4) {
-      offsets.push_back(c0);
-      sizes.push_back(idx(b, type.getDimSize(3)));
+    b.setInsertionPointToStart(loop.getTerminator().getBody());
+    for (size_t i = 0; i < numFirst; ++i) {
+      auto [offsets, sizes, strides] = parallelGradients
+                                           ? stackRowsPlace(b, bi, hi, live[i])
+                                           : rowsPlace(b, bi, hi, i);
+      tensor::ParallelInsertSliceOp::create(b, loc,
+                                            backwardLoop.getResult(nl + i),
+                                            outs[i], offsets, sizes, strides);
     }
-    llvm::SmallVector<OpFoldResult> strides(offsets.size(), idx(b, 1));
-    tensor::ParallelInsertSliceOp::create(b, loc,
-                                          backwardLoop.getResult(nl + i),
-                                          outs[i], offsets, sizes, strides);
+    // The initial state's gradient: λ carried out of the first chunk (every
+    // carried component is live here, checked above).
+    for (auto [i, c] : llvm::enumerate(carried)) {
+      if (op.getInit().empty())
+        break;
+      auto [offsets, sizes, strides] = statePlace(b, bi, hi, c);
+      Value grad = backwardLoop.getResult(llvm::find(live, c) - live.begin());
+      tensor::ParallelInsertSliceOp::create(b, loc, grad, outs[numFirst + i],
+                                            offsets, sizes, strides);
+    }
   }
-  // The initial state's gradient: λ carried out of the first chunk (every
-  // carried component is live here, checked above).
-  size_t numInputs = op.getInputs().size();
-  for (auto [i, c] : llvm::enumerate(carried)) {
-    if (op.getInit().empty())
-      break;
-    auto [offsets, sizes, strides] = statePlace(b, c);
-    Value grad = backwardLoop.getResult(llvm::find(live, c) - live.begin());
-    tensor::ParallelInsertSliceOp::create(b, loc, grad, outs[numInputs + i],
-                                          offsets, sizes, strides);
+  llvm::SmallVector<Value> results(loop.getResults().drop_front(numFirst));
+  if (!parallelGradients) {
+    results.insert(results.begin(), loop.getResults().begin(),
+                   loop.getResults().begin() + numFirst);
+    op->replaceAllUsesWith(results);
+    op->erase();
+    return success();
   }
-  op->replaceAllUsesWith(loop.getResults());
+
+  // 3. The tokens' gradients, every chunk in parallel.
+  inits.clear();
+  for (Value input : op.getInputs())
+    inits.push_back(emptyLike(input));
+  auto gradients = scf::ForallOp::create(
+      b, loc,
+      llvm::ArrayRef<OpFoldResult>{idx(b, batch), idx(b, heads),
+                                   idx(b, numChunks)},
+      inits, std::nullopt);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    Block *body = gradients.getBody();
+    b.setInsertionPointToStart(body);
+    Value bi = body->getArgument(0), hi = body->getArgument(1),
+          c = body->getArgument(2);
+    Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
+    OpBuilder hoist(ctx);
+    hoist.setInsertionPointAfter(c0.getDefiningOp());
+    decay = std::make_unique<DecayTiles>(hoist, loc, chunk, forward.gamma);
+    llvm::SmallVector<Value> lambda;
+    for (auto [j, cc] : llvm::enumerate(live))
+      lambda.push_back(savedState(b, loc, loop.getResult(j), bi, hi, cc, c));
+    FailureOr<ChunkStep> step =
+        emitChunkStep(b, loc, bi, hi, c, lambda, *entryStates, false, true);
+    if (failed(step))
+      return failure();
+    b.setInsertionPointToStart(gradients.getTerminator().getBody());
+    for (auto [i, grad] : llvm::enumerate(step->gradients)) {
+      llvm::SmallVector<OpFoldResult> offsets = {bi, step->start, hi},
+                                      sizes = {idx(b, 1), step->rows,
+                                               idx(b, 1)};
+      if (rowTypes[i].getRank() == 2) {
+        offsets.push_back(idx(b, 0));
+        sizes.push_back(idx(b, rowTypes[i].getDimSize(1)));
+      }
+      llvm::SmallVector<OpFoldResult> strides(offsets.size(), idx(b, 1));
+      tensor::ParallelInsertSliceOp::create(b, loc, grad,
+                                            gradients.getRegionIterArgs()[i],
+                                            offsets, sizes, strides);
+    }
+  }
+  results.insert(results.begin(), gradients.getResults().begin(),
+                 gradients.getResults().end());
+  op->replaceAllUsesWith(results);
   op->erase();
   return success();
 }
 
 } // namespace
 
-LogicalResult mlir::hla::chunk::lowerPrefixVjp(PrefixVjpOp op, int64_t chunk) {
+LogicalResult mlir::hla::chunk::lowerPrefixVjp(PrefixVjpOp op, int64_t chunk,
+                                               bool parallelGradients) {
   const MonoidSpec &spec = op.getMonoid().getSpec();
   std::string error;
   FailureOr<ChunkPlan> forward = buildChunkPlan(spec, error);
@@ -512,5 +773,6 @@ LogicalResult mlir::hla::chunk::lowerPrefixVjp(PrefixVjpOp op, int64_t chunk) {
   FailureOr<ChunkVjpPlan> backward = buildChunkVjpPlan(spec, error);
   if (failed(backward))
     return chunkError(op) << error;
-  return PrefixVjpLowering(op, chunk, *forward, *backward).lower();
+  return PrefixVjpLowering(op, chunk, parallelGradients, *forward, *backward)
+      .lower();
 }

@@ -109,7 +109,7 @@ struct HLAChunkPass : public hla::impl::HLAChunkPassBase<HLAChunkPass> {
     llvm::SmallVector<PrefixVjpOp> vjps;
     getOperation()->walk([&](PrefixVjpOp op) { vjps.push_back(op); });
     for (PrefixVjpOp op : vjps)
-      if (failed(lowerPrefixVjp(op, chunkSize)))
+      if (failed(lowerPrefixVjp(op, chunkSize, parallelGradients)))
         return signalPassFailure();
   }
 

@@ -169,8 +169,10 @@ Value loadChunkRows(OpBuilder &b, Location loc, Value operand,
                     int64_t chunk, int64_t width);
 
 /// Lowers hla.prefix_vjp to loops over chunks of `chunk` tokens
-/// (ChunkBackward.cpp).
-LogicalResult lowerPrefixVjp(PrefixVjpOp op, int64_t chunk);
+/// (ChunkBackward.cpp); with `parallelGradients`, the tokens' gradients in
+/// a pass parallel over chunks of their own.
+LogicalResult lowerPrefixVjp(PrefixVjpOp op, int64_t chunk,
+                             bool parallelGradients);
 
 /// Reports a chunking failure at `op`, prefixed with the pass name.
 inline InFlightDiagnostic chunkError(Operation *op) {

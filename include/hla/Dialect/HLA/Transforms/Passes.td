@@ -290,7 +290,11 @@ def HLAChunkPass : Pass<"hla-chunk"> {
     Option<"causalIsolation", "causal-isolation", "bool", "true",
            "Keep a chunk's rows before its first non-finite token finite: "
            "such a chunk's rows are read out a second time with the tokens "
-           "from there on zeroed (see below)">
+           "from there on zeroed (see below)">,
+    Option<"parallelGradients", "parallel-gradients", "bool", "false",
+           "hla.prefix_vjp: the reverse pass carries only λ, saving it per "
+           "chunk, and the tokens' gradients are a third pass, parallel "
+           "over (sequence, head, chunk)">
   ];
   let dependentDialects = [
     "::mlir::hla::HLADialect", "::mlir::arith::ArithDialect",
