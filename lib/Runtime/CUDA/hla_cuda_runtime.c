@@ -244,7 +244,12 @@ static CUstream currentStream(void) {
   pthread_mutex_lock(&streamLock);
   CUstream s;
   if (haveUserStream) {
-    s = userStream;
+    // The legacy default stream by its explicit handle: the generated host
+    // code passes a null stream only for synchronous allocations, so a
+    // null here sent every buffer of a torch default-stream call through
+    // cuMemAlloc/cuMemFree (0.14 + 0.3 ms per 256 MiB on an H200) instead
+    // of the pool and the kept buffers.
+    s = userStream ? userStream : CU_STREAM_LEGACY;
   } else {
     if (!ownStream)
       checkReleasing(p_cuStreamCreate(&ownStream, CU_STREAM_NON_BLOCKING),
