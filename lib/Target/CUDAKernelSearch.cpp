@@ -114,7 +114,7 @@ static LogicalResult assembleKernels(ModuleOp module,
   module.walk([&](gpu::BinaryOp op) { binaries.push_back(op); });
   // Every module's cubins, set only once all of them assembled: a module
   // that fails leaves the others' PTX in place for the search's next try
-  // (a derived backward has a state kernel and a reverse kernel).
+  // (a derived backward has a kernel per pass over the chunks).
   llvm::SmallVector<ArrayAttr> assembled;
   for (gpu::BinaryOp binary : binaries) {
     llvm::SmallVector<Attribute> objects;
@@ -197,10 +197,11 @@ public:
   KernelSearch(ModuleOp module, const CUDAPipelineOptions &requested,
                const CUDAKernelSearchSettings &settings)
       : module(module), settings(settings), pristine(module.clone()),
-        width(valueWidth(module)), linSimp(hasLinSimp(module)),
-        backward(hasPrefixVjp(module)) {
+        width(valueWidth(module)), linSimp(hasLinSimp(module)) {
     this->requested.copyOptionValuesFrom(requested);
     pipeline.copyOptionValuesFrom(requested);
+    choosesGradients =
+        requested.parallelGradients == AutoSwitch::Auto && hasPrefixVjp(module);
     pipeline.toolkit = resolveCUDAToolkit(requested.toolkit);
     if (requested.anchorRows == 0)
       pipeline.anchorRows = kDefaultAnchorRows;
@@ -240,9 +241,9 @@ private:
   OwningOpRef<ModuleOp> pristine;
   int64_t width;
   bool linSimp;
-  /// A derived backward: whether its tokens' gradients get a pass of their
-  /// own (parallel-gradients) is chosen here when left to auto.
-  bool backward;
+  /// A derived backward whose parallel-gradients is left to auto: the
+  /// search chooses whether its tokens' gradients get a pass of their own.
+  bool choosesGradients = false;
 };
 
 } // namespace
@@ -257,9 +258,7 @@ bool KernelSearch::tryRegisterTiles() {
   if (schedule == KernelSchedule::Auto)
     pipeline.schedule = KernelSchedule::Persistent;
   pipeline.chunkSize = 64;
-  bool chooseGradients =
-      backward && requested.parallelGradients == AutoSwitch::Auto;
-  if (chooseGradients && pipeline.parallelGradients == AutoSwitch::Auto)
+  if (choosesGradients && pipeline.parallelGradients == AutoSwitch::Auto)
     pipeline.parallelGradients = AutoSwitch::Off;
   ScopedDiagnosticHandler quiet(module.getContext(),
                                 [](Diagnostic &) { return success(); });
@@ -290,7 +289,7 @@ bool KernelSearch::tryRegisterTiles() {
   // attention: 4.48 ms against 7.67 with the reverse pass carrying them;
   // with (sequence, head) pairs enough, 8x16x8192x64: 2.20 ms against
   // 1.47; H200, 2026-12-04).
-  if (chooseGradients && pipeline.parallelGradients == AutoSwitch::Off &&
+  if (choosesGradients && pipeline.parallelGradients == AutoSwitch::Off &&
       (!placed || fewBlocks(*trial))) {
     pipeline.parallelGradients = AutoSwitch::On;
     if (tryTiles()) {
@@ -330,7 +329,7 @@ bool KernelSearch::tryRegisterTiles() {
   pipeline.generator = ChunkLoopGenerator::Phases;
   pipeline.schedule = schedule;
   pipeline.chunkSize = chunk;
-  if (chooseGradients)
+  if (choosesGradients)
     pipeline.parallelGradients = AutoSwitch::Off;
   return false;
 }
@@ -482,7 +481,7 @@ LogicalResult KernelSearch::run(std::string &error) {
       // 32-column tiles would double the blocks for.
       pipeline.warpgroups = 2;
     } else if (tiles && pipeline.generator == ChunkLoopGenerator::Tiles &&
-               backward && requested.parallelGradients == AutoSwitch::Auto &&
+               choosesGradients &&
                pipeline.parallelGradients == AutoSwitch::Off) {
       // A derived backward whose reverse pass, carrying the tokens'
       // gradients, spills on register tiles: the gradients in a pass of
@@ -506,7 +505,7 @@ LogicalResult KernelSearch::run(std::string &error) {
       pipeline.warpgroups = requested.warpgroups;
     } else if (tiles) {
       pipeline.generator = ChunkLoopGenerator::Phases;
-      if (backward && requested.parallelGradients == AutoSwitch::Auto)
+      if (choosesGradients)
         pipeline.parallelGradients = AutoSwitch::Off;
       pipeline.chunkSize = requested.chunkSize;
       pipeline.valueTile = requested.valueTile;

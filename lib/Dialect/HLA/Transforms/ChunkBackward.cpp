@@ -128,11 +128,12 @@ private:
              llvm::SmallVector<OpFoldResult>>
   stackRowsPlace(OpBuilder &b, Value bi, Value hi, unsigned c) const;
 
-  /// The (batch entry, head) rows [T, width] or [T] of input `input`'s
-  /// gradient.
+  /// Rows [start, start + rows) of input `input`'s gradient for (batch
+  /// entry, head), [rows, width] or [rows]; all T rows by default.
   std::tuple<llvm::SmallVector<OpFoldResult>, llvm::SmallVector<OpFoldResult>,
              llvm::SmallVector<OpFoldResult>>
-  rowsPlace(OpBuilder &b, Value bi, Value hi, unsigned input) const;
+  rowsPlace(OpBuilder &b, Value bi, Value hi, unsigned input,
+            OpFoldResult start = {}, OpFoldResult rows = {}) const;
   /// `grad`'s rows into `dest` (one (batch entry, head)'s rows) at `start`.
   Value insertRows(OpBuilder &b, Location loc, Value grad, Value dest,
                    Value start, Value rows) const;
@@ -354,15 +355,15 @@ PrefixVjpLowering::saveEntryStates(OpBuilder &b) {
 
 std::tuple<llvm::SmallVector<OpFoldResult>, llvm::SmallVector<OpFoldResult>,
            llvm::SmallVector<OpFoldResult>>
-PrefixVjpLowering::rowsPlace(OpBuilder &b, Value bi, Value hi,
-                             unsigned input) const {
-  RankedTensorType rows = rowTypes[input];
-  llvm::SmallVector<OpFoldResult> offsets = {bi, idx(b, 0), hi},
-                                  sizes = {idx(b, 1), idx(b, length),
+PrefixVjpLowering::rowsPlace(OpBuilder &b, Value bi, Value hi, unsigned input,
+                             OpFoldResult start, OpFoldResult rows) const {
+  llvm::SmallVector<OpFoldResult> offsets = {bi, start ? start : idx(b, 0), hi},
+                                  sizes = {idx(b, 1),
+                                           rows ? rows : idx(b, length),
                                            idx(b, 1)};
-  if (rows.getRank() == 2) {
+  if (rowTypes[input].getRank() == 2) {
     offsets.push_back(idx(b, 0));
-    sizes.push_back(idx(b, rows.getDimSize(1)));
+    sizes.push_back(idx(b, rowTypes[input].getDimSize(1)));
   }
   llvm::SmallVector<OpFoldResult> strides(offsets.size(), idx(b, 1));
   return std::make_tuple(offsets, sizes, strides);
@@ -741,14 +742,8 @@ LogicalResult PrefixVjpLowering::lower() {
       return failure();
     b.setInsertionPointToStart(gradients.getTerminator().getBody());
     for (auto [i, grad] : llvm::enumerate(step->gradients)) {
-      llvm::SmallVector<OpFoldResult> offsets = {bi, step->start, hi},
-                                      sizes = {idx(b, 1), step->rows,
-                                               idx(b, 1)};
-      if (rowTypes[i].getRank() == 2) {
-        offsets.push_back(idx(b, 0));
-        sizes.push_back(idx(b, rowTypes[i].getDimSize(1)));
-      }
-      llvm::SmallVector<OpFoldResult> strides(offsets.size(), idx(b, 1));
+      auto [offsets, sizes, strides] =
+          rowsPlace(b, bi, hi, i, step->start, step->rows);
       tensor::ParallelInsertSliceOp::create(b, loc, grad,
                                             gradients.getRegionIterArgs()[i],
                                             offsets, sizes, strides);
