@@ -192,6 +192,8 @@ void mlir::hla::buildCUDADevicePipeline(OpPassManager &pm,
   pm.addPass(createHLAShareTileProductsPass());
   // One op per elementwise chain (fewer shared-memory passes and barriers).
   pm.addPass(createHLAFuseTileElementwisePass());
+  // Sums of products accumulated into one tile (fewer fragments alive).
+  pm.addPass(createHLAAccumulateTileProductsPass());
   // The model graph's own ops (projections, norms, gathers) as loops of
   // row blocks: kernels too, like the chunk loops.
   pm.addNestedPass<func::FuncOp>(createHLAGPUDistributeGraphOpsPass(

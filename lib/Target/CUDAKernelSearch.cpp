@@ -284,13 +284,23 @@ bool KernelSearch::tryRegisterTiles() {
   };
   bool placed = tryTiles();
   // A derived backward's tokens' gradients in a pass parallel over chunks
-  // where its sequential passes leave the GPU idle, or where the reverse
-  // pass carrying them does not fit the tiles (1x16x65536x64 linear
-  // attention: 4.48 ms against 7.67 with the reverse pass carrying them;
-  // with (sequence, head) pairs enough, 8x16x8192x64: 2.20 ms against
-  // 1.47; H200, 2026-12-04).
+  // where its sequential passes leave most of the GPU idle (fewer blocks
+  // than a quarter of the SMs), or where the reverse pass carrying them
+  // does not fit the tiles. With 16 blocks (1x16x65536x64 linear
+  // attention) 3.69 ms against 7.48 with the reverse pass carrying them;
+  // with 64 (4x16x8192x128) 2.57 against 2.18, with 128 (8x16x8192x64)
+  // 1.18 against 1.13 (H200, 2026-12-04).
+  auto fewGradientBlocks = [&](ModuleOp built) {
+    bool few = false;
+    built.walk([&](gpu::LaunchFuncOp launch) {
+      std::optional<int64_t> blocks =
+          getConstantIntValue(launch.getGridSizeX());
+      few |= blocks && *blocks < pipeline.parallelism / 4;
+    });
+    return few;
+  };
   if (choosesGradients && pipeline.parallelGradients == AutoSwitch::Off &&
-      (!placed || fewBlocks(*trial))) {
+      (!placed || fewGradientBlocks(*trial))) {
     pipeline.parallelGradients = AutoSwitch::On;
     if (tryTiles()) {
       placed = true;
@@ -439,6 +449,7 @@ LogicalResult KernelSearch::run(std::string &error) {
   // shared-memory phases would stream their state through device memory.
   struct TileChoice {
     int64_t chunkSize, valueTile, warpgroups;
+    AutoSwitch parallelGradients;
   };
   std::optional<TileChoice> spillingTiles;
   bool allowSpills = false;
@@ -470,9 +481,29 @@ LogicalResult KernelSearch::run(std::string &error) {
           getConstantIntValue(launch.getBlockSizeX());
       oneWarpgroup |= threads == 128;
     });
+    // A derived backward whose reverse pass, carrying the tokens'
+    // gradients on two warpgroups, spills is kept so: its spills cost less
+    // than a pass of their own for the gradients or narrower value tiles
+    // (AHLA 8x16x2048: 0.64 ms spilling, 0.85 with parallel gradients that
+    // do not spill; linear attention 4x16x8192x128: 2.18 against 2.57;
+    // H200, 2026-12-04).
+    if (tiles && pipeline.generator == ChunkLoopGenerator::Tiles &&
+        choosesGradients && pipeline.parallelGradients == AutoSwitch::Off &&
+        !oneWarpgroup && !allowSpills) {
+      allowSpills = true;
+      error.clear();
+      continue;
+    }
     restore();
     pipeline.schedule = requested.schedule;
     pipeline.mma = requested.mma;
+    // The first spilling tiles of the search past one warpgroup: the widest,
+    // and for a derived backward the reverse pass carrying the gradients.
+    if (tiles && pipeline.generator == ChunkLoopGenerator::Tiles &&
+        !oneWarpgroup && !spillingTiles)
+      spillingTiles =
+          TileChoice{pipeline.chunkSize, pipeline.valueTile,
+                     pipeline.warpgroups, pipeline.parallelGradients};
     if (tiles && pipeline.generator == ChunkLoopGenerator::Tiles &&
         oneWarpgroup && requested.warpgroups == 0 && pipeline.warpgroups == 0) {
       // Two warpgroups first, each with half of every fragment's columns,
@@ -480,25 +511,10 @@ LogicalResult KernelSearch::run(std::string &error) {
       // isolation spills 40 bytes in one warpgroup at 64 columns, which
       // 32-column tiles would double the blocks for.
       pipeline.warpgroups = 2;
-    } else if (tiles && pipeline.generator == ChunkLoopGenerator::Tiles &&
-               choosesGradients &&
-               pipeline.parallelGradients == AutoSwitch::Off) {
-      // A derived backward whose reverse pass, carrying the tokens'
-      // gradients, spills on register tiles: the gradients in a pass of
-      // their own, placed by trial again (linear attention at d = 128
-      // spilled 476 bytes; 3.39 ms so, 12.7 on the phases; H200,
-      // 2026-12-04).
-      pipeline.parallelGradients = AutoSwitch::On;
-      pipeline.generator = ChunkLoopGenerator::Auto;
-      pipeline.chunkSize = requested.chunkSize;
-      pipeline.warpgroups = requested.warpgroups;
     } else if (tiles && requested.valueTile == -1 &&
                narrowerValueTile(pipeline.valueTile, width)) {
       // Then narrower value tiles: fewer registers for the value-wide state
       // and outputs (hla3 at 2x16x32768 fits at 32 columns).
-      if (!spillingTiles && pipeline.generator == ChunkLoopGenerator::Tiles)
-        spillingTiles = TileChoice{pipeline.chunkSize, pipeline.valueTile,
-                                   pipeline.warpgroups};
       pipeline.generator = ChunkLoopGenerator::Tiles;
       pipeline.schedule = KernelSchedule::Persistent;
       pipeline.valueTile = narrowerValueTile(pipeline.valueTile, width);
@@ -520,16 +536,20 @@ LogicalResult KernelSearch::run(std::string &error) {
     // d = 128) lose to register tiles that spill a few hundred bytes per
     // thread to local memory, which stays in L1: hla2 8x16x2048x128 ran
     // 5.58 ms on the phases, 0.80 ms on 64-column tiles spilling 1,584
-    // bytes, 1.12 ms on 32-column ones spilling 756 (bench/RESULTS.md). The
-    // widest spilling tiles are kept then.
-    if (pipeline.generator == ChunkLoopGenerator::Phases &&
-        usesDeviceScratch() && spillingTiles) {
+    // bytes, 1.12 ms on 32-column ones spilling 756 (bench/RESULTS.md). So
+    // do a derived backward's phases, scratch or not: hla2's at 8x16x2048
+    // ran 5.27 ms, 1.23 on tiles whose reverse pass spilled 1,592 bytes,
+    // 1.33 with parallel gradients spilling 304 (H200, 2026-12-04). The
+    // first spilling tiles are kept then.
+    if (pipeline.generator == ChunkLoopGenerator::Phases && spillingTiles &&
+        (usesDeviceScratch() || hasPrefixVjp(*pristine))) {
       restore();
       pipeline.generator = ChunkLoopGenerator::Tiles;
       pipeline.schedule = KernelSchedule::Persistent;
       pipeline.chunkSize = spillingTiles->chunkSize;
       pipeline.valueTile = spillingTiles->valueTile;
       pipeline.warpgroups = spillingTiles->warpgroups;
+      pipeline.parallelGradients = spillingTiles->parallelGradients;
       spillingTiles.reset();
       allowSpills = true;
       if (failed(buildDevice()))

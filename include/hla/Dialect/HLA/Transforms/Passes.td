@@ -491,6 +491,33 @@ def HLAFuseTileElementwisePass : Pass<"hla-fuse-tile-elementwise"> {
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
 
+def HLAAccumulateTileProductsPass : Pass<"hla-accumulate-tile-products"> {
+  let summary = "Start a product added in a sum from the rest of the sum";
+  let description = [{
+    A chunk body's gradient tile is a sum of products (hla2's dQ: four),
+    which, each computed from zero and kept until the sum, are alive at
+    once: on register tiles a 64 x 64 f32 fragment is 32 registers per
+    thread, and four of them next to the body's other fragments spill. This
+    pass rewrites an elementwise linalg.generic whose body yields a sum (or
+    the sum truncated) with a product term: the term's contraction, which
+    only this generic reads and which starts from a zero fill, starts instead
+    from the rest of the sum, computed by the generic without that term;
+    the truncation, if any, follows as a generic of its own. Repeated, a
+    sum of products becomes one chain of accumulations into one tile
+    (wgmma's `D = A·B + D`). Only products read in the output's order and
+    terms added with coefficient one are taken.
+
+    ```mlir
+    %p = linalg.generic {A·B} ins(%a, %b) outs(%zero)
+    %s = linalg.generic {x + y} ins(%x, %p) outs(%empty)
+    // becomes
+    %s = linalg.generic {A·B} ins(%a, %b) outs(%x)
+    ```
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def HLAShareTileProductsPass : Pass<"hla-share-tile-products"> {
   let summary = "Fold tile transposes into their readers and compute each "
                 "product once";

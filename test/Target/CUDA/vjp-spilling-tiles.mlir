@@ -1,0 +1,19 @@
+// REQUIRES: cuda-toolkit
+// RUN: rm -rf %t && mkdir -p %t
+// RUN: hla-opt %s --hla-target=cuda --emit=cubin --vjp -o %t/k.cubin --ptxas-log=%t/ptxas.log --mlir-print-op-on-diagnostic=false 2>&1 | FileCheck %s
+// RUN: FileCheck %s --check-prefix=LOG < %t/ptxas.log
+
+// Tests that the search keeps a derived backward whose reverse pass,
+// carrying the tokens' gradients on two warpgroups of register tiles,
+// spills (hla2, bf16, d = 64, 8 × 16 (sequence, head) pairs): two kernels,
+// the second spilling; no parallel gradients, no phases.
+// CHECK: remark: hla.cuda_options = "{{.*}}generator=tiles {{.*}}parallel-gradients=off {{.*}}"
+// LOG: // kernel module main_kernel
+// LOG: , 0 bytes spill stores, 0 bytes spill loads
+// LOG: // kernel module main_kernel_0
+// LOG: , {{[1-9][0-9]*}} bytes spill stores
+// LOG-NOT: // kernel module main_kernel_1
+func.func @main(%q: tensor<8x256x16x64xbf16>, %k: tensor<8x256x16x64xbf16>, %v: tensor<8x256x16x64xbf16>) -> tensor<8x256x16x64xbf16> {
+  %o = hla.hla2 %q, %k, %v : (tensor<8x256x16x64xbf16>, tensor<8x256x16x64xbf16>, tensor<8x256x16x64xbf16>) -> tensor<8x256x16x64xbf16>
+  return %o : tensor<8x256x16x64xbf16>
+}
