@@ -266,14 +266,18 @@ bool KernelSearch::tryRegisterTiles() {
   // when there are few: 1x16x65536x64 linear attention ran 4.9 ms on 32
   // blocks, 1.95 ms segmented on the phases (H200, 2026-12-02). Such graphs
   // take the segmented form on register tiles, else the search below.
-  auto fewBlocks = [&](ModuleOp built) {
+  // Whether a kernel of `built` has fewer blocks than `limit`.
+  auto fewerBlocks = [&](ModuleOp built, int64_t limit) {
     bool few = false;
     built.walk([&](gpu::LaunchFuncOp launch) {
       std::optional<int64_t> blocks =
           getConstantIntValue(launch.getGridSizeX());
-      few |= blocks && *blocks < pipeline.parallelism / 2;
+      few |= blocks && *blocks < limit;
     });
     return few;
+  };
+  auto fewBlocks = [&](ModuleOp built) {
+    return fewerBlocks(built, pipeline.parallelism / 2);
   };
   OwningOpRef<ModuleOp> trial;
   auto tryTiles = [&]() {
@@ -290,17 +294,8 @@ bool KernelSearch::tryRegisterTiles() {
   // attention) 3.69 ms against 7.48 with the reverse pass carrying them;
   // with 64 (4x16x8192x128) 2.57 against 2.18, with 128 (8x16x8192x64)
   // 1.18 against 1.13 (H200, 2026-12-04).
-  auto fewGradientBlocks = [&](ModuleOp built) {
-    bool few = false;
-    built.walk([&](gpu::LaunchFuncOp launch) {
-      std::optional<int64_t> blocks =
-          getConstantIntValue(launch.getGridSizeX());
-      few |= blocks && *blocks < pipeline.parallelism / 4;
-    });
-    return few;
-  };
   if (choosesGradients && pipeline.parallelGradients == AutoSwitch::Off &&
-      (!placed || fewGradientBlocks(*trial))) {
+      (!placed || fewerBlocks(*trial, pipeline.parallelism / 4))) {
     pipeline.parallelGradients = AutoSwitch::On;
     if (tryTiles()) {
       placed = true;

@@ -37,7 +37,8 @@ bool isLoneProductFromZero(Value value, Operation *user) {
       *value.getUsers().begin() != user ||
       !linalg::isaContractionOpInterface(product))
     return false;
-  auto fill = product.getDpsInitOperand(0)->get().getDefiningOp<linalg::FillOp>();
+  auto fill =
+      product.getDpsInitOperand(0)->get().getDefiningOp<linalg::FillOp>();
   return fill && matchPattern(fill.getInputs()[0], m_AnyZeroFloat());
 }
 
@@ -61,8 +62,8 @@ void collectTerms(linalg::GenericOp op, Value root,
     if (argument && argument.getOwner() == op.getBody() &&
         argument.getArgNumber() < op.getNumDpsInputs() &&
         argument.hasOneUse() &&
-        op.getMatchingIndexingMap(op.getDpsInputOperand(
-            argument.getArgNumber())) == outMap) {
+        op.getMatchingIndexingMap(
+            op.getDpsInputOperand(argument.getArgNumber())) == outMap) {
       terms.push_back({argument, addition});
       continue;
     }
@@ -74,8 +75,8 @@ void collectTerms(linalg::GenericOp op, Value root,
 /// X: `op`'s sum without `term` (whose addition yields `other` instead),
 /// in `type`, before any cast. A sum of only the term and one input tile
 /// read in the output's order is that tile.
-Value restOfSum(linalg::GenericOp op, AddedTerm term, Value other,
-                Value sum, Operation *truncation, RankedTensorType type,
+Value restOfSum(linalg::GenericOp op, AddedTerm term, Value other, Value sum,
+                Operation *truncation, RankedTensorType type,
                 PatternRewriter &rewriter) {
   Block *body = op.getBody();
   unsigned dropped = term.argument.getArgNumber();
