@@ -63,6 +63,7 @@ void mlir::hla::buildCPUPipeline(OpPassManager &pm,
   chunking.anchorRows = options.anchorRows;
   chunking.causalIsolation = options.causalIsolation;
   chunking.parallelGradients = options.parallelGradients == AutoSwitch::On;
+  chunking.splitGradients = options.splitGradients;
   pm.addPass(createHLAChunkPass(chunking));
   pm.addPass(createHLALowerLinSimpExactPass(
       HLALowerLinSimpExactPassOptions{options.chunkSize}));
@@ -174,6 +175,7 @@ void mlir::hla::buildCUDADevicePipeline(OpPassManager &pm,
   chunking.parallelGradients = options.parallelGradients == AutoSwitch::On ||
                                (options.parallelGradients == AutoSwitch::Auto &&
                                 options.generator == ChunkLoopGenerator::Tiles);
+  chunking.splitGradients = options.splitGradients;
   // The auto schedule is segmented here (hla-chunk's segment count falls
   // back to one run where the pairs fill the GPU); the artefact's search
   // decides between the two by trial.

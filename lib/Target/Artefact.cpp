@@ -320,6 +320,7 @@ LogicalResult mlir::hla::compileToArtefact(ModuleOp module,
         options.anchorRows ? options.anchorRows : kDefaultAnchorRows;
     pipeline.causalIsolation = options.causalIsolation;
     pipeline.parallelGradients = options.parallelGradients;
+    pipeline.splitGradients = options.splitGradients;
     pipeline.scanSchedule = options.scanSchedule;
     pipeline.scanThreads = options.scanThreads;
     pipeline.vectorize = options.vectorize;
@@ -349,6 +350,7 @@ LogicalResult mlir::hla::compileToArtefact(ModuleOp module,
   requested.mma = options.cudaMma;
   requested.generator = options.cudaGenerator;
   requested.parallelGradients = options.parallelGradients;
+  requested.splitGradients = options.splitGradients;
   requested.warpgroups = options.cudaWarpgroups;
   requested.causalIsolation = options.causalIsolation;
   requested.stableFeatures = options.stableFeatures;
@@ -386,9 +388,13 @@ LogicalResult mlir::hla::compileToArtefact(ModuleOp module,
   }
   // The search's decision, recorded on the module: for hla-opt, reported.
   auto decidedText = module->getAttrOfType<StringAttr>("hla.cuda_options");
-  if (options.reportCUDAOptions)
+  if (options.reportCUDAOptions) {
     module.emitRemark() << "hla.cuda_options = \"" << decidedText.getValue()
                         << "\"";
+    // And how hla-chunk cut each chain (forms, value tiles, passes).
+    if (auto chunking = module->getAttrOfType<ArrayAttr>("hla.chunking"))
+      module.emitRemark() << "hla.chunking = " << chunking;
+  }
   if (options.emit == "ptx" || options.emit == "cubin") {
     llvm::SmallVector<std::pair<std::string, llvm::StringRef>> texts;
     module.walk([&](gpu::BinaryOp binary) {

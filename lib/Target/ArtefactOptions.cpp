@@ -196,6 +196,12 @@ const std::vector<Knob> &knobs() {
        "register tiles take the backward, not on the CPU; on; off)",
        show(&O::parallelGradients),
        mode(&O::parallelGradients, "parallel-gradients")},
+      {"split-gradients",
+       "The derived backward with parallel gradients: one pass per input's "
+       "gradient, each recomputing the chunk's summary but holding fewer "
+       "tiles at once",
+       show(&O::splitGradients),
+       boolean(&O::splitGradients, "split-gradients")},
       {"cuda-warpgroups",
        "CUDA register tiles: warpgroups per block, each holding its share of "
        "every fragment's columns (0: auto, two where one would hold more "

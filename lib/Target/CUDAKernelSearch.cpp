@@ -202,6 +202,14 @@ public:
     pipeline.copyOptionValuesFrom(requested);
     choosesGradients =
         requested.parallelGradients == AutoSwitch::Auto && hasPrefixVjp(module);
+    // A derived backward's value tiles (its sequential passes per value
+    // tile, hla-chunk's value-tile) are taken only where asked for: they
+    // are checked on the CPU but not yet run on a GPU, so auto keeps whole
+    // rows here.
+    if (hasPrefixVjp(module) && requested.valueTile == -1) {
+      this->requested.valueTile = 0;
+      pipeline.valueTile = 0;
+    }
     pipeline.toolkit = resolveCUDAToolkit(requested.toolkit);
     if (requested.anchorRows == 0)
       pipeline.anchorRows = kDefaultAnchorRows;

@@ -136,6 +136,8 @@ BACKWARD_CASES = [
     ("hla3", "hla3", {}, {}, "f32"),
     ("hla2-bf16", "hla2", {}, {}, "bf16"),
     ("ahla-one-head", "ahla", dict(hq=1), {}, "f32"),  # a chunk loop of one iteration
+    # d = 64: register tiles (parallel gradients: few (sequence, head) pairs).
+    ("linear_attention-d64-tiles", "linear_attention", dict(d=64), dict(decay=0.9), "bf16"),
 ]
 BACKWARD_T = 21
 BACKWARD_TOL = {"f32": 1e-4, "bf16": 1e-2}

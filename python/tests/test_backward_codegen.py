@@ -122,3 +122,30 @@ def test_parallel_gradients(tmp_path, op, options, T, chunk):
     # The tokens' gradients in a pass parallel over chunks, from the state
     # and λ saved per chunk (what CUDA's register tiles run).
     check_backward(tmp_path, op, options, T, chunk, extra=("--parallel-gradients=on",))
+
+
+# The ops whose backward keeps value columns apart (every live component
+# has them; no normalizer).
+VALUE_TILE_CASES = [("linear_attention", {}), ("linear_attention", {"decay": 0.9}),
+                    ("ahla", {}), ("ahla", {"decay": 0.9})]
+
+
+@pytest.mark.parametrize("op,options", VALUE_TILE_CASES,
+                         ids=[f"{op}-{'-'.join(map(str, o.items())) or 'plain'}"
+                              for op, o in VALUE_TILE_CASES])
+@pytest.mark.parametrize("T,chunk,tile", [(1, 4, 2), (13, 4, 2), (13, 4, 3), (16, 8, 2)])
+@pytest.mark.parametrize("parallel", ["on", "off"])
+def test_value_tiles(tmp_path, op, options, T, chunk, tile, parallel):
+    # The passes over chunks per (batch entry, head, value tile): pass 1
+    # always, pass 2 with parallel gradients.
+    check_backward(tmp_path, op, options, T, chunk, dv=6, seed=T + tile,
+                   extra=(f"--value-tile={tile}", f"--parallel-gradients={parallel}"))
+
+
+@pytest.mark.parametrize("op,options", CASES,
+                         ids=[f"{op}-{'-'.join(map(str, o.items())) or 'plain'}"
+                              for op, o in CASES])
+def test_split_gradients(tmp_path, op, options):
+    # The parallel gradients' pass split into one pass per input.
+    check_backward(tmp_path, op, options, 13, 4,
+                   extra=("--parallel-gradients=on", "--split-gradients=true"))

@@ -43,8 +43,21 @@ def full_options(op, options):
 @pytest.mark.parametrize("T", [1, 11])
 @pytest.mark.parametrize("op,options", CASES, ids=lambda c: str(c))
 def test_state_gradients(op, options, T, parallel_gradients, agree):
+    check_state_gradients(op, options, T, parallel_gradients, agree)
+
+
+@needs_compiler
+@pytest.mark.parametrize("parallel_gradients", ["off", "on"])
+@pytest.mark.parametrize("T", [1, 11])
+def test_state_gradients_value_tiles(T, parallel_gradients, agree):
+    # The initial state read and its gradient written per value tile.
+    check_state_gradients("linear_attention", {"decay": 0.9}, T, parallel_gradients,
+                          agree, dv=4, value_tile=2)
+
+
+def check_state_gradients(op, options, T, parallel_gradients, agree, dv=3, **compile_options):
     rng = np.random.default_rng(T)
-    B, H, d, dv = 1, 2, 4, 3
+    B, H, d = 1, 2, 4
     positive = options.get("normalize", False)
     draw = ((lambda *s: rng.uniform(0.2, 1.0, s)) if positive
             else (lambda *s: rng.standard_normal(s)))
@@ -59,7 +72,8 @@ def test_state_gradients(op, options, T, parallel_gradients, agree):
     # The tokens' gradients in the reverse pass, or in a pass parallel
     # over chunks from the states and λ saved per chunk.
     backward = hla.compile(text, chunk_size=4, vjp=True, entry="attend",
-                           parallel_gradients=parallel_gradients).attend
+                           parallel_gradients=parallel_gradients,
+                           **compile_options).attend
     f32 = [np.asarray(x, np.float32) for x in (q, k, v, *s0, g, *h)]
     grads = backward(*f32)
 

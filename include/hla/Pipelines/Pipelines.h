@@ -65,6 +65,11 @@ struct CPUPipelineOptions : public PassPipelineOptions<CPUPipelineOptions> {
                      "parallel over chunks (hla-chunk's parallel-gradients): "
                      "auto (off here), on or off"),
       llvm::cl::init(AutoSwitch::Auto), modeValues<AutoSwitch>()};
+  PassOptions::Option<bool> splitGradients{
+      *this, "split-gradients",
+      llvm::cl::desc("The derived backward with parallel gradients: a pass "
+                     "per input's gradient (hla-chunk's split-gradients)"),
+      llvm::cl::init(false)};
   PassOptions::Option<int64_t> scanThreads{
       *this, "scan-threads",
       llvm::cl::desc("Threads the auto scan schedule and the segmented form "
@@ -179,6 +184,11 @@ struct CUDAPipelineOptions : public PassPipelineOptions<CUDAPipelineOptions> {
                      "parallel over chunks (hla-chunk's parallel-gradients): "
                      "auto (with register tiles), on or off"),
       llvm::cl::init(AutoSwitch::Auto), modeValues<AutoSwitch>()};
+  PassOptions::Option<bool> splitGradients{
+      *this, "split-gradients",
+      llvm::cl::desc("The derived backward with parallel gradients: a pass "
+                     "per input's gradient (hla-chunk's split-gradients)"),
+      llvm::cl::init(false)};
   PassOptions::Option<int64_t> warpgroups{
       *this, "warpgroups",
       llvm::cl::desc("Register tiles: warpgroups per block (0: auto, two "

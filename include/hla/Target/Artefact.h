@@ -75,6 +75,8 @@ struct ArtefactOptions {
   /// The derived backward: the tokens' gradients in a pass of their own,
   /// parallel over chunks (auto: on CUDA register tiles; off on the CPU).
   AutoSwitch parallelGradients = AutoSwitch::Auto;
+  /// With parallel gradients: a pass per input's gradient.
+  bool splitGradients = false;
   /// CUDA register tiles: warpgroups per block, each holding its share of
   /// every fragment's columns (0: auto, two where one would hold more than
   /// 128 fragment registers per thread).

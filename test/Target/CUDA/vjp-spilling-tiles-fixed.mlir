@@ -8,7 +8,7 @@
 // spills (hla2, bf16, d = 64, parallel gradients asked for: its third
 // kernel spills at every value tile): the first spilling choice past one
 // warpgroup, full width, is kept; three kernels, the third spilling.
-// CHECK: remark: hla.cuda_options = "{{.*}}generator=tiles {{.*}}parallel-gradients=on {{.*}}value-tile=-1 {{.*}}"
+// CHECK: remark: hla.cuda_options = "{{.*}}generator=tiles {{.*}}parallel-gradients=on {{.*}}value-tile=0 {{.*}}"
 // LOG: // kernel module main_kernel
 // LOG: , 0 bytes spill stores, 0 bytes spill loads
 // LOG: // kernel module main_kernel_0

@@ -8,8 +8,10 @@
 // (sequence, head) pairs leaving the GPU idle in the sequential passes,
 // parallel gradients: three kernels (the states entering the chunks, λ
 // from the last chunk to the first, the tokens' gradients per chunk), all
-// assembled without spills. (Pairs enough: vjp-tiles-pairs.mlir.)
-// CHECK: remark: hla.cuda_options = "{{.*}}chunk-size=64 {{.*}}generator=tiles {{.*}}parallel-gradients=on {{.*}}"
+// assembled without spills. Value tiles are not chosen for a backward
+// (vjp-value-tiles.mlir). (Pairs enough: vjp-tiles-pairs.mlir.)
+// CHECK: remark: hla.cuda_options = "{{.*}}chunk-size=64 {{.*}}generator=tiles {{.*}}parallel-gradients=on {{.*}}value-tile=0 {{.*}}"
+// CHECK: remark: hla.chunking = ["linear_attention backward: parallel gradients"]
 // LOG: // kernel module main_kernel
 // LOG: , 0 bytes spill stores, 0 bytes spill loads
 // LOG: // kernel module main_kernel_0

@@ -26,6 +26,17 @@
 // of products per chunk) and the gradients' products, the bulk of the
 // work, run with every chunk in parallel.
 //
+// Value tiles: where the monoid keeps value columns apart (hla-chunk's
+// test) and every live component has them, the state's and λ's columns
+// [j, j + BV) depend only on the value input's and the cotangent's columns
+// [j, j + BV). Passes 1 and 2 (with parallel gradients; the tokens'
+// gradients, such as dq, sum over every column) then run per (batch entry,
+// head, value tile), each iteration writing its columns of the stacks:
+// more, smaller sequential loops where few (batch entry, head) pairs leave
+// a GPU idle. Carried components without value columns are computed alike
+// by every tile; each tile saves its own copy (parallel writes must not
+// overlap) after the first tile's, which is the one read.
+//
 // The transposed combine rule (μ_A and μ_B) is an hla.combine under an
 // auxiliary monoid whose components are the state, λ and μ_B, so it is
 // lowered like every other combine.
@@ -64,18 +75,44 @@ static IndexTerm asRows(const MonoidSpec &spec, IndexTerm term) {
 class PrefixVjpLowering {
 public:
   PrefixVjpLowering(PrefixVjpOp op, int64_t chunk, bool parallelGradients,
+                    int64_t valueTile, int64_t parallelism, bool splitGradients,
                     const ChunkPlan &forward, const ChunkVjpPlan &backward)
       : op(op), spec(op.getMonoid().getSpec()), chunk(chunk),
-        parallelGradients(parallelGradients), forward(forward),
-        backward(backward) {}
+        parallelGradients(parallelGradients), valueTile(valueTile),
+        parallelism(parallelism), splitGradients(splitGradients),
+        forward(forward), backward(backward) {
+    for (unsigned i = 0; i < op.getInputs().size(); ++i)
+      allInputs.push_back(i);
+  }
 
   LogicalResult lower();
 
 private:
+  /// The value tiles (`valueTiles`, `valueWidth`, the components' value
+  /// dimensions) from `valueTile`; fails on an explicit tile the monoid or
+  /// the shapes do not allow.
+  LogicalResult prepareValueTiles();
+  /// Builds what follows for the value tile whose first column is
+  /// `offset` (null: for all columns): component shapes, loads and places.
+  void selectColumns(Value offset);
+  /// Offset `at` plus the current tile's first column where dimension `d`
+  /// of component `c` holds value columns.
+  OpFoldResult columnOffset(OpBuilder &b, Location loc, unsigned c, unsigned d,
+                            OpFoldResult at) const;
+  /// Whether component `c` is computed alike by every value tile.
+  bool perTile(unsigned c) const {
+    return valueTiles > 1 && componentValueDims[c].empty();
+  }
+  /// The bounds of a pass over (batch entry, head[, value tile]); its body's
+  /// columns are selected by `enterPass`.
+  llvm::SmallVector<OpFoldResult> passBounds(OpBuilder &b, bool tiled) const;
+  void enterPass(OpBuilder &b, Location loc, Block *body, bool tiled);
+
   /// The chunk's rows [start, start + length) of a [B, T, H, ...] operand,
-  /// zero-padded to `chunk` rows, f32.
+  /// zero-padded to `chunk` rows, f32; of a value operand (`value`), the
+  /// current tile's columns.
   Value loadRows(OpBuilder &b, Location loc, Value operand, Value batch,
-                 Value head, Value start, Value length);
+                 Value head, Value start, Value length, bool value = false);
   /// Sums `terms` (rows [c, width] or a component).
   FailureOr<Value> emitSum(TileBuilder &tb, const MonoidSpec &termSpec,
                            const ChunkTiles &tiles,
@@ -119,11 +156,9 @@ private:
   }
   /// A chunk's first token and its token count.
   std::pair<Value, Value> bounds(OpBuilder &b, Location loc, Value c) const;
-  /// The (batch entry, head) slice of a stack, as a loop carries it.
-  RankedTensorType stackRowsType(unsigned c) const {
-    return RankedTensorType::get(stackType(c).getShape().drop_front(2),
-                                 Float32Type::get(op->getContext()));
-  }
+  /// The (batch entry, head[, value tile]) slice of a stack, as a loop
+  /// carries it.
+  RankedTensorType stackRowsType(unsigned c) const;
   std::tuple<llvm::SmallVector<OpFoldResult>, llvm::SmallVector<OpFoldResult>,
              llvm::SmallVector<OpFoldResult>>
   stackRowsPlace(OpBuilder &b, Value bi, Value hi, unsigned c) const;
@@ -150,20 +185,39 @@ private:
   /// Chunk `c` of (bi, hi), from the state entering it (read from
   /// `entryStates`) and `lambda`, the cotangent of the state it carries
   /// out (per live component): the previous chunk's λ (`wantLambda`) and
-  /// the tokens' gradients (`wantGradients`).
+  /// the tokens' gradients of the inputs `gradientsOf` (in that order).
   FailureOr<ChunkStep> emitChunkStep(OpBuilder &nb, Location l, Value bi,
                                      Value hi, Value c, ValueRange lambda,
                                      llvm::ArrayRef<Value> entryStates,
-                                     bool wantLambda, bool wantGradients);
+                                     bool wantLambda,
+                                     llvm::ArrayRef<unsigned> gradientsOf);
+  /// Pass 3 for the inputs `inputs`: their gradients, every chunk in
+  /// parallel, from the saved states and λ (`lambdas`).
+  FailureOr<llvm::SmallVector<Value>>
+  emitGradientPass(OpBuilder &b, llvm::ArrayRef<unsigned> inputs,
+                   llvm::ArrayRef<Value> entryStates, ValueRange lambdas);
 
   PrefixVjpOp op;
   const MonoidSpec &spec;
   int64_t chunk;
   bool parallelGradients;
+  int64_t valueTile, parallelism;
+  bool splitGradients;
+  /// 0, 1, ... for every input.
+  llvm::SmallVector<unsigned> allInputs;
   const ChunkPlan &forward;
   const ChunkVjpPlan &backward;
   std::unique_ptr<DecayTiles> decay;
-  llvm::SmallVector<llvm::SmallVector<int64_t>> componentShapes;
+  /// The components' shapes in the pass being built (a value tile's
+  /// columns there), and in full.
+  llvm::SmallVector<llvm::SmallVector<int64_t>> componentShapes, fullShapes;
+  int64_t valueTiles = 1, valueWidth = 0;
+  /// Per component, its dimensions holding value columns; per input,
+  /// whether its rows are value columns.
+  llvm::SmallVector<llvm::SmallVector<unsigned>> componentValueDims;
+  llvm::SmallVector<bool> inputIsValue;
+  /// The current tile and its first value column (null: all columns).
+  Value valueTileIndex, valueOffset;
   llvm::SmallVector<unsigned> carried;
   /// The carried components with a gradient (λ is carried for these).
   llvm::SmallVector<unsigned> live;
@@ -175,15 +229,116 @@ private:
   int64_t batch = 0, length = 0, heads = 0, numChunks = 0;
 };
 
+LogicalResult PrefixVjpLowering::prepareValueTiles() {
+  fullShapes = componentShapes;
+  componentValueDims.assign(spec.components.size(), {});
+  inputIsValue.assign(spec.inputs.size(), false);
+  int64_t width =
+      cast<RankedTensorType>(op.getCotangent().getType()).getDimSize(3);
+  if (valueTile == 0 || (valueTile > 0 && valueTile >= width))
+    return success();
+  // Why value tiles cannot apply, if they cannot.
+  std::string refusal;
+  std::optional<std::string> symbol = separableValueSymbol(spec);
+  if (!symbol) {
+    refusal = "a rule of monoid '" + spec.name + "' mixes value columns";
+  } else if (den) {
+    refusal = "the normalizer's gradient sums over every value column";
+  } else {
+    for (unsigned c = 0; c < spec.components.size(); ++c)
+      for (auto [d, name] : llvm::enumerate(spec.components[c].shape))
+        if (name == *symbol)
+          componentValueDims[c].push_back(d);
+    for (unsigned c : carried)
+      if (llvm::is_contained(componentValueDims[c], 0u))
+        refusal = "component '" + spec.components[c].name +
+                  "' has value columns in its first dimension";
+    for (unsigned c : live)
+      if (componentValueDims[c].empty())
+        refusal = "the gradient of component '" + spec.components[c].name +
+                  "', which has no value columns, sums over all of them";
+  }
+  if (!refusal.empty()) {
+    componentValueDims.assign(spec.components.size(), {});
+    if (valueTile == -1)
+      return success();
+    return chunkError(op) << "value-tile " << valueTile
+                          << ": the backward cannot cut value columns ("
+                          << refusal << ")";
+  }
+  int64_t tile = valueTile;
+  if (tile == -1) {
+    // The most tiles (a power of two, >= 16 columns each) whose (batch
+    // entry, head, tile) iterations fit one wave of `parallelism`.
+    int64_t tiles = 1;
+    while (width % (2 * tiles) == 0 && width / (2 * tiles) >= 16 &&
+           batch * heads * 2 * tiles <= parallelism)
+      tiles *= 2;
+    tile = width / tiles;
+  }
+  if (width % tile != 0)
+    return chunkError(op) << "value-tile " << tile
+                          << " must divide the value width " << width;
+  valueTiles = width / tile;
+  valueWidth = tile;
+  for (unsigned i = 0; i < spec.inputs.size(); ++i) {
+    llvm::ArrayRef<std::string> shape = spec.inputs[i].shape;
+    inputIsValue[i] = !shape.empty() && shape.back() == *symbol;
+  }
+  return success();
+}
+
+void PrefixVjpLowering::selectColumns(Value offset) {
+  valueOffset = offset;
+  componentShapes = fullShapes;
+  if (offset)
+    for (unsigned c = 0; c < componentShapes.size(); ++c)
+      for (unsigned d : componentValueDims[c])
+        componentShapes[c][d] = valueWidth;
+}
+
+OpFoldResult PrefixVjpLowering::columnOffset(OpBuilder &b, Location loc,
+                                             unsigned c, unsigned d,
+                                             OpFoldResult at) const {
+  if (!valueOffset || !llvm::is_contained(componentValueDims[c], d))
+    return at;
+  if (isConstantIntValue(at, 0))
+    return valueOffset;
+  return OpFoldResult(arith::AddIOp::create(
+      b, loc, getValueOrCreateConstantIndexOp(b, loc, at), valueOffset));
+}
+
+llvm::SmallVector<OpFoldResult>
+PrefixVjpLowering::passBounds(OpBuilder &b, bool tiled) const {
+  llvm::SmallVector<OpFoldResult> bounds = {idx(b, batch), idx(b, heads)};
+  if (tiled && valueTiles > 1)
+    bounds.push_back(idx(b, valueTiles));
+  return bounds;
+}
+
+void PrefixVjpLowering::enterPass(OpBuilder &b, Location loc, Block *body,
+                                  bool tiled) {
+  valueTileIndex = Value();
+  Value offset;
+  if (tiled && valueTiles > 1) {
+    valueTileIndex = body->getArgument(2);
+    offset = arith::MulIOp::create(
+        b, loc, valueTileIndex,
+        arith::ConstantIndexOp::create(b, loc, valueWidth));
+  }
+  selectColumns(offset);
+}
+
 Value PrefixVjpLowering::loadRows(OpBuilder &b, Location loc, Value operand,
                                   Value batchIndex, Value head, Value start,
-                                  Value rows) {
+                                  Value rows, bool value) {
   auto type = cast<RankedTensorType>(operand.getType());
   llvm::SmallVector<OpFoldResult> offsets = {batchIndex, start, head};
   int64_t width = 0;
   if (type.getRank() == 4) {
-    offsets.push_back(idx(b, 0));
-    width = type.getDimSize(3);
+    bool columns = value && valueOffset;
+    offsets.push_back(columns ? OpFoldResult(valueOffset) : idx(b, 0));
+    width = columns ? valueWidth : type.getDimSize(3);
   }
   return loadChunkRows(b, loc, operand, offsets, rows, chunk, width);
 }
@@ -198,16 +353,28 @@ std::pair<Value, Value> PrefixVjpLowering::bounds(OpBuilder &b, Location loc,
   return {start, rows};
 }
 
+/// A stack of `chunks` states of `shape`, stacked along its first
+/// dimension (a 0-d state: one element per chunk).
+static llvm::SmallVector<int64_t> stackedShape(llvm::ArrayRef<int64_t> shape,
+                                               int64_t chunks) {
+  if (shape.empty())
+    return {chunks};
+  llvm::SmallVector<int64_t> stack = {chunks * shape[0]};
+  llvm::append_range(stack, shape.drop_front());
+  return stack;
+}
+
 RankedTensorType PrefixVjpLowering::stackType(unsigned c) const {
-  llvm::ArrayRef<int64_t> shape = componentShapes[c];
   llvm::SmallVector<int64_t> stack = {batch, heads};
-  if (shape.empty()) {
-    stack.push_back(numChunks);
-  } else {
-    stack.push_back(numChunks * shape[0]);
-    llvm::append_range(stack, shape.drop_front());
-  }
+  llvm::append_range(
+      stack,
+      stackedShape(fullShapes[c], numChunks * (perTile(c) ? valueTiles : 1)));
   return RankedTensorType::get(stack, Float32Type::get(op->getContext()));
+}
+
+RankedTensorType PrefixVjpLowering::stackRowsType(unsigned c) const {
+  return RankedTensorType::get(stackedShape(componentShapes[c], numChunks),
+                               Float32Type::get(op->getContext()));
 }
 
 std::pair<llvm::SmallVector<OpFoldResult>, llvm::SmallVector<OpFoldResult>>
@@ -229,6 +396,8 @@ Value PrefixVjpLowering::savedState(OpBuilder &b, Location loc, Value stack,
                                     Value bi, Value hi, unsigned c,
                                     Value at) const {
   auto [offsets, sizes] = stackPlace(b, loc, c, at);
+  for (unsigned d = 1; d < offsets.size(); ++d)
+    offsets[d] = columnOffset(b, loc, c, d, offsets[d]);
   offsets.insert(offsets.begin(), {bi, hi});
   sizes.insert(sizes.begin(), {idx(b, 1), idx(b, 1)});
   llvm::SmallVector<OpFoldResult> strides(offsets.size(), idx(b, 1));
@@ -236,18 +405,18 @@ Value PrefixVjpLowering::savedState(OpBuilder &b, Location loc, Value stack,
                                         offsets, sizes, strides);
 }
 
-/// Offsets, sizes and strides of the whole [shape] slice at (bi, hi) of a
-/// [B, H, shape...] tensor.
+/// Offsets, sizes and strides of the [shape] slice at (bi, hi, offsets...)
+/// of a [B, H, ...] tensor.
 static std::tuple<llvm::SmallVector<OpFoldResult>,
                   llvm::SmallVector<OpFoldResult>,
                   llvm::SmallVector<OpFoldResult>>
-pairSlice(OpBuilder &b, Value bi, Value hi, llvm::ArrayRef<int64_t> shape) {
+pairSlice(OpBuilder &b, Value bi, Value hi, llvm::ArrayRef<int64_t> shape,
+          llvm::ArrayRef<OpFoldResult> at) {
   llvm::SmallVector<OpFoldResult> offsets = {bi, hi},
                                   sizes = {idx(b, 1), idx(b, 1)};
-  for (int64_t s : shape) {
-    offsets.push_back(idx(b, 0));
+  llvm::append_range(offsets, at);
+  for (int64_t s : shape)
     sizes.push_back(idx(b, s));
-  }
   llvm::SmallVector<OpFoldResult> strides(offsets.size(), idx(b, 1));
   return std::make_tuple(offsets, sizes, strides);
 }
@@ -256,14 +425,29 @@ std::tuple<llvm::SmallVector<OpFoldResult>, llvm::SmallVector<OpFoldResult>,
            llvm::SmallVector<OpFoldResult>>
 PrefixVjpLowering::statePlace(OpBuilder &b, Value bi, Value hi,
                               unsigned c) const {
-  return pairSlice(b, bi, hi, componentShapes[c]);
+  Location loc = op->getLoc();
+  llvm::SmallVector<OpFoldResult> at;
+  for (unsigned d = 0; d < componentShapes[c].size(); ++d)
+    at.push_back(columnOffset(b, loc, c, d, idx(b, 0)));
+  return pairSlice(b, bi, hi, componentShapes[c], at);
 }
 
 std::tuple<llvm::SmallVector<OpFoldResult>, llvm::SmallVector<OpFoldResult>,
            llvm::SmallVector<OpFoldResult>>
 PrefixVjpLowering::stackRowsPlace(OpBuilder &b, Value bi, Value hi,
                                   unsigned c) const {
-  return pairSlice(b, bi, hi, stackType(c).getShape().drop_front(2));
+  Location loc = op->getLoc();
+  llvm::ArrayRef<int64_t> rows = stackRowsType(c).getShape();
+  // A per-tile component's copies follow one another along the stack.
+  OpFoldResult first = idx(b, 0);
+  if (perTile(c) && valueTileIndex)
+    first = OpFoldResult(
+        arith::MulIOp::create(b, loc, valueTileIndex,
+                              arith::ConstantIndexOp::create(b, loc, rows[0])));
+  llvm::SmallVector<OpFoldResult> at = {first};
+  for (unsigned d = 1; d < rows.size(); ++d)
+    at.push_back(columnOffset(b, loc, c, d, idx(b, 0)));
+  return pairSlice(b, bi, hi, rows, at);
 }
 
 FailureOr<llvm::SmallVector<Value>>
@@ -274,13 +458,13 @@ PrefixVjpLowering::saveEntryStates(OpBuilder &b) {
   for (unsigned c : carried)
     stacks.push_back(
         tensor::EmptyOp::create(b, loc, stackType(c).getShape(), f32));
-  auto states = scf::ForallOp::create(
-      b, loc, llvm::ArrayRef<OpFoldResult>{idx(b, batch), idx(b, heads)},
-      stacks, std::nullopt);
+  auto states =
+      scf::ForallOp::create(b, loc, passBounds(b, true), stacks, std::nullopt);
   OpBuilder::InsertionGuard guard(b);
   Block *body = states.getBody();
   b.setInsertionPointToStart(body);
   Value bi = body->getArgument(0), hi = body->getArgument(1);
+  enterPass(b, loc, body, true);
   Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
   OpBuilder hoist(b.getContext());
   hoist.setInsertionPointAfter(c0.getDefiningOp());
@@ -322,8 +506,9 @@ PrefixVjpLowering::saveEntryStates(OpBuilder &b) {
         ChunkTiles tiles;
         tiles.chunk = chunk;
         tiles.length = rows;
-        for (Value input : op.getInputs())
-          tiles.tokens.push_back(loadRows(nb, l, input, bi, hi, start, rows));
+        for (auto [i, input] : llvm::enumerate(op.getInputs()))
+          tiles.tokens.push_back(
+              loadRows(nb, l, input, bi, hi, start, rows, inputIsValue[i]));
         FailureOr<llvm::SmallVector<Value>> summary =
             emitSummaries(nb, l, tiles);
         if (failed(summary)) {
@@ -350,6 +535,7 @@ PrefixVjpLowering::saveEntryStates(OpBuilder &b) {
                                           states.getRegionIterArgs()[i],
                                           offsets, sizes, strides);
   }
+  enterPass(b, loc, body, false);
   return llvm::SmallVector<Value>(states.getResults());
 }
 
@@ -383,7 +569,8 @@ Value PrefixVjpLowering::insertRows(OpBuilder &b, Location loc, Value grad,
 
 FailureOr<PrefixVjpLowering::ChunkStep> PrefixVjpLowering::emitChunkStep(
     OpBuilder &nb, Location l, Value bi, Value hi, Value c, ValueRange lambda,
-    llvm::ArrayRef<Value> entryStates, bool wantLambda, bool wantGradients) {
+    llvm::ArrayRef<Value> entryStates, bool wantLambda,
+    llvm::ArrayRef<unsigned> gradientsOf) {
   unsigned n = spec.components.size();
   Type f32 = nb.getF32Type();
   const MonoidSpec &vjpSpec = backward.vjpSpec;
@@ -397,9 +584,9 @@ FailureOr<PrefixVjpLowering::ChunkStep> PrefixVjpLowering::emitChunkStep(
   ChunkTiles tiles;
   tiles.chunk = chunk;
   tiles.length = step.rows;
-  for (Value input : op.getInputs())
+  for (auto [i, input] : llvm::enumerate(op.getInputs()))
     tiles.tokens.push_back(
-        loadRows(nb, l, input, bi, hi, step.start, step.rows));
+        loadRows(nb, l, input, bi, hi, step.start, step.rows, inputIsValue[i]));
   tiles.carried.assign(n, Value());
   for (auto [j, cc] : llvm::enumerate(carried))
     tiles.carried[cc] = savedState(nb, l, entryStates[j], bi, hi, cc, c);
@@ -408,7 +595,8 @@ FailureOr<PrefixVjpLowering::ChunkStep> PrefixVjpLowering::emitChunkStep(
     return failure();
 
   // The readouts' cotangents: g itself, or through num / (den + ε).
-  Value g = loadRows(nb, l, op.getCotangent(), bi, hi, step.start, step.rows);
+  Value g = loadRows(nb, l, op.getCotangent(), bi, hi, step.start, step.rows,
+                     /*value=*/true);
   llvm::SmallVector<Value> cotangents(spec.readouts.size());
   if (!den) {
     cotangents[numIndex] = g;
@@ -485,33 +673,33 @@ FailureOr<PrefixVjpLowering::ChunkStep> PrefixVjpLowering::emitChunkStep(
       }
       step.lambda.push_back(grad);
     }
-  if (wantGradients)
-    for (auto [s, out] : llvm::enumerate(backward.inputGradients)) {
-      RankedTensorType rowType = rowTypes[s];
-      llvm::SmallVector<int64_t> tileShape = {chunk};
-      if (rowType.getRank() == 2)
-        tileShape.push_back(rowType.getDimSize(1));
-      llvm::SmallVector<IndexTerm> terms;
-      for (const IndexTerm &t : out.terms)
-        terms.push_back(asRows(vjpSpec, t));
-      FailureOr<Value> grad =
-          emitSum(tb, vjpSpec, vtiles, terms, false, tileShape);
-      if (failed(grad))
-        return failure();
-      Value cast = tb.castTo(*grad, rowType.getElementType());
-      // The chunk's valid rows.
-      llvm::SmallVector<OpFoldResult> zeros(tileShape.size(), idx(nb, 0));
-      llvm::SmallVector<OpFoldResult> sizes = {step.rows};
-      llvm::SmallVector<int64_t> validShape = {ShapedType::kDynamic};
-      if (tileShape.size() == 2) {
-        sizes.push_back(idx(nb, tileShape[1]));
-        validShape.push_back(tileShape[1]);
-      }
-      llvm::SmallVector<OpFoldResult> ones(tileShape.size(), idx(nb, 1));
-      step.gradients.push_back(tensor::ExtractSliceOp::create(
-          nb, l, RankedTensorType::get(validShape, rowType.getElementType()),
-          cast, zeros, sizes, ones));
+  for (unsigned s : gradientsOf) {
+    const PlannedOutput &out = backward.inputGradients[s];
+    RankedTensorType rowType = rowTypes[s];
+    llvm::SmallVector<int64_t> tileShape = {chunk};
+    if (rowType.getRank() == 2)
+      tileShape.push_back(rowType.getDimSize(1));
+    llvm::SmallVector<IndexTerm> terms;
+    for (const IndexTerm &t : out.terms)
+      terms.push_back(asRows(vjpSpec, t));
+    FailureOr<Value> grad =
+        emitSum(tb, vjpSpec, vtiles, terms, false, tileShape);
+    if (failed(grad))
+      return failure();
+    Value cast = tb.castTo(*grad, rowType.getElementType());
+    // The chunk's valid rows.
+    llvm::SmallVector<OpFoldResult> zeros(tileShape.size(), idx(nb, 0));
+    llvm::SmallVector<OpFoldResult> sizes = {step.rows};
+    llvm::SmallVector<int64_t> validShape = {ShapedType::kDynamic};
+    if (tileShape.size() == 2) {
+      sizes.push_back(idx(nb, tileShape[1]));
+      validShape.push_back(tileShape[1]);
     }
+    llvm::SmallVector<OpFoldResult> ones(tileShape.size(), idx(nb, 1));
+    step.gradients.push_back(tensor::ExtractSliceOp::create(
+        nb, l, RankedTensorType::get(validShape, rowType.getElementType()),
+        cast, zeros, sizes, ones));
+  }
   return step;
 }
 
@@ -565,6 +753,8 @@ LogicalResult PrefixVjpLowering::lower() {
   for (unsigned c : carried)
     if (backward.differentiable[c])
       live.push_back(c);
+  if (failed(prepareValueTiles()))
+    return failure();
   for (Value input : op.getInputs()) {
     auto type = cast<RankedTensorType>(input.getType());
     llvm::SmallVector<int64_t> rowShape = {length};
@@ -599,14 +789,14 @@ LogicalResult PrefixVjpLowering::lower() {
   size_t numFirst = inits.size();
   for (Value init : op.getInit())
     inits.push_back(emptyLike(init));
-  auto loop = scf::ForallOp::create(
-      b, loc, llvm::ArrayRef<OpFoldResult>{idx(b, batch), idx(b, heads)}, inits,
-      std::nullopt);
+  auto loop = scf::ForallOp::create(b, loc, passBounds(b, parallelGradients),
+                                    inits, std::nullopt);
   {
     OpBuilder::InsertionGuard guard(b);
     Block *body = loop.getBody();
     b.setInsertionPointToStart(body);
     Value bi = body->getArgument(0), hi = body->getArgument(1);
+    enterPass(b, loc, body, parallelGradients);
     Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
     // Masks are made on first use, from inside the loops; they go before
     // the loops, right after this constant.
@@ -659,9 +849,10 @@ LogicalResult PrefixVjpLowering::lower() {
               firsts.push_back(tensor::InsertSliceOp::create(
                   nb, l, iter[j], iter[nl + j], offsets, sizes, strides));
             }
-          FailureOr<ChunkStep> step =
-              emitChunkStep(nb, l, bi, hi, c, iter.take_front(nl), *entryStates,
-                            true, !parallelGradients);
+          FailureOr<ChunkStep> step = emitChunkStep(
+              nb, l, bi, hi, c, iter.take_front(nl), *entryStates, true,
+              parallelGradients ? llvm::ArrayRef<unsigned>()
+                                : llvm::ArrayRef(allInputs));
           if (failed(step)) {
             status = failure();
             scf::YieldOp::create(nb, l, iter);
@@ -704,6 +895,20 @@ LogicalResult PrefixVjpLowering::lower() {
       tensor::ParallelInsertSliceOp::create(b, loc, grad, outs[numFirst + i],
                                             offsets, sizes, strides);
     }
+    enterPass(b, loc, body, false);
+  }
+  if (auto module = op->getParentOfType<ModuleOp>()) {
+    std::string decision =
+        spec.name + " backward: " +
+        (!parallelGradients ? "two passes"
+         : splitGradients   ? "parallel gradients split by input"
+                            : "parallel gradients");
+    if (valueTiles > 1)
+      decision += std::string(parallelGradients ? ", the sequential passes"
+                                                : ", the first") +
+                  " in " + std::to_string(valueTiles) + " value tiles of " +
+                  std::to_string(valueWidth) + " columns";
+    recordChunking(module, decision);
   }
   llvm::SmallVector<Value> results(loop.getResults().drop_front(numFirst));
   if (!parallelGradients) {
@@ -714,52 +919,79 @@ LogicalResult PrefixVjpLowering::lower() {
     return success();
   }
 
-  // 3. The tokens' gradients, every chunk in parallel.
-  inits.clear();
-  for (Value input : op.getInputs())
-    inits.push_back(emptyLike(input));
-  auto gradients = scf::ForallOp::create(
-      b, loc,
-      llvm::ArrayRef<OpFoldResult>{idx(b, batch), idx(b, heads),
-                                   idx(b, numChunks)},
-      inits, std::nullopt);
-  {
-    OpBuilder::InsertionGuard guard(b);
-    Block *body = gradients.getBody();
-    b.setInsertionPointToStart(body);
-    Value bi = body->getArgument(0), hi = body->getArgument(1),
-          c = body->getArgument(2);
-    Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
-    OpBuilder hoist(ctx);
-    hoist.setInsertionPointAfter(c0.getDefiningOp());
-    decay = std::make_unique<DecayTiles>(hoist, loc, chunk, forward.gamma);
-    llvm::SmallVector<Value> lambda;
-    for (auto [j, cc] : llvm::enumerate(live))
-      lambda.push_back(savedState(b, loc, loop.getResult(j), bi, hi, cc, c));
-    FailureOr<ChunkStep> step =
-        emitChunkStep(b, loc, bi, hi, c, lambda, *entryStates, false, true);
-    if (failed(step))
+  // 3. The tokens' gradients, every chunk in parallel: in one pass, or
+  // with `splitGradients` one pass per input (each recomputes the chunk's
+  // summary and transposed combine, and holds fewer tiles at once).
+  ValueRange lambdas = loop.getResults().take_front(nl);
+  llvm::SmallVector<Value> gradients;
+  llvm::SmallVector<llvm::ArrayRef<unsigned>> passes;
+  if (splitGradients)
+    for (unsigned i = 0; i < allInputs.size(); ++i)
+      passes.push_back(llvm::ArrayRef(allInputs).slice(i, 1));
+  else
+    passes.push_back(allInputs);
+  for (llvm::ArrayRef<unsigned> inputs : passes) {
+    FailureOr<llvm::SmallVector<Value>> pass =
+        emitGradientPass(b, inputs, *entryStates, lambdas);
+    if (failed(pass))
       return failure();
-    b.setInsertionPointToStart(gradients.getTerminator().getBody());
-    for (auto [i, grad] : llvm::enumerate(step->gradients)) {
-      auto [offsets, sizes, strides] =
-          rowsPlace(b, bi, hi, i, step->start, step->rows);
-      tensor::ParallelInsertSliceOp::create(b, loc, grad,
-                                            gradients.getRegionIterArgs()[i],
-                                            offsets, sizes, strides);
-    }
+    llvm::append_range(gradients, *pass);
   }
-  results.insert(results.begin(), gradients.getResults().begin(),
-                 gradients.getResults().end());
+  results.insert(results.begin(), gradients.begin(), gradients.end());
   op->replaceAllUsesWith(results);
   op->erase();
   return success();
 }
 
+FailureOr<llvm::SmallVector<Value>> PrefixVjpLowering::emitGradientPass(
+    OpBuilder &b, llvm::ArrayRef<unsigned> inputs,
+    llvm::ArrayRef<Value> entryStates, ValueRange lambdas) {
+  Location loc = op.getLoc();
+  llvm::SmallVector<Value> inits;
+  for (unsigned i : inputs) {
+    auto type = cast<RankedTensorType>(op.getInputs()[i].getType());
+    inits.push_back(tensor::EmptyOp::create(b, loc, type.getShape(),
+                                            type.getElementType()));
+  }
+  auto gradients = scf::ForallOp::create(
+      b, loc,
+      llvm::ArrayRef<OpFoldResult>{idx(b, batch), idx(b, heads),
+                                   idx(b, numChunks)},
+      inits, std::nullopt);
+  OpBuilder::InsertionGuard guard(b);
+  Block *body = gradients.getBody();
+  b.setInsertionPointToStart(body);
+  Value bi = body->getArgument(0), hi = body->getArgument(1),
+        c = body->getArgument(2);
+  Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
+  OpBuilder hoist(op.getContext());
+  hoist.setInsertionPointAfter(c0.getDefiningOp());
+  decay = std::make_unique<DecayTiles>(hoist, loc, chunk, forward.gamma);
+  llvm::SmallVector<Value> lambda;
+  for (auto [j, cc] : llvm::enumerate(live))
+    lambda.push_back(savedState(b, loc, lambdas[j], bi, hi, cc, c));
+  FailureOr<ChunkStep> step =
+      emitChunkStep(b, loc, bi, hi, c, lambda, entryStates, false, inputs);
+  if (failed(step))
+    return failure();
+  b.setInsertionPointToStart(gradients.getTerminator().getBody());
+  for (auto [j, grad] : llvm::enumerate(step->gradients)) {
+    auto [offsets, sizes, strides] =
+        rowsPlace(b, bi, hi, inputs[j], step->start, step->rows);
+    tensor::ParallelInsertSliceOp::create(b, loc, grad,
+                                          gradients.getRegionIterArgs()[j],
+                                          offsets, sizes, strides);
+  }
+  return llvm::SmallVector<Value>(gradients.getResults());
+}
+
 } // namespace
 
 LogicalResult mlir::hla::chunk::lowerPrefixVjp(PrefixVjpOp op, int64_t chunk,
-                                               bool parallelGradients) {
+                                               bool parallelGradients,
+                                               int64_t valueTile,
+                                               int64_t parallelism,
+                                               bool splitGradients) {
   const MonoidSpec &spec = op.getMonoid().getSpec();
   std::string error;
   FailureOr<ChunkPlan> forward = buildChunkPlan(spec, error);
@@ -768,6 +1000,7 @@ LogicalResult mlir::hla::chunk::lowerPrefixVjp(PrefixVjpOp op, int64_t chunk,
   FailureOr<ChunkVjpPlan> backward = buildChunkVjpPlan(spec, error);
   if (failed(backward))
     return chunkError(op) << error;
-  return PrefixVjpLowering(op, chunk, parallelGradients, *forward, *backward)
+  return PrefixVjpLowering(op, chunk, parallelGradients, valueTile, parallelism,
+                           splitGradients, *forward, *backward)
       .lower();
 }

@@ -109,7 +109,8 @@ struct HLAChunkPass : public hla::impl::HLAChunkPassBase<HLAChunkPass> {
     llvm::SmallVector<PrefixVjpOp> vjps;
     getOperation()->walk([&](PrefixVjpOp op) { vjps.push_back(op); });
     for (PrefixVjpOp op : vjps)
-      if (failed(lowerPrefixVjp(op, chunkSize, parallelGradients)))
+      if (failed(lowerPrefixVjp(op, chunkSize, parallelGradients, valueTile,
+                                parallelism, splitGradients)))
         return signalPassFailure();
   }
 
@@ -314,13 +315,8 @@ struct HLAChunkPass : public hla::impl::HLAChunkPassBase<HLAChunkPass> {
     if (tile > 0 && tile < width)
       decided << ", " << width / tile << " value tiles of " << tile
               << " columns";
-    if (succeeded(rewritten) && module) {
-      llvm::SmallVector<Attribute> all;
-      if (auto old = module->getAttrOfType<ArrayAttr>("hla.chunking"))
-        llvm::append_range(all, old.getValue());
-      all.push_back(StringAttr::get(module.getContext(), decision));
-      module->setAttr("hla.chunking", ArrayAttr::get(module.getContext(), all));
-    }
+    if (succeeded(rewritten) && module)
+      recordChunking(module, decision);
     return rewritten;
   }
 };

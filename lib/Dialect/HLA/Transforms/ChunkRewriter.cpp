@@ -107,6 +107,14 @@ void ChunkRewriter::prepareShapes() {
   }
 }
 
+void recordChunking(ModuleOp module, llvm::StringRef decision) {
+  llvm::SmallVector<Attribute> all;
+  if (auto old = module->getAttrOfType<ArrayAttr>("hla.chunking"))
+    llvm::append_range(all, old.getValue());
+  all.push_back(StringAttr::get(module.getContext(), decision));
+  module->setAttr("hla.chunking", ArrayAttr::get(module.getContext(), all));
+}
+
 std::optional<std::string> separableValueSymbol(const MonoidSpec &spec) {
   std::string error;
   const MonoidReadout *num = spec.findReadout("num");

@@ -170,9 +170,19 @@ Value loadChunkRows(OpBuilder &b, Location loc, Value operand,
 
 /// Lowers hla.prefix_vjp to loops over chunks of `chunk` tokens
 /// (ChunkBackward.cpp); with `parallelGradients`, the tokens' gradients in
-/// a pass parallel over chunks of their own.
+/// a pass parallel over chunks of their own. `valueTile` cuts the passes
+/// over chunks that keep value columns apart (pass 1, and pass 2 with
+/// parallel gradients) into tiles of that many columns (0: whole rows; -1:
+/// the most tiles of >= 16 columns that fit one wave of `parallelism`,
+/// where the monoid allows them). `splitGradients`: with parallel
+/// gradients, a pass per input's gradient.
 LogicalResult lowerPrefixVjp(PrefixVjpOp op, int64_t chunk,
-                             bool parallelGradients);
+                             bool parallelGradients, int64_t valueTile,
+                             int64_t parallelism, bool splitGradients);
+
+/// Appends `decision` to the module's hla.chunking record (what hla-chunk
+/// chose for each chain, in order).
+void recordChunking(ModuleOp module, llvm::StringRef decision);
 
 /// Reports a chunking failure at `op`, prefixed with the pass name.
 inline InFlightDiagnostic chunkError(Operation *op) {

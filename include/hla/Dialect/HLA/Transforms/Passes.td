@@ -286,7 +286,9 @@ def HLAChunkPass : Pass<"hla-chunk"> {
            "Fused form: value columns per (sequence, head, tile) iteration "
            "(0: all of them; -1: auto, the most tiles of >= 32 columns that "
            "fit one wave of parallelism); components without value columns "
-           "are recomputed per tile">,
+           "are recomputed per tile. hla.prefix_vjp: the same for its passes "
+           "over chunks that keep value columns apart (auto: >= 16 columns; "
+           "see docs/TRAINING.md)">,
     Option<"causalIsolation", "causal-isolation", "bool", "true",
            "Keep a chunk's rows before its first non-finite token finite: "
            "such a chunk's rows are read out a second time with the tokens "
@@ -294,7 +296,11 @@ def HLAChunkPass : Pass<"hla-chunk"> {
     Option<"parallelGradients", "parallel-gradients", "bool", "false",
            "hla.prefix_vjp: the reverse pass carries only λ, saving it per "
            "chunk, and the tokens' gradients are a third pass, parallel "
-           "over (sequence, head, chunk)">
+           "over (sequence, head, chunk)">,
+    Option<"splitGradients", "split-gradients", "bool", "false",
+           "hla.prefix_vjp with parallel gradients: that third pass as one "
+           "pass per input's gradient, each recomputing the chunk's summary "
+           "and transposed combine but holding fewer tiles at once">
   ];
   let dependentDialects = [
     "::mlir::hla::HLADialect", "::mlir::arith::ArithDialect",
