@@ -80,6 +80,9 @@ VARIANTS = [
     # the search keeps whole rows for a backward until measured).
     ("16 columns", ["--value-tile=16"], ("linear_attention", "ahla")),
     ("32 columns", ["--value-tile=32"], ("linear_attention", "ahla")),
+        # The passes over chunks in runs per sequence (the segmented schedule;
+    # the search keeps whole sequences for a backward until measured).
+    ("runs", ["--cuda-schedule=segmented"], ("linear_attention", "hla2", "ahla")),
     # The parallel gradients' pass as one pass per input.
     ("split gradients", ["--parallel-gradients=on", "--split-gradients=true"],
      ("linear_attention", "hla2", "ahla")),
@@ -128,26 +131,27 @@ def _round_bf16(x):
     return bits.astype(np.uint32).view(np.float32)
 
 
-def _generator(artefact):
-    """The chunk-loop generator the CUDA search chose (its recorded options)."""
+def _remark(artefact, key, end):
+    """What follows `key` up to `end` in the artefact's compile remarks (the
+    decisions hla-opt reports), or None."""
     try:
         with open(artefact + ".log") as f:
             text = f.read()
     except OSError:
         return None
-    at = text.find("generator=")
-    return text[at + 10:].split()[0].rstrip('"') if at >= 0 else None
+    at = text.find(key)
+    return text[at + len(key):].split(end)[0] if at >= 0 else None
+
+
+def _generator(artefact):
+    """The chunk-loop generator the CUDA search chose (its recorded options)."""
+    found = _remark(artefact, "generator=", " ")
+    return found.rstrip('"') if found else None
 
 
 def _chunking(artefact):
     """How hla-chunk cut the backward (its recorded hla.chunking remark)."""
-    try:
-        with open(artefact + ".log") as f:
-            text = f.read()
-    except OSError:
-        return None
-    at = text.find("hla.chunking = [")
-    return text[at + 16:].split("]")[0] if at >= 0 else None
+    return _remark(artefact, "hla.chunking = [", "]")
 
 
 def build(outdir, hla_opt):

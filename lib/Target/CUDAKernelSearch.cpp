@@ -323,7 +323,12 @@ bool KernelSearch::tryRegisterTiles() {
     if (!placed)
       pipeline.valueTile = requested.valueTile;
   }
-  if (placed && fewBlocks(*trial) && schedule == KernelSchedule::Auto) {
+  // A derived backward's runs (hla-chunk's segmented form cuts its passes
+  // over chunks too) are checked on the CPU but have not yet run on a GPU:
+  // it keeps its few blocks until they are measured, unless asked for.
+  bool derivedBackward = hasPrefixVjp(*pristine);
+  if (placed && fewBlocks(*trial) && schedule == KernelSchedule::Auto &&
+      !derivedBackward) {
     // Runs of chunks per (sequence, head) in parallel, their states
     // combined (the segment count from the SMs; no value tiles).
     pipeline.schedule = KernelSchedule::Segmented;
@@ -333,8 +338,8 @@ bool KernelSearch::tryRegisterTiles() {
   // The segmented form's run count weighs blocks against the runs'
   // sequential work (hla-chunk's model): its blocks are not held to half
   // the SMs.
-  if (placed &&
-      (pipeline.schedule == KernelSchedule::Segmented || !fewBlocks(*trial))) {
+  if (placed && (pipeline.schedule == KernelSchedule::Segmented ||
+                 !fewBlocks(*trial) || derivedBackward)) {
     adopt(std::move(trial));
     return true;
   }

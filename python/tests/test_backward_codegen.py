@@ -130,10 +130,10 @@ VALUE_TILE_CASES = [("linear_attention", {}), ("linear_attention", {"decay": 0.9
                     ("ahla", {}), ("ahla", {"decay": 0.9})]
 
 
-@pytest.mark.parametrize("op,options", VALUE_TILE_CASES,
-                         ids=[f"{op}-{'-'.join(map(str, o.items())) or 'plain'}"
-                              for op, o in VALUE_TILE_CASES])
-@pytest.mark.parametrize("T,chunk,tile", [(1, 4, 2), (13, 4, 2), (13, 4, 3), (16, 8, 2)])
+@pytest.mark.parametrize("op,options,T,chunk,tile", [
+    (op, o, T, chunk, tile) for op, o in VALUE_TILE_CASES
+    for T, chunk, tile in ([(1, 4, 2), (13, 4, 2), (13, 4, 3), (16, 8, 2)]
+                           if op == "linear_attention" else [(13, 4, 2)])])
 @pytest.mark.parametrize("parallel", ["on", "off"])
 def test_value_tiles(tmp_path, op, options, T, chunk, tile, parallel):
     # The passes over chunks per (batch entry, head, value tile): pass 1
@@ -149,3 +149,18 @@ def test_split_gradients(tmp_path, op, options):
     # The parallel gradients' pass split into one pass per input.
     check_backward(tmp_path, op, options, 13, 4,
                    extra=("--parallel-gradients=on", "--split-gradients=true"))
+
+
+@pytest.mark.parametrize("op,options,T,segments", [
+    (op, o, 21, 3) for op, o in CASES] + [
+    (op, o, T, segments) for op, o in (("linear_attention", {"decay": 0.9}), ("hla2", {}))
+    for T, segments in ((1, 2), (13, 2), (33, 9))])
+@pytest.mark.parametrize("parallel", ["on", "off"])
+def test_runs(tmp_path, op, options, T, segments, parallel):
+    # The passes over chunks in runs per sequence (the segmented form): the
+    # states entering each run from the runs' totals, the λ leaving it from
+    # the runs after it. Every op and option in 3 runs of 2 chunks (the
+    # last ragged); lengths 1 (one run), 13 and 33 (9 runs of one chunk).
+    check_backward(tmp_path, op, options, T, 4, seed=T + segments,
+                   extra=("--chunk-form=segmented", f"--segments={segments}",
+                          f"--parallel-gradients={parallel}"))

@@ -55,6 +55,17 @@ def test_state_gradients_value_tiles(T, parallel_gradients, agree):
                           agree, dv=4, value_tile=2)
 
 
+@needs_compiler
+@pytest.mark.parametrize("parallel_gradients", ["off", "on"])
+@pytest.mark.parametrize("op,options", [("linear_attention", {"decay": 0.9}), ("hla2", {})],
+                         ids=lambda c: str(c))
+def test_state_gradients_runs(op, options, parallel_gradients, agree):
+    # The initial state folded into every run's start; its gradient from
+    # the first run; the final state's cotangent entering the last.
+    check_state_gradients(op, options, 19, parallel_gradients, agree,
+                          chunk_form="segmented", segments=3)
+
+
 def check_state_gradients(op, options, T, parallel_gradients, agree, dv=3, **compile_options):
     rng = np.random.default_rng(T)
     B, H, d = 1, 2, 4

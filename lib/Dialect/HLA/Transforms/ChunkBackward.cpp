@@ -37,15 +37,35 @@
 // by every tile; each tile saves its own copy (parallel writes must not
 // overlap) after the first tile's, which is the one read.
 //
+// Runs: where few (batch entry, head) pairs leave a GPU idle and value
+// tiles do not apply, passes 1 and 2 cut each sequence into R runs of
+// whole chunks, run in parallel:
+//
+//   1a. each run's total: its chunks' summaries folded from the identity;
+//   1b. each run folds the totals of the runs before it into the initial
+//       state and saves the states entering its own chunks;
+//   2a. each run's reverse pass from λ = 0, giving β_r, the λ it hands on;
+//   2b. each run finds the λ leaving it from the runs after it and runs its
+//       reverse pass from there.
+//
+// 2b rests on λ's step being affine: λ_{c-1} = T_c(λ_c) + b_c, with T_c
+// the transposed combine with chunk c's summary at the state entering it
+// and b_c from the chunk's readouts (independent of λ). Through a run
+// [a, e) the map is T(λ) + β with T the transposed combine with the run's
+// total at the state entering chunk a (the combines compose by
+// associativity: (X ⊕ Σ_a) ⊕ Σ_{a+1} = X ⊕ (Σ_a ⊕ Σ_{a+1})), so the λ
+// leaving run r is found by folding, from the last run back to r + 1,
+// λ ← T_{total_s, X_{a_s}}(λ) + β_s. About 1.5 to 2 times the work of the
+// plain passes, with R times their parallelism.
+
+//
 // The transposed combine rule (μ_A and μ_B) is an hla.combine under an
 // auxiliary monoid whose components are the state, λ and μ_B, so it is
 // lowered like every other combine.
 //
 //===----------------------------------------------------------------------===//
 
-#include "ChunkRewriter.h"
-
-#include "hla/Dialect/HLA/Transforms/ChunkVjp.h"
+#include "ChunkBackward.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -55,8 +75,6 @@
 using namespace mlir;
 using namespace mlir::hla;
 using namespace mlir::hla::chunk;
-
-namespace {
 
 /// A gradient term as rows: its chain transposed, so that it starts at the
 /// token whose gradient it is, like a readout term.
@@ -72,405 +90,22 @@ static IndexTerm asRows(const MonoidSpec &spec, IndexTerm term) {
   return term;
 }
 
-class PrefixVjpLowering {
-public:
-  PrefixVjpLowering(PrefixVjpOp op, int64_t chunk, bool parallelGradients,
-                    int64_t valueTile, int64_t parallelism, bool splitGradients,
-                    const ChunkPlan &forward, const ChunkVjpPlan &backward)
-      : op(op), spec(op.getMonoid().getSpec()), chunk(chunk),
-        parallelGradients(parallelGradients), valueTile(valueTile),
-        parallelism(parallelism), splitGradients(splitGradients),
-        forward(forward), backward(backward) {
-    for (unsigned i = 0; i < op.getInputs().size(); ++i)
-      allInputs.push_back(i);
-  }
-
-  LogicalResult lower();
-
-private:
-  /// The value tiles (`valueTiles`, `valueWidth`, the components' value
-  /// dimensions) from `valueTile`; fails on an explicit tile the monoid or
-  /// the shapes do not allow.
-  LogicalResult prepareValueTiles();
-  /// Builds what follows for the value tile whose first column is
-  /// `offset` (null: for all columns): component shapes, loads and places.
-  void selectColumns(Value offset);
-  /// Offset `at` plus the current tile's first column where dimension `d`
-  /// of component `c` holds value columns.
-  OpFoldResult columnOffset(OpBuilder &b, Location loc, unsigned c, unsigned d,
-                            OpFoldResult at) const;
-  /// Whether component `c` is computed alike by every value tile.
-  bool perTile(unsigned c) const {
-    return valueTiles > 1 && componentValueDims[c].empty();
-  }
-  /// The bounds of a pass over (batch entry, head[, value tile]); its body's
-  /// columns are selected by `enterPass`.
-  llvm::SmallVector<OpFoldResult> passBounds(OpBuilder &b, bool tiled) const;
-  void enterPass(OpBuilder &b, Location loc, Block *body, bool tiled);
-
-  /// The chunk's rows [start, start + length) of a [B, T, H, ...] operand,
-  /// zero-padded to `chunk` rows, f32; of a value operand (`value`), the
-  /// current tile's columns.
-  Value loadRows(OpBuilder &b, Location loc, Value operand, Value batch,
-                 Value head, Value start, Value length, bool value = false);
-  /// Sums `terms` (rows [c, width] or a component).
-  FailureOr<Value> emitSum(TileBuilder &tb, const MonoidSpec &termSpec,
-                           const ChunkTiles &tiles,
-                           llvm::ArrayRef<IndexTerm> terms, bool isSummary,
-                           llvm::ArrayRef<int64_t> shape) {
-    return emitTermSum(tb, termSpec, tiles, *decay, op, terms, isSummary,
-                       shape);
-  }
-  FailureOr<llvm::SmallVector<Value>> emitSummaries(OpBuilder &b, Location loc,
-                                                    const ChunkTiles &tiles) {
-    return emitChunkSummaries(b, loc, spec, forward, tiles, *decay, op,
-                              componentShapes);
-  }
-
-  /// Pass 1: one loop per (batch entry, head) carrying the state and saving
-  /// the state entering every chunk into a [B, H, N·r, ...] stack per
-  /// carried component (N chunks, r the component's first dimension; a
-  /// 0-d component: [B, H, N]). A pass of its own, so that pass 2 reads the
-  /// states from memory an earlier kernel wrote, on every target.
-  FailureOr<llvm::SmallVector<Value>> saveEntryStates(OpBuilder &b);
-  RankedTensorType componentType(unsigned c) const {
-    return RankedTensorType::get(componentShapes[c],
-                                 Float32Type::get(op->getContext()));
-  }
-  RankedTensorType stackType(unsigned c) const;
-  /// Chunk `at`'s place in a (batch entry, head) slice of a stack.
-  std::pair<llvm::SmallVector<OpFoldResult>, llvm::SmallVector<OpFoldResult>>
-  stackPlace(OpBuilder &b, Location loc, unsigned c, Value at) const;
-  /// The state entering chunk `at`, read from its stack.
-  Value savedState(OpBuilder &b, Location loc, Value stack, Value bi, Value hi,
-                   unsigned c, Value at) const;
-  /// The (batch entry, head) slice of a [B, H, component] tensor.
-  std::tuple<llvm::SmallVector<OpFoldResult>, llvm::SmallVector<OpFoldResult>,
-             llvm::SmallVector<OpFoldResult>>
-  statePlace(OpBuilder &b, Value bi, Value hi, unsigned c) const;
-  Value stateOf(OpBuilder &b, Location loc, Value state, Value bi, Value hi,
-                unsigned c) const {
-    auto [offsets, sizes, strides] = statePlace(b, bi, hi, c);
-    return tensor::ExtractSliceOp::create(b, loc, componentType(c), state,
-                                          offsets, sizes, strides);
-  }
-  /// A chunk's first token and its token count.
-  std::pair<Value, Value> bounds(OpBuilder &b, Location loc, Value c) const;
-  /// The (batch entry, head[, value tile]) slice of a stack, as a loop
-  /// carries it.
-  RankedTensorType stackRowsType(unsigned c) const;
-  std::tuple<llvm::SmallVector<OpFoldResult>, llvm::SmallVector<OpFoldResult>,
-             llvm::SmallVector<OpFoldResult>>
-  stackRowsPlace(OpBuilder &b, Value bi, Value hi, unsigned c) const;
-
-  /// Rows [start, start + rows) of input `input`'s gradient for (batch
-  /// entry, head), [rows, width] or [rows]; all T rows by default.
-  std::tuple<llvm::SmallVector<OpFoldResult>, llvm::SmallVector<OpFoldResult>,
-             llvm::SmallVector<OpFoldResult>>
-  rowsPlace(OpBuilder &b, Value bi, Value hi, unsigned input,
-            OpFoldResult start = {}, OpFoldResult rows = {}) const;
-  /// `grad`'s rows into `dest` (one (batch entry, head)'s rows) at `start`.
-  Value insertRows(OpBuilder &b, Location loc, Value grad, Value dest,
-                   Value start, Value rows) const;
-
-  /// What one chunk of the reverse pass computes.
-  struct ChunkStep {
-    /// ∂X₀ per live component: the previous chunk's λ.
-    llvm::SmallVector<Value> lambda;
-    /// Per input, the gradient of the chunk's tokens ([rows, width] or
-    /// [rows]) in the input's element type.
-    llvm::SmallVector<Value> gradients;
-    Value start, rows;
-  };
-  /// Chunk `c` of (bi, hi), from the state entering it (read from
-  /// `entryStates`) and `lambda`, the cotangent of the state it carries
-  /// out (per live component): the previous chunk's λ (`wantLambda`) and
-  /// the tokens' gradients of the inputs `gradientsOf` (in that order).
-  FailureOr<ChunkStep> emitChunkStep(OpBuilder &nb, Location l, Value bi,
-                                     Value hi, Value c, ValueRange lambda,
-                                     llvm::ArrayRef<Value> entryStates,
-                                     bool wantLambda,
-                                     llvm::ArrayRef<unsigned> gradientsOf);
-  /// Pass 3 for the inputs `inputs`: their gradients, every chunk in
-  /// parallel, from the saved states and λ (`lambdas`).
-  FailureOr<llvm::SmallVector<Value>>
-  emitGradientPass(OpBuilder &b, llvm::ArrayRef<unsigned> inputs,
-                   llvm::ArrayRef<Value> entryStates, ValueRange lambdas);
-
-  PrefixVjpOp op;
-  const MonoidSpec &spec;
-  int64_t chunk;
-  bool parallelGradients;
-  int64_t valueTile, parallelism;
-  bool splitGradients;
-  /// 0, 1, ... for every input.
-  llvm::SmallVector<unsigned> allInputs;
-  const ChunkPlan &forward;
-  const ChunkVjpPlan &backward;
-  std::unique_ptr<DecayTiles> decay;
-  /// The components' shapes in the pass being built (a value tile's
-  /// columns there), and in full.
-  llvm::SmallVector<llvm::SmallVector<int64_t>> componentShapes, fullShapes;
-  int64_t valueTiles = 1, valueWidth = 0;
-  /// Per component, its dimensions holding value columns; per input,
-  /// whether its rows are value columns.
-  llvm::SmallVector<llvm::SmallVector<unsigned>> componentValueDims;
-  llvm::SmallVector<bool> inputIsValue;
-  /// The current tile and its first value column (null: all columns).
-  Value valueTileIndex, valueOffset;
-  llvm::SmallVector<unsigned> carried;
-  /// The carried components with a gradient (λ is carried for these).
-  llvm::SmallVector<unsigned> live;
-  /// The gradients' [T, width] or [T] rows of one (batch entry, head).
-  llvm::SmallVector<RankedTensorType> rowTypes;
-  MonoidAttr auxMonoid;
-  const MonoidReadout *den = nullptr;
-  unsigned numIndex = 0, denIndex = 0;
-  int64_t batch = 0, length = 0, heads = 0, numChunks = 0;
-};
-
-LogicalResult PrefixVjpLowering::prepareValueTiles() {
-  fullShapes = componentShapes;
-  componentValueDims.assign(spec.components.size(), {});
-  inputIsValue.assign(spec.inputs.size(), false);
-  int64_t width =
-      cast<RankedTensorType>(op.getCotangent().getType()).getDimSize(3);
-  if (valueTile == 0 || (valueTile > 0 && valueTile >= width))
-    return success();
-  // Why value tiles cannot apply, if they cannot.
-  std::string refusal;
-  std::optional<std::string> symbol = separableValueSymbol(spec);
-  if (!symbol) {
-    refusal = "a rule of monoid '" + spec.name + "' mixes value columns";
-  } else if (den) {
-    refusal = "the normalizer's gradient sums over every value column";
-  } else {
-    for (unsigned c = 0; c < spec.components.size(); ++c)
-      for (auto [d, name] : llvm::enumerate(spec.components[c].shape))
-        if (name == *symbol)
-          componentValueDims[c].push_back(d);
-    for (unsigned c : carried)
-      if (llvm::is_contained(componentValueDims[c], 0u))
-        refusal = "component '" + spec.components[c].name +
-                  "' has value columns in its first dimension";
-    for (unsigned c : live)
-      if (componentValueDims[c].empty())
-        refusal = "the gradient of component '" + spec.components[c].name +
-                  "', which has no value columns, sums over all of them";
-  }
-  if (!refusal.empty()) {
-    componentValueDims.assign(spec.components.size(), {});
-    if (valueTile == -1)
-      return success();
-    return chunkError(op) << "value-tile " << valueTile
-                          << ": the backward cannot cut value columns ("
-                          << refusal << ")";
-  }
-  int64_t tile = valueTile;
-  if (tile == -1) {
-    // The most tiles (a power of two, >= 16 columns each) whose (batch
-    // entry, head, tile) iterations fit one wave of `parallelism`.
-    int64_t tiles = 1;
-    while (width % (2 * tiles) == 0 && width / (2 * tiles) >= 16 &&
-           batch * heads * 2 * tiles <= parallelism)
-      tiles *= 2;
-    tile = width / tiles;
-  }
-  if (width % tile != 0)
-    return chunkError(op) << "value-tile " << tile
-                          << " must divide the value width " << width;
-  valueTiles = width / tile;
-  valueWidth = tile;
-  for (unsigned i = 0; i < spec.inputs.size(); ++i) {
-    llvm::ArrayRef<std::string> shape = spec.inputs[i].shape;
-    inputIsValue[i] = !shape.empty() && shape.back() == *symbol;
-  }
-  return success();
-}
-
-void PrefixVjpLowering::selectColumns(Value offset) {
-  valueOffset = offset;
-  componentShapes = fullShapes;
-  if (offset)
-    for (unsigned c = 0; c < componentShapes.size(); ++c)
-      for (unsigned d : componentValueDims[c])
-        componentShapes[c][d] = valueWidth;
-}
-
-OpFoldResult PrefixVjpLowering::columnOffset(OpBuilder &b, Location loc,
-                                             unsigned c, unsigned d,
-                                             OpFoldResult at) const {
-  if (!valueOffset || !llvm::is_contained(componentValueDims[c], d))
-    return at;
-  if (isConstantIntValue(at, 0))
-    return valueOffset;
-  return OpFoldResult(arith::AddIOp::create(
-      b, loc, getValueOrCreateConstantIndexOp(b, loc, at), valueOffset));
-}
-
-llvm::SmallVector<OpFoldResult>
-PrefixVjpLowering::passBounds(OpBuilder &b, bool tiled) const {
-  llvm::SmallVector<OpFoldResult> bounds = {idx(b, batch), idx(b, heads)};
-  if (tiled && valueTiles > 1)
-    bounds.push_back(idx(b, valueTiles));
-  return bounds;
-}
-
-void PrefixVjpLowering::enterPass(OpBuilder &b, Location loc, Block *body,
-                                  bool tiled) {
-  valueTileIndex = Value();
-  Value offset;
-  if (tiled && valueTiles > 1) {
-    valueTileIndex = body->getArgument(2);
-    offset = arith::MulIOp::create(
-        b, loc, valueTileIndex,
-        arith::ConstantIndexOp::create(b, loc, valueWidth));
-  }
-  selectColumns(offset);
-}
-
-Value PrefixVjpLowering::loadRows(OpBuilder &b, Location loc, Value operand,
-                                  Value batchIndex, Value head, Value start,
-                                  Value rows, bool value) {
-  auto type = cast<RankedTensorType>(operand.getType());
-  llvm::SmallVector<OpFoldResult> offsets = {batchIndex, start, head};
-  int64_t width = 0;
-  if (type.getRank() == 4) {
-    bool columns = value && valueOffset;
-    offsets.push_back(columns ? OpFoldResult(valueOffset) : idx(b, 0));
-    width = columns ? valueWidth : type.getDimSize(3);
-  }
-  return loadChunkRows(b, loc, operand, offsets, rows, chunk, width);
-}
-
-std::pair<Value, Value> PrefixVjpLowering::bounds(OpBuilder &b, Location loc,
-                                                  Value c) const {
-  Value size = arith::ConstantIndexOp::create(b, loc, chunk);
-  Value start = arith::MulIOp::create(b, loc, c, size);
-  Value rest = arith::SubIOp::create(
-      b, loc, arith::ConstantIndexOp::create(b, loc, length), start);
-  Value rows = arith::MinSIOp::create(b, loc, rest, size);
-  return {start, rows};
-}
-
-/// A stack of `chunks` states of `shape`, stacked along its first
-/// dimension (a 0-d state: one element per chunk).
-static llvm::SmallVector<int64_t> stackedShape(llvm::ArrayRef<int64_t> shape,
-                                               int64_t chunks) {
-  if (shape.empty())
-    return {chunks};
-  llvm::SmallVector<int64_t> stack = {chunks * shape[0]};
-  llvm::append_range(stack, shape.drop_front());
-  return stack;
-}
-
-RankedTensorType PrefixVjpLowering::stackType(unsigned c) const {
-  llvm::SmallVector<int64_t> stack = {batch, heads};
-  llvm::append_range(
-      stack,
-      stackedShape(fullShapes[c], numChunks * (perTile(c) ? valueTiles : 1)));
-  return RankedTensorType::get(stack, Float32Type::get(op->getContext()));
-}
-
-RankedTensorType PrefixVjpLowering::stackRowsType(unsigned c) const {
-  return RankedTensorType::get(stackedShape(componentShapes[c], numChunks),
-                               Float32Type::get(op->getContext()));
-}
-
-std::pair<llvm::SmallVector<OpFoldResult>, llvm::SmallVector<OpFoldResult>>
-PrefixVjpLowering::stackPlace(OpBuilder &b, Location loc, unsigned c,
-                              Value at) const {
-  llvm::ArrayRef<int64_t> shape = componentShapes[c];
-  if (shape.empty())
-    return {{at}, {idx(b, 1)}};
-  Value first = arith::MulIOp::create(
-      b, loc, at, arith::ConstantIndexOp::create(b, loc, shape[0]));
-  llvm::SmallVector<OpFoldResult> offsets = {first}, sizes;
-  offsets.append(shape.size() - 1, idx(b, 0));
-  for (int64_t s : shape)
-    sizes.push_back(idx(b, s));
-  return {offsets, sizes};
-}
-
-Value PrefixVjpLowering::savedState(OpBuilder &b, Location loc, Value stack,
-                                    Value bi, Value hi, unsigned c,
-                                    Value at) const {
-  auto [offsets, sizes] = stackPlace(b, loc, c, at);
-  for (unsigned d = 1; d < offsets.size(); ++d)
-    offsets[d] = columnOffset(b, loc, c, d, offsets[d]);
-  offsets.insert(offsets.begin(), {bi, hi});
-  sizes.insert(sizes.begin(), {idx(b, 1), idx(b, 1)});
-  llvm::SmallVector<OpFoldResult> strides(offsets.size(), idx(b, 1));
-  return tensor::ExtractSliceOp::create(b, loc, componentType(c), stack,
-                                        offsets, sizes, strides);
-}
-
-/// Offsets, sizes and strides of the [shape] slice at (bi, hi, offsets...)
-/// of a [B, H, ...] tensor.
-static std::tuple<llvm::SmallVector<OpFoldResult>,
-                  llvm::SmallVector<OpFoldResult>,
-                  llvm::SmallVector<OpFoldResult>>
-pairSlice(OpBuilder &b, Value bi, Value hi, llvm::ArrayRef<int64_t> shape,
-          llvm::ArrayRef<OpFoldResult> at) {
-  llvm::SmallVector<OpFoldResult> offsets = {bi, hi},
-                                  sizes = {idx(b, 1), idx(b, 1)};
-  llvm::append_range(offsets, at);
-  for (int64_t s : shape)
-    sizes.push_back(idx(b, s));
-  llvm::SmallVector<OpFoldResult> strides(offsets.size(), idx(b, 1));
-  return std::make_tuple(offsets, sizes, strides);
-}
-
-std::tuple<llvm::SmallVector<OpFoldResult>, llvm::SmallVector<OpFoldResult>,
-           llvm::SmallVector<OpFoldResult>>
-PrefixVjpLowering::statePlace(OpBuilder &b, Value bi, Value hi,
-                              unsigned c) const {
-  Location loc = op->getLoc();
-  llvm::SmallVector<OpFoldResult> at;
-  for (unsigned d = 0; d < componentShapes[c].size(); ++d)
-    at.push_back(columnOffset(b, loc, c, d, idx(b, 0)));
-  return pairSlice(b, bi, hi, componentShapes[c], at);
-}
-
-std::tuple<llvm::SmallVector<OpFoldResult>, llvm::SmallVector<OpFoldResult>,
-           llvm::SmallVector<OpFoldResult>>
-PrefixVjpLowering::stackRowsPlace(OpBuilder &b, Value bi, Value hi,
-                                  unsigned c) const {
-  Location loc = op->getLoc();
-  llvm::ArrayRef<int64_t> rows = stackRowsType(c).getShape();
-  // A per-tile component's copies follow one another along the stack.
-  OpFoldResult first = idx(b, 0);
-  if (perTile(c) && valueTileIndex)
-    first = OpFoldResult(
-        arith::MulIOp::create(b, loc, valueTileIndex,
-                              arith::ConstantIndexOp::create(b, loc, rows[0])));
-  llvm::SmallVector<OpFoldResult> at = {first};
-  for (unsigned d = 1; d < rows.size(); ++d)
-    at.push_back(columnOffset(b, loc, c, d, idx(b, 0)));
-  return pairSlice(b, bi, hi, rows, at);
-}
-
 FailureOr<llvm::SmallVector<Value>>
-PrefixVjpLowering::saveEntryStates(OpBuilder &b) {
+PrefixVjpLowering::saveEntryStates(OpBuilder &b, ValueRange runTotals) {
   Location loc = op.getLoc();
   Type f32 = b.getF32Type();
   llvm::SmallVector<Value> stacks;
   for (unsigned c : carried)
     stacks.push_back(
         tensor::EmptyOp::create(b, loc, stackType(c).getShape(), f32));
-  auto states =
-      scf::ForallOp::create(b, loc, passBounds(b, true), stacks, std::nullopt);
   OpBuilder::InsertionGuard guard(b);
+  scf::ForallOp states = beginPass(b, stacks, true, true);
   Block *body = states.getBody();
-  b.setInsertionPointToStart(body);
   Value bi = body->getArgument(0), hi = body->getArgument(1);
-  enterPass(b, loc, body, true);
   Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
-  OpBuilder hoist(b.getContext());
-  hoist.setInsertionPointAfter(c0.getDefiningOp());
-  decay = std::make_unique<DecayTiles>(hoist, loc, chunk, forward.gamma);
   Value c1 = arith::ConstantIndexOp::create(b, loc, 1);
-  Value cN = arith::ConstantIndexOp::create(b, loc, numChunks);
+  Value lo, end;
+  std::tie(lo, end) = runChunks(b, loc);
 
   // Carried: the state, then each stack's (batch entry, head) slice.
   size_t k = carried.size();
@@ -483,21 +118,47 @@ PrefixVjpLowering::saveEntryStates(OpBuilder &b) {
         op.getInit().empty()
             ? buildMonoidIdentity(b, loc, spec, c, componentType(c))
             : stateOf(b, loc, op.getInit()[i], bi, hi, c));
+  if (runIndex) {
+    // The state entering the run: the totals of the runs before it.
+    auto before = scf::ForOp::create(
+        b, loc, c0, runIndex, c1, loopInits,
+        [&](OpBuilder &nb, Location l, Value previous, ValueRange carry) {
+          llvm::SmallVector<Value> total;
+          for (unsigned c = 0; c < spec.components.size(); ++c) {
+            auto [offsets, sizes, strides] = runPlace(nb, bi, hi, previous, c);
+            total.push_back(tensor::ExtractSliceOp::create(
+                nb, l, componentType(c), runTotals[c], offsets, sizes,
+                strides));
+          }
+          llvm::SmallVector<Value> next =
+              combineCarried(nb, l, op.getMonoid(), carry, total, fullTypes);
+          for (size_t i = 0; i < k; ++i)
+            next[i] =
+                linalg::CopyOp::create(nb, l, next[i], carry[i]).getResult(0);
+          scf::YieldOp::create(nb, l, next);
+        });
+    loopInits.assign(before.getResults().begin(), before.getResults().end());
+  }
+  // (Written back in place: the slices' places, computed here, outside the
+  // terminator, which holds only the writes.)
+  llvm::SmallVector<tensor::ExtractSliceOp> slices;
   for (auto [i, c] : llvm::enumerate(carried)) {
     auto [offsets, sizes, strides] = stackRowsPlace(b, bi, hi, c);
-    loopInits.push_back(tensor::ExtractSliceOp::create(
+    slices.push_back(tensor::ExtractSliceOp::create(
         b, loc, stackRowsType(c), states.getRegionIterArgs()[i], offsets, sizes,
         strides));
+    loopInits.push_back(slices.back());
   }
   // The state is saved as the chunk starts; the last chunk's combine gives
   // the final state, which no gradient reads (one chunk's summary of N).
   LogicalResult status = success();
   auto loop = scf::ForOp::create(
-      b, loc, c0, cN, c1, loopInits,
+      b, loc, lo, end, c1, loopInits,
       [&](OpBuilder &nb, Location l, Value c, ValueRange iter) {
         llvm::SmallVector<Value> saved;
+        Value slot = runIndex ? Value(arith::SubIOp::create(nb, l, c, lo)) : c;
         for (auto [i, cc] : llvm::enumerate(carried)) {
-          auto [offsets, sizes] = stackPlace(nb, l, cc, c);
+          auto [offsets, sizes] = stackPlace(nb, l, cc, slot);
           llvm::SmallVector<OpFoldResult> strides(offsets.size(), idx(nb, 1));
           saved.push_back(tensor::InsertSliceOp::create(
               nb, l, iter[i], iter[k + i], offsets, sizes, strides));
@@ -529,42 +190,152 @@ PrefixVjpLowering::saveEntryStates(OpBuilder &b) {
   if (failed(status))
     return failure();
   b.setInsertionPointToStart(states.getTerminator().getBody());
-  for (auto [i, c] : llvm::enumerate(carried)) {
-    auto [offsets, sizes, strides] = stackRowsPlace(b, bi, hi, c);
-    tensor::ParallelInsertSliceOp::create(b, loc, loop.getResult(k + i),
-                                          states.getRegionIterArgs()[i],
-                                          offsets, sizes, strides);
-  }
-  enterPass(b, loc, body, false);
+  for (auto [i, slice] : llvm::enumerate(slices))
+    tensor::ParallelInsertSliceOp::create(
+        b, loc, loop.getResult(k + i), states.getRegionIterArgs()[i],
+        slice.getMixedOffsets(), slice.getMixedSizes(),
+        slice.getMixedStrides());
+  enterPass(b, loc, body, false, false);
   return llvm::SmallVector<Value>(states.getResults());
 }
 
-std::tuple<llvm::SmallVector<OpFoldResult>, llvm::SmallVector<OpFoldResult>,
-           llvm::SmallVector<OpFoldResult>>
-PrefixVjpLowering::rowsPlace(OpBuilder &b, Value bi, Value hi, unsigned input,
-                             OpFoldResult start, OpFoldResult rows) const {
-  llvm::SmallVector<OpFoldResult> offsets = {bi, start ? start : idx(b, 0), hi},
-                                  sizes = {idx(b, 1),
-                                           rows ? rows : idx(b, length),
-                                           idx(b, 1)};
-  if (rowTypes[input].getRank() == 2) {
-    offsets.push_back(idx(b, 0));
-    sizes.push_back(idx(b, rowTypes[input].getDimSize(1)));
+FailureOr<llvm::SmallVector<Value>>
+PrefixVjpLowering::emitRunTotals(OpBuilder &b) {
+  Location loc = op.getLoc();
+  unsigned n = spec.components.size();
+  llvm::SmallVector<Value> inits;
+  for (unsigned c = 0; c < n; ++c)
+    inits.push_back(tensor::EmptyOp::create(b, loc, perRunType(c).getShape(),
+                                            b.getF32Type()));
+  OpBuilder::InsertionGuard guard(b);
+  scf::ForallOp totals = beginPass(b, inits, false, true);
+  Block *body = totals.getBody();
+  Value bi = body->getArgument(0), hi = body->getArgument(1);
+  Value c1 = arith::ConstantIndexOp::create(b, loc, 1);
+  Value lo, end;
+  std::tie(lo, end) = runChunks(b, loc);
+  // Every component: combining runs needs them all.
+  llvm::SmallVector<Value> identity;
+  llvm::SmallVector<Type> types;
+  for (unsigned c = 0; c < n; ++c) {
+    types.push_back(componentType(c));
+    identity.push_back(buildMonoidIdentity(b, loc, spec, c, componentType(c)));
   }
-  llvm::SmallVector<OpFoldResult> strides(offsets.size(), idx(b, 1));
-  return std::make_tuple(offsets, sizes, strides);
+  LogicalResult status = success();
+  auto loop = scf::ForOp::create(
+      b, loc, lo, end, c1, identity,
+      [&](OpBuilder &nb, Location l, Value c, ValueRange total) {
+        auto [start, rows] = bounds(nb, l, c);
+        ChunkTiles tiles;
+        tiles.chunk = chunk;
+        tiles.length = rows;
+        for (Value input : op.getInputs())
+          tiles.tokens.push_back(loadRows(nb, l, input, bi, hi, start, rows));
+        FailureOr<llvm::SmallVector<Value>> summary =
+            emitSummaries(nb, l, tiles);
+        if (failed(summary)) {
+          status = failure();
+          scf::YieldOp::create(nb, l, total);
+          return;
+        }
+        auto combined = CombineOp::create(nb, l, TypeRange(types),
+                                          op.getMonoid(), total, *summary);
+        llvm::SmallVector<Value> next;
+        for (unsigned c = 0; c < n; ++c)
+          next.push_back(
+              linalg::CopyOp::create(nb, l, combined.getResult(c), total[c])
+                  .getResult(0));
+        scf::YieldOp::create(nb, l, next);
+      });
+  if (failed(status))
+    return failure();
+  b.setInsertionPointToStart(totals.getTerminator().getBody());
+  for (unsigned c = 0; c < n; ++c) {
+    auto [offsets, sizes, strides] = runPlace(b, bi, hi, runIndex, c);
+    tensor::ParallelInsertSliceOp::create(b, loc, loop.getResult(c),
+                                          totals.getRegionIterArgs()[c],
+                                          offsets, sizes, strides);
+  }
+  enterPass(b, loc, body, false, false);
+  return llvm::SmallVector<Value>(totals.getResults());
 }
 
-Value PrefixVjpLowering::insertRows(OpBuilder &b, Location loc, Value grad,
-                                    Value dest, Value start, Value rows) const {
-  auto type = cast<RankedTensorType>(grad.getType());
-  llvm::SmallVector<OpFoldResult> at = {start}, sizes = {rows};
-  if (type.getRank() == 2) {
-    at.push_back(idx(b, 0));
-    sizes.push_back(idx(b, type.getDimSize(1)));
+FailureOr<llvm::SmallVector<Value>>
+PrefixVjpLowering::emitRunLambdas(OpBuilder &b,
+                                  llvm::ArrayRef<Value> entryStates) {
+  Location loc = op.getLoc();
+  llvm::SmallVector<Value> inits;
+  for (unsigned c : live)
+    inits.push_back(tensor::EmptyOp::create(b, loc, perRunType(c).getShape(),
+                                            b.getF32Type()));
+  OpBuilder::InsertionGuard guard(b);
+  scf::ForallOp betas = beginPass(b, inits, false, true);
+  Block *body = betas.getBody();
+  Value bi = body->getArgument(0), hi = body->getArgument(1);
+  Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
+  Value c1 = arith::ConstantIndexOp::create(b, loc, 1);
+  Value lo, end;
+  std::tie(lo, end) = runChunks(b, loc);
+  llvm::SmallVector<Value> zeros;
+  for (unsigned c : live)
+    zeros.push_back(TileBuilder(b, loc).zeros(componentShapes[c]));
+  LogicalResult status = success();
+  Value count = arith::SubIOp::create(b, loc, end, lo);
+  auto loop = scf::ForOp::create(
+      b, loc, c0, count, c1, zeros,
+      [&](OpBuilder &nb, Location l, Value i, ValueRange lambda) {
+        Value c = arith::SubIOp::create(
+            nb, l, arith::SubIOp::create(nb, l, end, c1), i);
+        FailureOr<ChunkStep> step =
+            emitChunkStep(nb, l, bi, hi, c, lambda, entryStates, true, {});
+        if (failed(step)) {
+          status = failure();
+          scf::YieldOp::create(nb, l, lambda);
+          return;
+        }
+        llvm::SmallVector<Value> next;
+        for (auto [j, grad] : llvm::enumerate(step->lambda))
+          next.push_back(
+              linalg::CopyOp::create(nb, l, grad, lambda[j]).getResult(0));
+        scf::YieldOp::create(nb, l, next);
+      });
+  if (failed(status))
+    return failure();
+  b.setInsertionPointToStart(betas.getTerminator().getBody());
+  for (auto [j, c] : llvm::enumerate(live)) {
+    auto [offsets, sizes, strides] = runPlace(b, bi, hi, runIndex, c);
+    tensor::ParallelInsertSliceOp::create(b, loc, loop.getResult(j),
+                                          betas.getRegionIterArgs()[j], offsets,
+                                          sizes, strides);
   }
-  llvm::SmallVector<OpFoldResult> ones(at.size(), idx(b, 1));
-  return tensor::InsertSliceOp::create(b, loc, grad, dest, at, sizes, ones);
+  enterPass(b, loc, body, false, false);
+  return llvm::SmallVector<Value>(betas.getResults());
+}
+
+CombineOp PrefixVjpLowering::transposedCombine(OpBuilder &b, Location loc,
+                                               llvm::ArrayRef<Value> state,
+                                               ValueRange lambda,
+                                               llvm::ArrayRef<Value> summary) {
+  unsigned n = spec.components.size();
+  Type f32 = b.getF32Type();
+  llvm::SmallVector<Value> lhs, rhs;
+  llvm::SmallVector<Type> auxTypes;
+  for (unsigned part = 0; part < 3; ++part)
+    for (unsigned cc = 0; cc < n; ++cc) {
+      auxTypes.push_back(componentType(cc));
+      Value a;
+      if (part == 0)
+        a = state[cc];
+      else if (part == 1 && llvm::is_contained(live, cc))
+        a = lambda[llvm::find(live, cc) - live.begin()];
+      lhs.push_back(
+          a ? a
+            : Value(tensor::EmptyOp::create(b, loc, componentShapes[cc], f32)));
+      rhs.push_back(part == 0 ? summary[cc]
+                              : Value(tensor::EmptyOp::create(
+                                    b, loc, componentShapes[cc], f32)));
+    }
+  return CombineOp::create(b, loc, TypeRange(auxTypes), auxMonoid, lhs, rhs);
 }
 
 FailureOr<PrefixVjpLowering::ChunkStep> PrefixVjpLowering::emitChunkStep(
@@ -572,7 +343,6 @@ FailureOr<PrefixVjpLowering::ChunkStep> PrefixVjpLowering::emitChunkStep(
     llvm::ArrayRef<Value> entryStates, bool wantLambda,
     llvm::ArrayRef<unsigned> gradientsOf) {
   unsigned n = spec.components.size();
-  Type f32 = nb.getF32Type();
   const MonoidSpec &vjpSpec = backward.vjpSpec;
   auto isLive = [&](unsigned cc) { return llvm::is_contained(live, cc); };
   auto lambdaOf = [&](unsigned cc) {
@@ -627,25 +397,8 @@ FailureOr<PrefixVjpLowering::ChunkStep> PrefixVjpLowering::emitChunkStep(
   }
 
   // μ_A (λ of the previous chunk, through the combine) and μ_B.
-  llvm::SmallVector<Value> lhs, rhs;
-  llvm::SmallVector<Type> auxTypes;
-  for (unsigned part = 0; part < 3; ++part)
-    for (unsigned cc = 0; cc < n; ++cc) {
-      auxTypes.push_back(componentType(cc));
-      Value a;
-      if (part == 0)
-        a = tiles.carried[cc];
-      else if (part == 1 && isLive(cc))
-        a = lambdaOf(cc);
-      lhs.push_back(
-          a ? a
-            : Value(tensor::EmptyOp::create(nb, l, componentShapes[cc], f32)));
-      rhs.push_back(part == 0 ? (*summary)[cc]
-                              : Value(tensor::EmptyOp::create(
-                                    nb, l, componentShapes[cc], f32)));
-    }
-  auto transposed =
-      CombineOp::create(nb, l, TypeRange(auxTypes), auxMonoid, lhs, rhs);
+  CombineOp transposed =
+      transposedCombine(nb, l, tiles.carried, lambda, *summary);
 
   ChunkTiles vtiles = tiles;
   llvm::append_range(vtiles.tokens, cotangents);
@@ -659,9 +412,7 @@ FailureOr<PrefixVjpLowering::ChunkStep> PrefixVjpLowering::emitChunkStep(
 
   if (wantLambda)
     for (unsigned cc : live) {
-      Value grad = backward.carriedFromCombine[cc].empty()
-                       ? tb.zeros(componentShapes[cc])
-                       : transposed.getResult(n + cc);
+      Value grad = lambdaThroughCombine(tb, transposed, cc);
       for (const PlannedOutput &out : backward.carriedFromReadouts) {
         if (out.index != cc || out.terms.empty())
           continue;
@@ -753,6 +504,16 @@ LogicalResult PrefixVjpLowering::lower() {
   for (unsigned c : carried)
     if (backward.differentiable[c])
       live.push_back(c);
+  // Runs of equal numbers of chunks, none empty.
+  if (segments > 1) {
+    perRun = (numChunks + segments - 1) / segments;
+    runs = (numChunks + perRun - 1) / perRun;
+  }
+  if (runs <= 1) {
+    runs = 1;
+    perRun = numChunks;
+  }
+  stackChunks = runs * perRun;
   if (failed(prepareValueTiles()))
     return failure();
   for (Value input : op.getInputs()) {
@@ -763,9 +524,22 @@ LogicalResult PrefixVjpLowering::lower() {
     rowTypes.push_back(RankedTensorType::get(rowShape, type.getElementType()));
   }
 
-  // 1. The state carried into every chunk, saved by a pass of its own.
-  FailureOr<llvm::SmallVector<Value>> entryStates = saveEntryStates(b);
+  // 1. The state carried into every chunk, saved by a pass of its own
+  // (with runs, after a pass computing the runs' totals).
+  FailureOr<llvm::SmallVector<Value>> runTotals = llvm::SmallVector<Value>();
+  if (runs > 1)
+    runTotals = emitRunTotals(b);
+  if (failed(runTotals))
+    return failure();
+  FailureOr<llvm::SmallVector<Value>> entryStates =
+      saveEntryStates(b, *runTotals);
   if (failed(entryStates))
+    return failure();
+  // With runs, 2a: the λ each run hands on from zero.
+  FailureOr<llvm::SmallVector<Value>> betas = llvm::SmallVector<Value>();
+  if (runs > 1)
+    betas = emitRunLambdas(b, *entryStates);
+  if (failed(betas))
     return failure();
 
   // 2. From the last chunk to the first, per (batch entry, head). Its
@@ -787,25 +561,37 @@ LogicalResult PrefixVjpLowering::lower() {
       inits.push_back(emptyLike(input));
   }
   size_t numFirst = inits.size();
-  for (Value init : op.getInit())
-    inits.push_back(emptyLike(init));
-  auto loop = scf::ForallOp::create(b, loc, passBounds(b, parallelGradients),
-                                    inits, std::nullopt);
+  // With runs each run writes its own copy of the initial state's gradient
+  // (parallel writes must not overlap); the first run's is the gradient.
+  for (auto [i, init] : llvm::enumerate(op.getInit()))
+    inits.push_back(runs > 1
+                        ? Value(tensor::EmptyOp::create(
+                              b, loc, perRunType(carried[i]).getShape(), f32))
+                        : emptyLike(init));
+  scf::ForallOp loop;
   {
     OpBuilder::InsertionGuard guard(b);
+    loop = beginPass(b, inits, parallelGradients, true);
     Block *body = loop.getBody();
-    b.setInsertionPointToStart(body);
     Value bi = body->getArgument(0), hi = body->getArgument(1);
-    enterPass(b, loc, body, parallelGradients);
     Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
-    // Masks are made on first use, from inside the loops; they go before
-    // the loops, right after this constant.
-    OpBuilder hoist(ctx);
-    hoist.setInsertionPointAfter(c0.getDefiningOp());
-    decay = std::make_unique<DecayTiles>(hoist, loc, chunk, forward.gamma);
     Value c1 = arith::ConstantIndexOp::create(b, loc, 1);
-    Value cN = arith::ConstantIndexOp::create(b, loc, numChunks);
+    Value lo, end;
+    std::tie(lo, end) = runChunks(b, loc);
     llvm::ArrayRef<BlockArgument> outs = loop.getRegionIterArgs();
+    // A run's tokens [rowStart, rowStart + rowCount) (every token's
+    // otherwise: null).
+    Value rowStart, rowCount;
+    if (runIndex) {
+      Value size = arith::ConstantIndexOp::create(b, loc, chunk);
+      rowStart = arith::MulIOp::create(b, loc, lo, size);
+      rowCount = arith::SubIOp::create(
+          b, loc,
+          arith::MinSIOp::create(
+              b, loc, arith::MulIOp::create(b, loc, end, size),
+              arith::ConstantIndexOp::create(b, loc, length)),
+          rowStart);
+    }
 
     // λ after the last chunk: the final state's cotangent, or zero. Then
     // the (batch entry, head) rows of each first output.
@@ -822,28 +608,79 @@ LogicalResult PrefixVjpLowering::lower() {
                     zero)
                     .getResult(0));
     }
+    if (runIndex) {
+      // The λ leaving this run: from the final one, back through the runs
+      // after it (each one's total at the state entering it, then its β).
+      Value count = arith::SubIOp::create(
+          b, loc, arith::ConstantIndexOp::create(b, loc, runs - 1), runIndex);
+      Value lastRun = arith::ConstantIndexOp::create(b, loc, runs - 1);
+      auto after = scf::ForOp::create(
+          b, loc, c0, count, c1, loopInits,
+          [&](OpBuilder &nb, Location l, Value i, ValueRange lambda) {
+            Value r = arith::SubIOp::create(nb, l, lastRun, i);
+            Value first = runStart(nb, l, r);
+            llvm::SmallVector<Value> state(spec.components.size()), total;
+            for (auto [j, cc] : llvm::enumerate(carried))
+              state[cc] =
+                  savedState(nb, l, (*entryStates)[j], bi, hi, cc, first);
+            for (unsigned cc = 0; cc < spec.components.size(); ++cc) {
+              auto [offsets, sizes, strides] = runPlace(nb, bi, hi, r, cc);
+              total.push_back(tensor::ExtractSliceOp::create(
+                  nb, l, componentType(cc), (*runTotals)[cc], offsets, sizes,
+                  strides));
+            }
+            CombineOp transposed =
+                transposedCombine(nb, l, state, lambda, total);
+            TileBuilder tb(nb, l);
+            llvm::SmallVector<Value> next;
+            for (auto [j, cc] : llvm::enumerate(live)) {
+              auto [offsets, sizes, strides] = runPlace(nb, bi, hi, r, cc);
+              Value beta = tensor::ExtractSliceOp::create(
+                  nb, l, componentType(cc), (*betas)[j], offsets, sizes,
+                  strides);
+              Value sum =
+                  tb.add(lambdaThroughCombine(tb, transposed, cc), beta);
+              next.push_back(
+                  linalg::CopyOp::create(nb, l, sum, lambda[j]).getResult(0));
+            }
+            scf::YieldOp::create(nb, l, next);
+          });
+      loopInits.assign(after.getResults().begin(), after.getResults().end());
+    }
+    // (Written back in place, as in pass 1.)
+    llvm::SmallVector<tensor::ExtractSliceOp> slices;
     for (size_t i = 0; i < numFirst; ++i) {
       if (parallelGradients) {
         auto [offsets, sizes, strides] = stackRowsPlace(b, bi, hi, live[i]);
-        loopInits.push_back(tensor::ExtractSliceOp::create(
+        slices.push_back(tensor::ExtractSliceOp::create(
             b, loc, stackRowsType(live[i]), outs[i], offsets, sizes, strides));
       } else {
-        auto [offsets, sizes, strides] = rowsPlace(b, bi, hi, i);
-        loopInits.push_back(tensor::ExtractSliceOp::create(
-            b, loc, rowTypes[i], outs[i], offsets, sizes, strides));
+        auto [offsets, sizes, strides] =
+            rowsPlace(b, bi, hi, i, rowStart, rowCount);
+        llvm::SmallVector<int64_t> shape(rowTypes[i].getShape());
+        if (runIndex)
+          shape[0] = ShapedType::kDynamic;
+        slices.push_back(tensor::ExtractSliceOp::create(
+            b, loc, RankedTensorType::get(shape, rowTypes[i].getElementType()),
+            outs[i], offsets, sizes, strides));
       }
+      loopInits.push_back(slices.back());
     }
     LogicalResult status = success();
+    Value count =
+        runIndex ? Value(arith::SubIOp::create(b, loc, end, lo)) : end;
     auto backwardLoop = scf::ForOp::create(
-        b, loc, c0, cN, c1, loopInits,
+        b, loc, c0, count, c1, loopInits,
         [&](OpBuilder &nb, Location l, Value i, ValueRange iter) {
-          Value last = arith::SubIOp::create(nb, l, cN, c1);
+          Value last = arith::SubIOp::create(nb, l, end, c1);
           Value c = arith::SubIOp::create(nb, l, last, i);
           llvm::SmallVector<Value> firsts;
           if (parallelGradients)
             for (auto [j, cc] : llvm::enumerate(live)) {
-              // λ of this chunk, for pass 3.
-              auto [offsets, sizes] = stackPlace(nb, l, cc, c);
+              // λ of this chunk, for pass 3 (in the run's slots).
+              Value slot =
+                  runIndex ? Value(arith::SubIOp::create(nb, l, c, lo)) : c;
+              auto [offsets, sizes] = stackPlace(nb, l, cc, slot);
               llvm::SmallVector<OpFoldResult> strides(offsets.size(),
                                                       idx(nb, 1));
               firsts.push_back(tensor::InsertSliceOp::create(
@@ -860,8 +697,12 @@ LogicalResult PrefixVjpLowering::lower() {
           }
           if (!parallelGradients)
             for (auto [s, grad] : llvm::enumerate(step->gradients))
-              firsts.push_back(insertRows(nb, l, grad, iter[nl + s],
-                                          step->start, step->rows));
+              firsts.push_back(
+                  insertRows(nb, l, grad, iter[nl + s],
+                             runIndex ? Value(arith::SubIOp::create(
+                                            nb, l, step->start, rowStart))
+                                      : step->start,
+                             step->rows));
           // ∂X₀ is written over the carried λ after λ's last read, so that
           // the loop keeps one buffer (a fresh one per iteration would need
           // a run-time alias check to be freed after the loop).
@@ -877,25 +718,24 @@ LogicalResult PrefixVjpLowering::lower() {
       return failure();
 
     b.setInsertionPointToStart(loop.getTerminator().getBody());
-    for (size_t i = 0; i < numFirst; ++i) {
-      auto [offsets, sizes, strides] = parallelGradients
-                                           ? stackRowsPlace(b, bi, hi, live[i])
-                                           : rowsPlace(b, bi, hi, i);
-      tensor::ParallelInsertSliceOp::create(b, loc,
-                                            backwardLoop.getResult(nl + i),
-                                            outs[i], offsets, sizes, strides);
-    }
+    for (auto [i, slice] : llvm::enumerate(slices))
+      tensor::ParallelInsertSliceOp::create(
+          b, loc, backwardLoop.getResult(nl + i), outs[i],
+          slice.getMixedOffsets(), slice.getMixedSizes(),
+          slice.getMixedStrides());
     // The initial state's gradient: λ carried out of the first chunk (every
     // carried component is live here, checked above).
     for (auto [i, c] : llvm::enumerate(carried)) {
       if (op.getInit().empty())
         break;
-      auto [offsets, sizes, strides] = statePlace(b, bi, hi, c);
+      auto [offsets, sizes, strides] = runIndex
+                                           ? runPlace(b, bi, hi, runIndex, c)
+                                           : statePlace(b, bi, hi, c);
       Value grad = backwardLoop.getResult(llvm::find(live, c) - live.begin());
       tensor::ParallelInsertSliceOp::create(b, loc, grad, outs[numFirst + i],
                                             offsets, sizes, strides);
     }
-    enterPass(b, loc, body, false);
+    enterPass(b, loc, body, false, false);
   }
   if (auto module = op->getParentOfType<ModuleOp>()) {
     std::string decision =
@@ -903,6 +743,9 @@ LogicalResult PrefixVjpLowering::lower() {
         (!parallelGradients ? "two passes"
          : splitGradients   ? "parallel gradients split by input"
                             : "parallel gradients");
+    if (runs > 1)
+      decision += ", the sequential passes in " + std::to_string(runs) +
+                  " runs of " + std::to_string(perRun) + " chunks";
     if (valueTiles > 1)
       decision += std::string(parallelGradients ? ", the sequential passes"
                                                 : ", the first") +
@@ -911,6 +754,21 @@ LogicalResult PrefixVjpLowering::lower() {
     recordChunking(module, decision);
   }
   llvm::SmallVector<Value> results(loop.getResults().drop_front(numFirst));
+  if (runs > 1)
+    for (auto [i, c] : llvm::enumerate(carried)) {
+      if (op.getInit().empty())
+        break;
+      // The first run's copy.
+      auto type = cast<RankedTensorType>(op.getInit()[i].getType());
+      RankedTensorType perRun = perRunType(c);
+      llvm::SmallVector<OpFoldResult> offsets(perRun.getRank(), idx(b, 0)),
+          sizes, strides(perRun.getRank(), idx(b, 1));
+      for (int64_t size : perRun.getShape())
+        sizes.push_back(idx(b, size));
+      sizes[2] = idx(b, 1);
+      results[i] = tensor::ExtractSliceOp::create(b, loc, type, results[i],
+                                                  offsets, sizes, strides);
+    }
   if (!parallelGradients) {
     results.insert(results.begin(), loop.getResults().begin(),
                    loop.getResults().begin() + numFirst);
@@ -964,9 +822,9 @@ FailureOr<llvm::SmallVector<Value>> PrefixVjpLowering::emitGradientPass(
   Value bi = body->getArgument(0), hi = body->getArgument(1),
         c = body->getArgument(2);
   Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
-  OpBuilder hoist(op.getContext());
-  hoist.setInsertionPointAfter(c0.getDefiningOp());
-  decay = std::make_unique<DecayTiles>(hoist, loc, chunk, forward.gamma);
+  maskBuilder = std::make_unique<OpBuilder>(op.getContext());
+  maskBuilder->setInsertionPointAfter(c0.getDefiningOp());
+  decay = std::make_unique<DecayTiles>(*maskBuilder, loc, chunk, forward.gamma);
   llvm::SmallVector<Value> lambda;
   for (auto [j, cc] : llvm::enumerate(live))
     lambda.push_back(savedState(b, loc, lambdas[j], bi, hi, cc, c));
@@ -985,13 +843,9 @@ FailureOr<llvm::SmallVector<Value>> PrefixVjpLowering::emitGradientPass(
   return llvm::SmallVector<Value>(gradients.getResults());
 }
 
-} // namespace
-
-LogicalResult mlir::hla::chunk::lowerPrefixVjp(PrefixVjpOp op, int64_t chunk,
-                                               bool parallelGradients,
-                                               int64_t valueTile,
-                                               int64_t parallelism,
-                                               bool splitGradients) {
+LogicalResult mlir::hla::chunk::lowerPrefixVjp(
+    PrefixVjpOp op, int64_t chunk, bool parallelGradients, int64_t valueTile,
+    int64_t parallelism, bool splitGradients, int64_t segments) {
   const MonoidSpec &spec = op.getMonoid().getSpec();
   std::string error;
   FailureOr<ChunkPlan> forward = buildChunkPlan(spec, error);
@@ -1001,6 +855,6 @@ LogicalResult mlir::hla::chunk::lowerPrefixVjp(PrefixVjpOp op, int64_t chunk,
   if (failed(backward))
     return chunkError(op) << error;
   return PrefixVjpLowering(op, chunk, parallelGradients, valueTile, parallelism,
-                           splitGradients, *forward, *backward)
+                           splitGradients, segments, *forward, *backward)
       .lower();
 }

@@ -71,6 +71,27 @@ bool isGatedDeltaRule(const MonoidSpec &spec, MLIRContext *ctx) {
          spec.readouts == rule->readouts;
 }
 
+/// The segmented form's run count with the least modelled time (see
+/// hla-chunk's description): `parallelism` iterations run at once, so S
+/// runs of `lanes` sequences take ceil(lanes * S / parallelism) waves of 1/S
+/// of a sequence each; a segmented chunk costs about 1.5 fused ones (its
+/// summary pass; measured 1.52 on an H200), and the last run first folds
+/// the S - 1 summaries before it, each about a chunk's time. At least two
+/// chunks per run.
+static int64_t modelledSegments(int64_t lanes, int64_t chunks,
+                                int64_t parallelism) {
+  auto cost = [&](int64_t s) {
+    double waves = double((lanes * s + parallelism - 1) / parallelism);
+    return waves *
+           ((s == 1 ? 1.0 : 1.5) / double(s) + double(s - 1) / double(chunks));
+  };
+  int64_t count = 1;
+  for (int64_t s = 2; s <= std::max<int64_t>(chunks / 2, 1); ++s)
+    if (cost(s) < cost(count))
+      count = s;
+  return count;
+}
+
 struct HLAChunkPass : public hla::impl::HLAChunkPassBase<HLAChunkPass> {
   using HLAChunkPassBase::HLAChunkPassBase;
 
@@ -108,10 +129,22 @@ struct HLAChunkPass : public hla::impl::HLAChunkPassBase<HLAChunkPass> {
         return signalPassFailure();
     llvm::SmallVector<PrefixVjpOp> vjps;
     getOperation()->walk([&](PrefixVjpOp op) { vjps.push_back(op); });
-    for (PrefixVjpOp op : vjps)
+    for (PrefixVjpOp op : vjps) {
+      // The segmented form cuts the backward's passes over chunks into
+      // runs too (by the same model, where `segments` is 0).
+      int64_t runs = 1;
+      auto lead = cast<RankedTensorType>(op.getInputs()[0].getType());
+      if (form == ChunkForm::Segmented && lead.hasStaticShape())
+        runs = segments > 0
+                   ? int64_t(segments)
+                   : modelledSegments(lead.getDimSize(0) * lead.getDimSize(2),
+                                      (lead.getDimSize(1) + chunkSize - 1) /
+                                          chunkSize,
+                                      parallelism);
       if (failed(lowerPrefixVjp(op, chunkSize, parallelGradients, valueTile,
-                                parallelism, splitGradients)))
+                                parallelism, splitGradients, runs)))
         return signalPassFailure();
+    }
   }
 
   /// `segment -> total` along T: the totals of every component per
@@ -280,16 +313,8 @@ struct HLAChunkPass : public hla::impl::HLAChunkPassBase<HLAChunkPass> {
         // 4x16x8192x128, 2.28 vs 3.57 ms).
         count = 1;
       } else if (count == 0) {
-        int64_t chunks = (info.length + chunkSize - 1) / chunkSize;
-        auto cost = [&](int64_t s) {
-          double waves = double((lanes * s + parallelism - 1) / parallelism);
-          return waves * ((s == 1 ? 1.0 : 1.5) / double(s) +
-                          double(s - 1) / double(chunks));
-        };
-        count = 1;
-        for (int64_t s = 2; s <= std::max<int64_t>(chunks / 2, 1); ++s)
-          if (cost(s) < cost(count))
-            count = s;
+        count = modelledSegments(
+            lanes, (info.length + chunkSize - 1) / chunkSize, parallelism);
       }
       if (count > 1 && valueTile == -1) {
         cutsValues = false;

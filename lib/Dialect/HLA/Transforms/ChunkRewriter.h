@@ -175,10 +175,12 @@ Value loadChunkRows(OpBuilder &b, Location loc, Value operand,
 /// parallel gradients) into tiles of that many columns (0: whole rows; -1:
 /// the most tiles of >= 16 columns that fit one wave of `parallelism`,
 /// where the monoid allows them). `splitGradients`: with parallel
-/// gradients, a pass per input's gradient.
+/// gradients, a pass per input's gradient. `segments` > 1: the passes
+/// over chunks in that many runs per sequence (see ChunkBackward.cpp).
 LogicalResult lowerPrefixVjp(PrefixVjpOp op, int64_t chunk,
                              bool parallelGradients, int64_t valueTile,
-                             int64_t parallelism, bool splitGradients);
+                             int64_t parallelism, bool splitGradients,
+                             int64_t segments);
 
 /// Appends `decision` to the module's hla.chunking record (what hla-chunk
 /// chose for each chain, in order).
