@@ -3,6 +3,7 @@
 
     backward_bench.py build OUTDIR [HLA_OPT]   # here: compile, expected values
     backward_bench.py run OUTDIR               # on the GPU
+    backward_bench.py check OUTDIR NAME        # one check case once (sanitizers)
 
 `build` compiles, for CUDA, (1) small f32 cases of every differentiable op
 and option, and bf16 cases at d = 64 and 128 (where the register tiles
@@ -56,6 +57,17 @@ CHECKS = [
     ("ahla", {}, "bf16", TILES[1]),
     ("linear_attention", {"decay": 0.9}, "bf16", (1, 130, 2, 128, 128)),
     ("hla3", {}, "bf16", TILES[0]),
+    # The forms the search does not choose yet, asked for (a fifth field:
+    # hla-opt flags for the CUDA build): runs (17 and 10 chunks, ragged),
+    # value tiles of 16 columns, parallel gradients split by input.
+    ("linear_attention", {"decay": 0.9}, "bf16", (1, 1050, 2, 64, 64),
+     ["--cuda-schedule=segmented"]),
+    ("linear_attention", {}, "bf16", (1, 1050, 2, 64, 64),
+     ["--cuda-schedule=segmented", "--parallel-gradients=off"]),
+    ("hla2", {}, "bf16", (1, 600, 2, 64, 64), ["--cuda-schedule=segmented"]),
+    ("linear_attention", {"decay": 0.9}, "bf16", TILES[0], ["--value-tile=16"]),
+    ("ahla", {"decay": 0.9}, "bf16", TILES[0], ["--value-tile=16"]),
+    ("hla2", {}, "bf16", TILES[0], ["--parallel-gradients=on", "--split-gradients=true"]),
 ]
 # Relative error bounds against the CPU backward in f32 (bf16: the inputs
 # rounded to bf16 first, so only the kernel's own rounding counts).
@@ -159,7 +171,8 @@ def build(outdir, hla_opt):
     record_build(outdir)
     rng = np.random.default_rng(0)
     cases = []
-    for i, (op, options, dtype, (B, T, H, d, dv)) in enumerate(CHECKS):
+    for i, (op, options, dtype, (B, T, H, d, dv), *flags) in enumerate(CHECKS):
+        flags = flags[0] if flags else []
         positive = bool(options.get("normalize"))
         draw = lambda s, sc: (np.abs(rng.standard_normal(s)) if positive  # noqa: E731
                               else rng.standard_normal(s)) * sc
@@ -175,7 +188,7 @@ def build(outdir, hla_opt):
         if not (compile_to(hla_opt, graph(op, B, T, H, d, dv, "f32", options), cpu, "cpu",
                            "exe", True, chunk=32)
                 and compile_to(hla_opt, graph(op, B, T, H, d, dv, dtype, options),
-                               base + ".so", "cuda", "shared", True)):
+                               base + ".so", "cuda", "shared", True, extra=flags)):
             continue
         for n, a in zip(("q", "k", "v", "g"), (q, k, v, g)):
             np.save(f"{base}_{n}.npy", a)
@@ -186,7 +199,9 @@ def build(outdir, hla_opt):
             continue
         os.remove(cpu)
         cases.append({"name": name, "op": op, "options": options, "dtype": dtype,
-                      "shape": [B, T, H, d, dv], "generator": _generator(base + ".so")})
+                      "shape": [B, T, H, d, dv], "flags": flags,
+                      "generator": _generator(base + ".so"),
+                      "chunking": _chunking(base + ".so")})
     timed = []
     for op, B, H, T, d in TIMED:
         name = f"{op}_B{B}_H{H}_T{T}_d{d}"
@@ -209,6 +224,27 @@ def build(outdir, hla_opt):
         json.dump({"checks": cases, "timed": timed}, f, indent=1)
 
 
+def check(outdir, c):
+    """Runs check case `c` once; its gradients' relative errors against the
+    CPU backward's."""
+    import torch
+    from gpu_util import hla_call
+    base = os.path.join(outdir, c["name"])
+    dtype = torch.bfloat16 if c.get("dtype") == "bf16" else torch.float32
+    ins = [torch.from_numpy(np.load(f"{base}_{n}.npy")).cuda().to(dtype) for n in "qkvg"]
+    want = [np.load(os.path.join(base + "_want", f"out{i}.npy")) for i in range(3)]
+    outs = [torch.empty_like(ins[i]) for i in range(3)]
+    hla_call(base + ".so", ins, outs)()
+    torch.cuda.synchronize()
+    errs = [float(np.linalg.norm(o.float().cpu().numpy() - w) / np.linalg.norm(w))
+            for o, w in zip(outs, want)]
+    ok = all(e <= CHECK_TOL[c.get("dtype", "f32")] for e in errs)
+    print(c["name"], c["op"], c["options"], c.get("dtype"), c.get("shape"), c.get("flags"),
+          c.get("generator"), c.get("chunking"), ["%.1e" % e for e in errs],
+          "ok" if ok else "FAIL", flush=True)
+    return {**c, "rel_err": errs, "ok": ok}
+
+
 def run(outdir):
     import torch
     from gpu_util import hla_call, median_ms, provenance, reference_error, refusal
@@ -217,20 +253,7 @@ def run(outdir):
     results = {"device": torch.cuda.get_device_name(), "provenance": provenance(outdir),
                "checks": [], "timed": []}
     for c in cases["checks"]:
-        base = os.path.join(outdir, c["name"])
-        dtype = torch.bfloat16 if c.get("dtype") == "bf16" else torch.float32
-        ins = [torch.from_numpy(np.load(f"{base}_{n}.npy")).cuda().to(dtype) for n in "qkvg"]
-        want = [np.load(os.path.join(base + "_want", f"out{i}.npy")) for i in range(3)]
-        outs = [torch.empty_like(ins[i]) for i in range(3)]
-        hla_call(base + ".so", ins, outs)()
-        torch.cuda.synchronize()
-        errs = [float(np.linalg.norm(o.float().cpu().numpy() - w) / np.linalg.norm(w))
-                for o, w in zip(outs, want)]
-        ok = all(e <= CHECK_TOL[c.get("dtype", "f32")] for e in errs)
-        results["checks"].append({**c, "rel_err": errs, "ok": ok})
-        print(c["name"], c["op"], c["options"], c.get("dtype"), c.get("shape"),
-              c.get("generator"), ["%.1e" % e for e in errs], "ok" if ok else "FAIL",
-              flush=True)
+        results["checks"].append(check(outdir, c))
     # A kept buffer (the saved states) reused by a call on another stream,
     # then on the first again: the same gradients each time.
     tiled = [c for c in cases["checks"] if c.get("generator") == "tiles"]
@@ -355,5 +378,10 @@ if __name__ == "__main__":
     if sys.argv[1] == "build":
         build(sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else
               os.path.join(REPO, "build", "bin", "hla-opt"))
+    elif sys.argv[1] == "check":
+        # One check case once (for compute-sanitizer): check OUTDIR NAME.
+        with open(os.path.join(sys.argv[2], "cases.json")) as f:
+            named = {c["name"]: c for c in json.load(f)["checks"]}
+        sys.exit(0 if check(sys.argv[2], named[sys.argv[3]])["ok"] else 1)
     else:
         run(sys.argv[2])

@@ -548,12 +548,15 @@ LogicalResult KernelSearch::run(std::string &error) {
     // do a derived backward's phases, scratch or not: hla2's at 8x16x2048
     // ran 5.27 ms, 1.23 on tiles whose reverse pass spilled 1,592 bytes,
     // 1.33 with parallel gradients spilling 304 (H200, 2026-12-04). The
-    // first spilling tiles are kept then.
+    // first spilling tiles are kept then (in the schedule asked for, if
+    // one was: a derived backward's runs are the segmented schedule's).
     if (pipeline.generator == ChunkLoopGenerator::Phases && spillingTiles &&
         (usesDeviceScratch() || hasPrefixVjp(*pristine))) {
       restore();
       pipeline.generator = ChunkLoopGenerator::Tiles;
-      pipeline.schedule = KernelSchedule::Persistent;
+      pipeline.schedule = requested.schedule == KernelSchedule::Auto
+                              ? KernelSchedule::Persistent
+                              : requested.schedule;
       pipeline.chunkSize = spillingTiles->chunkSize;
       pipeline.valueTile = spillingTiles->valueTile;
       pipeline.warpgroups = spillingTiles->warpgroups;

@@ -233,7 +233,7 @@ def HLAChunkPass : Pass<"hla-chunk"> {
     `parallelism` iterations running at once: ceil(B·H·S / parallelism)
     waves, each of 1/S of the sequence at 1.5 times the fused form's cost
     per chunk (S = 1: the fused form itself); at least two chunks per run.
-        Where that is one run, or the sequences are packed, the fused form is
+    Where that is one run, or the sequences are packed, the fused form is
     emitted. hla.prefix_vjp's passes over chunks take runs too (the same
     count; docs/TRAINING.md).
 
