@@ -57,7 +57,6 @@
 // leaving run r is found by folding, from the last run back to r + 1,
 // λ ← T_{total_s, X_{a_s}}(λ) + β_s. About 1.5 to 2 times the work of the
 // plain passes, with R times their parallelism.
-
 //
 // The transposed combine rule (μ_A and μ_B) is an hla.combine under an
 // auxiliary monoid whose components are the state, λ and μ_B, so it is
