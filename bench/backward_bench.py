@@ -88,16 +88,14 @@ TIMED = [  # issue 14's table, and the higher orders beside hla2
 # inputs: (label, hla-opt flags, ops; None: every op).
 VARIANTS = [
     ("two passes", ["--parallel-gradients=off"], None),
-    # The sequential passes per value tile of 16 or 32 columns (asked for:
-    # the search keeps whole rows for a backward until measured).
-    ("16 columns", ["--value-tile=16"], ("linear_attention", "ahla")),
-    ("32 columns", ["--value-tile=32"], ("linear_attention", "ahla")),
-        # The passes over chunks in runs per sequence (the segmented schedule;
-    # the search keeps whole sequences for a backward until measured).
-    ("runs", ["--cuda-schedule=segmented"], ("linear_attention", "hla2", "ahla")),
-    # The parallel gradients' pass as one pass per input.
-    ("split gradients", ["--parallel-gradients=on", "--split-gradients=true"],
+    ("parallel gradients", ["--parallel-gradients=on"],
      ("linear_attention", "hla2", "ahla")),
+    # The passes over chunks in more or fewer runs per sequence than
+    # hla-chunk's model gives (the segmented schedule).
+    ("4 runs", ["--cuda-schedule=segmented", "--segments=4"],
+     ("linear_attention",)),
+    ("16 runs", ["--cuda-schedule=segmented", "--segments=16"],
+     ("linear_attention",)),
 ]
 
 

@@ -20,7 +20,11 @@
 # (the test cache is keyed by the libHLACAPI.so that filled it: copy that
 # one). Arguments name backward_bench check cases to run under memcheck and
 # racecheck (default: the first runs case and the first value-tile case).
+# PARTS (default "api sanitize backward peers") picks the steps, so that a
+# session can spread them over calls of the device tool's 10 minutes.
 set -uo pipefail
+parts=" ${PARTS:-api sanitize backward peers} "
+want() { [[ "$parts" == *" $1 "* ]]; }
 export PYTHONUNBUFFERED=1
 root="$(pwd)"
 out="${OUT:-/tmp/gpu-session}"
@@ -32,10 +36,12 @@ export FLA_PARENT="$root/.device/shared/bench"
 
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv >"$out/gpu.txt" 2>&1
 
-echo "== CUDA API tests"
-(cd python && timeout 300 python3 -m pytest -q -rs tests/test_api_cuda.py) \
-  >"$out/api.txt" 2>&1
-tail -3 "$out/api.txt"
+if want api; then
+  echo "== CUDA API tests"
+  (cd python && timeout 300 python3 -m pytest -q -rs tests/test_api_cuda.py) \
+    >"$out/api.txt" 2>&1
+  tail -3 "$out/api.txt"
+fi
 
 # The check cases asked for, else the first built with each opt-in form.
 cases=("$@")
@@ -50,22 +56,26 @@ for form in ("--cuda-schedule=segmented", "--value-tile=16"):
 EOF
   )
 fi
-echo "== compute-sanitizer on ${cases[*]:-no case}"
-for name in "${cases[@]}"; do
-  for tool in memcheck racecheck; do
-    echo "-- $tool $name"
-    timeout 120 compute-sanitizer --tool "$tool" \
-      python3 bench/backward_bench.py check .device/bb "$name" 2>&1 | tail -4
-  done
-done >"$out/sanitize.txt" 2>&1
-grep -E "^--|ERROR SUMMARY|RACECHECK SUMMARY|FAIL" "$out/sanitize.txt"
+if want sanitize; then
+  echo "== compute-sanitizer on ${cases[*]:-no case}"
+  for name in "${cases[@]}"; do
+    for tool in memcheck racecheck; do
+      echo "-- $tool $name"
+      timeout 120 compute-sanitizer --tool "$tool" \
+        python3 bench/backward_bench.py check .device/bb "$name" 2>&1 | tail -4
+    done
+  done >"$out/sanitize.txt" 2>&1
+  grep -E "^--|ERROR SUMMARY|RACECHECK SUMMARY|FAIL" "$out/sanitize.txt"
+fi
 
-echo "== backward benchmark"
-timeout 420 python3 bench/backward_bench.py run .device/bb >"$out/backward_bench.txt" 2>&1
-grep -E "FAIL|refused" "$out/backward_bench.txt"
-tail -14 "$out/backward_bench.txt"
+if want backward; then
+  echo "== backward benchmark"
+  timeout 420 python3 bench/backward_bench.py run .device/bb >"$out/backward_bench.txt" 2>&1
+  grep -E "FAIL|refused" "$out/backward_bench.txt"
+  tail -14 "$out/backward_bench.txt"
+fi
 
-if [ -f .device/pb/cases.json ] || [ -f .device/pb/provenance.json ]; then
+if want peers && { [ -f .device/pb/cases.json ] || [ -f .device/pb/provenance.json ]; }; then
   echo "== forward against the peers"
   timeout 300 python3 bench/peers_bench.py run .device/pb >"$out/peers_bench.txt" 2>&1
   tail -20 "$out/peers_bench.txt"

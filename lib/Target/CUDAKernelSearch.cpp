@@ -204,8 +204,10 @@ public:
         requested.parallelGradients == AutoSwitch::Auto && hasPrefixVjp(module);
     // A derived backward's value tiles (its sequential passes per value
     // tile, hla-chunk's value-tile) are taken only where asked for: they
-    // are checked on the CPU but not yet run on a GPU, so auto keeps whole
-    // rows here.
+    // lost to whole rows at every shape measured, and to runs where blocks
+    // are few (linear attention 1x16x65536x64 backward: 3.26 ms at 16
+    // columns, 1.52 in runs; 8x16x2048: 0.346 against 0.307; H200,
+    // 2026-12-05).
     if (hasPrefixVjp(module) && requested.valueTile == -1) {
       this->requested.valueTile = 0;
       pipeline.valueTile = 0;
@@ -295,13 +297,28 @@ bool KernelSearch::tryRegisterTiles() {
     return succeeded(device.run(*trial));
   };
   bool placed = tryTiles();
+  // Few blocks: runs of chunks per (sequence, head) in parallel, their
+  // states combined (hla-chunk's segmented form; the run count from the
+  // SMs, no value tiles). A derived backward cuts its sequential passes
+  // into runs the same way, which beats a pass of their own for its
+  // tokens' gradients: linear attention 1x16x65536x64 backward 1.52 ms in
+  // 8 runs against 3.73 with parallel gradients, 4x16x8192x128 1.74 in 2
+  // runs against 2.17 in one (H200, 2026-12-05).
+  if (placed && fewBlocks(*trial) && schedule == KernelSchedule::Auto) {
+    pipeline.schedule = KernelSchedule::Segmented;
+    pipeline.valueTile = requested.valueTile;
+    placed = tryTiles();
+    if (!placed) {
+      pipeline.schedule = KernelSchedule::Persistent;
+      placed = tryTiles();
+    }
+  }
   // A derived backward's tokens' gradients in a pass parallel over chunks
-  // where its sequential passes leave most of the GPU idle (fewer blocks
-  // than a quarter of the SMs), or where the reverse pass carrying them
-  // does not fit the tiles. With 16 blocks (1x16x65536x64 linear
-  // attention) 3.69 ms against 7.48 with the reverse pass carrying them;
-  // with 64 (4x16x8192x128) 2.57 against 2.18, with 128 (8x16x8192x64)
-  // 1.18 against 1.13 (H200, 2026-12-04).
+  // where its sequential passes, in runs or not, leave most of the GPU idle
+  // (fewer blocks than a quarter of the SMs), or where the reverse pass
+  // carrying them does not fit the tiles. With 16 blocks (1x16x65536x64
+  // linear attention in one run) 3.69 ms against 7.48 with the reverse
+  // pass carrying them (H200, 2026-12-04).
   if (choosesGradients && pipeline.parallelGradients == AutoSwitch::Off &&
       (!placed || fewerBlocks(*trial, pipeline.parallelism / 4))) {
     pipeline.parallelGradients = AutoSwitch::On;
@@ -323,23 +340,12 @@ bool KernelSearch::tryRegisterTiles() {
     if (!placed)
       pipeline.valueTile = requested.valueTile;
   }
-  // A derived backward's runs (hla-chunk's segmented form cuts its passes
-  // over chunks too) are checked on the CPU but have not yet run on a GPU:
-  // it keeps its few blocks until they are measured, unless asked for.
-  bool derivedBackward = hasPrefixVjp(*pristine);
-  if (placed && fewBlocks(*trial) && schedule == KernelSchedule::Auto &&
-      !derivedBackward) {
-    // Runs of chunks per (sequence, head) in parallel, their states
-    // combined (the segment count from the SMs; no value tiles).
-    pipeline.schedule = KernelSchedule::Segmented;
-    pipeline.valueTile = requested.valueTile;
-    placed = tryTiles();
-  }
   // The segmented form's run count weighs blocks against the runs'
   // sequential work (hla-chunk's model): its blocks are not held to half
-  // the SMs.
+  // the SMs, nor are a derived backward's, whose gradients were weighed
+  // above.
   if (placed && (pipeline.schedule == KernelSchedule::Segmented ||
-                 !fewBlocks(*trial) || derivedBackward)) {
+                 !fewBlocks(*trial) || hasPrefixVjp(*pristine))) {
     adopt(std::move(trial));
     return true;
   }

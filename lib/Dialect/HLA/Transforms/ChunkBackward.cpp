@@ -162,13 +162,8 @@ PrefixVjpLowering::saveEntryStates(OpBuilder &b, ValueRange runTotals) {
           saved.push_back(tensor::InsertSliceOp::create(
               nb, l, iter[i], iter[k + i], offsets, sizes, strides));
         }
-        auto [start, rows] = bounds(nb, l, c);
-        ChunkTiles tiles;
-        tiles.chunk = chunk;
-        tiles.length = rows;
-        for (auto [i, input] : llvm::enumerate(op.getInputs()))
-          tiles.tokens.push_back(
-              loadRows(nb, l, input, bi, hi, start, rows, inputIsValue[i]));
+        Value start, rows;
+        ChunkTiles tiles = loadChunk(nb, l, bi, hi, c, start, rows);
         FailureOr<llvm::SmallVector<Value>> summary =
             emitSummaries(nb, l, tiles);
         if (failed(summary)) {
@@ -224,12 +219,8 @@ PrefixVjpLowering::emitRunTotals(OpBuilder &b) {
   auto loop = scf::ForOp::create(
       b, loc, lo, end, c1, identity,
       [&](OpBuilder &nb, Location l, Value c, ValueRange total) {
-        auto [start, rows] = bounds(nb, l, c);
-        ChunkTiles tiles;
-        tiles.chunk = chunk;
-        tiles.length = rows;
-        for (Value input : op.getInputs())
-          tiles.tokens.push_back(loadRows(nb, l, input, bi, hi, start, rows));
+        Value start, rows;
+        ChunkTiles tiles = loadChunk(nb, l, bi, hi, c, start, rows);
         FailureOr<llvm::SmallVector<Value>> summary =
             emitSummaries(nb, l, tiles);
         if (failed(summary)) {
@@ -349,13 +340,7 @@ FailureOr<PrefixVjpLowering::ChunkStep> PrefixVjpLowering::emitChunkStep(
   };
   TileBuilder tb(nb, l);
   ChunkStep step;
-  std::tie(step.start, step.rows) = bounds(nb, l, c);
-  ChunkTiles tiles;
-  tiles.chunk = chunk;
-  tiles.length = step.rows;
-  for (auto [i, input] : llvm::enumerate(op.getInputs()))
-    tiles.tokens.push_back(
-        loadRows(nb, l, input, bi, hi, step.start, step.rows, inputIsValue[i]));
+  ChunkTiles tiles = loadChunk(nb, l, bi, hi, c, step.start, step.rows);
   tiles.carried.assign(n, Value());
   for (auto [j, cc] : llvm::enumerate(carried))
     tiles.carried[cc] = savedState(nb, l, entryStates[j], bi, hi, cc, c);
@@ -820,10 +805,7 @@ FailureOr<llvm::SmallVector<Value>> PrefixVjpLowering::emitGradientPass(
   b.setInsertionPointToStart(body);
   Value bi = body->getArgument(0), hi = body->getArgument(1),
         c = body->getArgument(2);
-  Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
-  maskBuilder = std::make_unique<OpBuilder>(op.getContext());
-  maskBuilder->setInsertionPointAfter(c0.getDefiningOp());
-  decay = std::make_unique<DecayTiles>(*maskBuilder, loc, chunk, forward.gamma);
+  startMasks(b, loc);
   llvm::SmallVector<Value> lambda;
   for (auto [j, cc] : llvm::enumerate(live))
     lambda.push_back(savedState(b, loc, lambdas[j], bi, hi, cc, c));

@@ -85,6 +85,9 @@ private:
   /// are selected.
   scf::ForallOp beginPass(OpBuilder &b, ValueRange inits, bool tiled,
                           bool overRuns);
+  /// Starts a loop body's masks: made on first use, from inside the inner
+  /// loops, they go at `b`'s insertion point (before those loops).
+  void startMasks(OpBuilder &b, Location loc);
   /// The chunks [lo, hi) of the current run (all chunks outside runs).
   std::pair<Value, Value> runChunks(OpBuilder &b, Location loc) const;
   /// Run `r`'s first chunk.
@@ -98,6 +101,10 @@ private:
   /// current tile's columns.
   Value loadRows(OpBuilder &b, Location loc, Value operand, Value batch,
                  Value head, Value start, Value length, bool value = false);
+  /// Chunk `c`'s token tiles (value inputs: the current tile's columns),
+  /// with no carried states; its first token and count in `start`, `rows`.
+  ChunkTiles loadChunk(OpBuilder &b, Location loc, Value batch, Value head,
+                       Value c, Value &start, Value &rows);
   /// Sums `terms` (rows [c, width] or a component).
   FailureOr<Value> emitSum(TileBuilder &tb, const MonoidSpec &termSpec,
                            const ChunkTiles &tiles,

@@ -154,13 +154,16 @@ scf::ForallOp PrefixVjpLowering::beginPass(OpBuilder &b, ValueRange inits,
   Block *body = loop.getBody();
   b.setInsertionPointToStart(body);
   enterPass(b, loc, body, tiled, overRuns);
-  // Masks are made on first use, from inside the loops; they go before the
-  // loops, right after this constant.
+  startMasks(b, loc);
+  return loop;
+}
+
+void PrefixVjpLowering::startMasks(OpBuilder &b, Location loc) {
+  // The masks go right after this constant.
   Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
   maskBuilder = std::make_unique<OpBuilder>(b.getContext());
   maskBuilder->setInsertionPointAfter(c0.getDefiningOp());
   decay = std::make_unique<DecayTiles>(*maskBuilder, loc, chunk, forward.gamma);
-  return loop;
 }
 
 Value PrefixVjpLowering::loadRows(OpBuilder &b, Location loc, Value operand,
@@ -175,6 +178,19 @@ Value PrefixVjpLowering::loadRows(OpBuilder &b, Location loc, Value operand,
     width = columns ? valueWidth : type.getDimSize(3);
   }
   return loadChunkRows(b, loc, operand, offsets, rows, chunk, width);
+}
+
+ChunkTiles PrefixVjpLowering::loadChunk(OpBuilder &b, Location loc,
+                                        Value batch, Value head, Value c,
+                                        Value &start, Value &rows) {
+  std::tie(start, rows) = bounds(b, loc, c);
+  ChunkTiles tiles;
+  tiles.chunk = chunk;
+  tiles.length = rows;
+  for (auto [i, input] : llvm::enumerate(op.getInputs()))
+    tiles.tokens.push_back(loadRows(b, loc, input, batch, head, start, rows,
+                                    inputIsValue[i]));
+  return tiles;
 }
 
 std::pair<Value, Value> PrefixVjpLowering::bounds(OpBuilder &b, Location loc,
