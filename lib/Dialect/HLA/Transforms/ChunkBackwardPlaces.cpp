@@ -180,16 +180,16 @@ Value PrefixVjpLowering::loadRows(OpBuilder &b, Location loc, Value operand,
   return loadChunkRows(b, loc, operand, offsets, rows, chunk, width);
 }
 
-ChunkTiles PrefixVjpLowering::loadChunk(OpBuilder &b, Location loc,
-                                        Value batch, Value head, Value c,
-                                        Value &start, Value &rows) {
+ChunkTiles PrefixVjpLowering::loadChunk(OpBuilder &b, Location loc, Value batch,
+                                        Value head, Value c, Value &start,
+                                        Value &rows) {
   std::tie(start, rows) = bounds(b, loc, c);
   ChunkTiles tiles;
   tiles.chunk = chunk;
   tiles.length = rows;
   for (auto [i, input] : llvm::enumerate(op.getInputs()))
-    tiles.tokens.push_back(loadRows(b, loc, input, batch, head, start, rows,
-                                    inputIsValue[i]));
+    tiles.tokens.push_back(
+        loadRows(b, loc, input, batch, head, start, rows, inputIsValue[i]));
   return tiles;
 }
 
