@@ -18,7 +18,7 @@ packages=(
   cmake ninja-build ccache git
   clang-22 llvm-22-dev libmlir-22-dev mlir-22-tools libomp-22-dev
   libclang-rt-22-dev clang-format-22
-  python3-numpy python3-pytest python3-torch
+  python3-numpy python3-pytest python3-pytest-xdist python3-torch
   python3-pip python3-setuptools python3-wheel
 )
 missing=()

@@ -9,7 +9,15 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 "$root/scripts/setup.sh"
 
 echo "== lit"
+start=$(date +%s)
 cmake --build "$root/build" --target check-hla
-echo "== pytest"
+echo "== pytest (lit took $(($(date +%s) - start)) s)"
 cd "$root"
-"${PYTHON:-/usr/bin/python3}" -m pytest -q python/tests
+python="${PYTHON:-/usr/bin/python3}"
+# A worker per core where pytest-xdist is installed (scripts/setup.sh
+# installs it; HLA_TEST_JOBS overrides the count, 0 runs in this process).
+jobs=()
+if "$python" -c "import xdist" 2>/dev/null; then
+  jobs=(-n "${HLA_TEST_JOBS:-$(nproc)}")
+fi
+"$python" -m pytest -q "${jobs[@]}" python/tests

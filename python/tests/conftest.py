@@ -6,6 +6,7 @@ sys.path), gives hla.compile a per-session cache directory and provides
 per category, printed at the end of the run.
 """
 
+import json
 import os
 import pathlib
 import shutil
@@ -70,7 +71,7 @@ def agree():
             worst = max(worst, r)
             assert err <= tol * ref or err == 0.0, (
                 f"{what}[{i}]: relative error {r:.3e} > {tol:.0e}")
-        _ERRORS[what] = max(_ERRORS.get(what, 0.0), worst)
+        _record(what, worst)
         return worst
 
     return check
@@ -84,11 +85,35 @@ def disagree():
         err, ref = _relative(a, b)
         r = err / ref
         key = "!" + what
-        _ERRORS[key] = min(_ERRORS.get(key, np.inf), r)
+        _record(key, r)
         assert r > at_least, f"{what}: expected a disagreement > {at_least}, got {r:.3e}"
         return r
 
     return check
+
+
+def _record(key, value):
+    """Keeps the worst value seen: the largest error, the smallest
+    disagreement (keys with a leading "!")."""
+    if key.startswith("!"):
+        _ERRORS[key] = min(_ERRORS.get(key, np.inf), value)
+    else:
+        _ERRORS[key] = max(_ERRORS.get(key, 0.0), value)
+
+
+# Under pytest-xdist (scripts/test.sh runs a worker per core) each worker
+# records its own table; the workers hand theirs to the controller, which
+# prints the merged one.
+def pytest_sessionfinish(session):
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:
+        workeroutput["hla_errors"] = json.dumps(_ERRORS)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    for key, value in json.loads(getattr(node, "workeroutput", {}).get("hla_errors", "{}")).items():
+        _record(key, value)
 
 
 def pytest_terminal_summary(terminalreporter):
