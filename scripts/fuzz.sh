@@ -34,7 +34,9 @@ if [ ! -f "$build/build.ninja" ]; then
     -DMLIR_DIR="$llvm/lib/cmake/mlir" -DHLA_ENABLE_FUZZERS=ON \
     -DCMAKE_CXX_FLAGS="$flags" "${launcher[@]}"
 fi
+started=$(date +%s)
 cmake --build "$build" --target hla-fuzz-ir hla-fuzz-npy -- -j"$(nproc)"
+echo "== fuzz targets built in $(($(date +%s) - started)) s"
 mkdir -p "$build/findings"
 runs=()
 [ -n "${FUZZ_RUNS:-}" ] && runs=(-runs="$FUZZ_RUNS")

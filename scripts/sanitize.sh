@@ -41,7 +41,9 @@ if [ ! -f "$build/build.ninja" ]; then
     "${launcher[@]}"
 fi
 echo "== building $build"
+started=$(date +%s)
 cmake --build "$build" -- -j"$(nproc)"
+echo "== built in $(($(date +%s) - started)) s"
 
 sanitizer_runtime="$(clang-22 --print-file-name=libclang_rt.asan-x86_64.so)"
 if [ ! -f "$sanitizer_runtime" ]; then
