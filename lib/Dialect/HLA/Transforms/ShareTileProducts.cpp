@@ -17,8 +17,10 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Dominance.h"
 #include "mlir/IR/Matchers.h"
+#include "llvm/ADT/Hashing.h"
 
 #include <numeric>
+#include <unordered_map>
 
 namespace mlir::hla {
 #define GEN_PASS_DEF_HLASHARETILEPRODUCTSPASS
@@ -217,6 +219,23 @@ Match matchGenerics(linalg::GenericOp earlier, linalg::GenericOp later) {
   return Match::None;
 }
 
+/// What generics that compute the same values (or their transpose) share
+/// whatever the order of their loops and inputs: the inputs as a set, the
+/// loop counts by kind, the body's length and the result's element type
+/// and rank. A hash of it buckets the candidates `matchGenerics` compares.
+llvm::hash_code matchKey(linalg::GenericOp op) {
+  llvm::SmallVector<const void *> inputs;
+  for (OpOperand *operand : op.getDpsInputOperands())
+    inputs.push_back(operand->get().getAsOpaquePointer());
+  llvm::sort(inputs);
+  auto type = cast<RankedTensorType>(op->getResult(0).getType());
+  return llvm::hash_combine(
+      llvm::hash_combine_range(inputs.begin(), inputs.end()),
+      op.getNumLoops(), op.getNumReductionLoops(),
+      op.getRegion().front().getOperations().size(),
+      type.getElementType().getAsOpaquePointer(), type.getRank());
+}
+
 /// A generic that transposes the matrix `value`, built before `before`.
 Value buildTranspose(Value value, Operation *before) {
   OpBuilder b(before);
@@ -260,12 +279,14 @@ struct HLAShareTileProductsPass
   /// was replaced.
   bool shareOnce() {
     DominanceInfo dominance(getOperation());
-    llvm::SmallVector<linalg::GenericOp> seen;
+    // The generics seen so far, in walk order, by matchKey.
+    std::unordered_map<size_t, llvm::SmallVector<linalg::GenericOp>> seen;
     bool changed = false;
     getOperation()->walk<WalkOrder::PreOrder>([&](linalg::GenericOp op) {
       if (!isPlainTensorGeneric(op) || isTranspose(op))
         return WalkResult::advance();
-      for (linalg::GenericOp earlier : seen) {
+      llvm::SmallVector<linalg::GenericOp> &candidates = seen[static_cast<size_t>(matchKey(op))];
+      for (linalg::GenericOp earlier : candidates) {
         if (!dominance.properlyDominates(earlier.getOperation(), op))
           continue;
         Match match = matchGenerics(earlier, op);
@@ -279,7 +300,7 @@ struct HLAShareTileProductsPass
         changed = true;
         return WalkResult::interrupt();
       }
-      seen.push_back(op);
+      candidates.push_back(op);
       return WalkResult::advance();
     });
     return changed;
