@@ -151,6 +151,12 @@ void mlir::hla::buildCPUPipeline(OpPassManager &pm,
 
 void mlir::hla::buildCUDADevicePipeline(OpPassManager &pm,
                                         const CUDAPipelineOptions &options) {
+  buildCUDAKernelMapping(pm, options);
+  buildCUDAKernelCodegen(pm, options);
+}
+
+void mlir::hla::buildCUDAKernelMapping(OpPassManager &pm,
+                                       const CUDAPipelineOptions &options) {
   // Attention ops -> one loop over chunks per (sequence, head), carrying the
   // state: the persistent-kernel schedule, each thread block owning a
   // (sequence, head) and its state for the whole sequence. Or, segmented:
@@ -242,7 +248,10 @@ void mlir::hla::buildCUDADevicePipeline(OpPassManager &pm,
   // run-time value, and index math would divide by registers.
   pm.addPass(createGpuLaunchSinkIndexComputationsPass());
   pm.addPass(createGpuKernelOutliningPass());
+}
 
+void mlir::hla::buildCUDAKernelCodegen(OpPassManager &pm,
+                                       const CUDAPipelineOptions &options) {
   // Kernels -> NVVM -> PTX.
   OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
   kernels.addPass(createLowerAffinePass());

@@ -244,6 +244,12 @@ private:
   LogicalResult buildDevice();
   bool tryRegisterTiles();
   bool trySegmentedSchedule();
+  /// The second half of the device pipeline on a mapped trial.
+  LogicalResult generateKernels(ModuleOp trial) {
+    PassManager codegen(module.getContext());
+    buildCUDAKernelCodegen(codegen, pipeline);
+    return codegen.run(trial);
+  }
 
   ModuleOp module;
   CUDAPipelineOptions requested;
@@ -290,11 +296,12 @@ bool KernelSearch::tryRegisterTiles() {
     return fewerBlocks(built, pipeline.parallelism / 2);
   };
   OwningOpRef<ModuleOp> trial;
+  // Trials are mapped only; the one kept gets its NVVM and PTX below.
   auto tryTiles = [&]() {
     trial = module.clone();
-    PassManager device(module.getContext());
-    buildCUDADevicePipeline(device, pipeline);
-    return succeeded(device.run(*trial));
+    PassManager mapping(module.getContext());
+    buildCUDAKernelMapping(mapping, pipeline);
+    return succeeded(mapping.run(*trial));
   };
   bool placed = tryTiles();
   // Few blocks: runs of chunks per (sequence, head) in parallel, their
@@ -344,8 +351,10 @@ bool KernelSearch::tryRegisterTiles() {
   // sequential work (hla-chunk's model): its blocks are not held to half
   // the SMs, nor are a derived backward's, whose gradients were weighed
   // above.
-  if (placed && (pipeline.schedule == KernelSchedule::Segmented ||
-                 !fewBlocks(*trial) || hasPrefixVjp(*pristine))) {
+  if (placed &&
+      (pipeline.schedule == KernelSchedule::Segmented || !fewBlocks(*trial) ||
+       hasPrefixVjp(*pristine)) &&
+      succeeded(generateKernels(*trial))) {
     adopt(std::move(trial));
     return true;
   }
@@ -378,17 +387,20 @@ bool KernelSearch::trySegmentedSchedule() {
   for (MmaInstruction mma : instructions) {
     OwningOpRef<ModuleOp> trial = module.clone();
     pipeline.mma = mma;
-    PassManager device(module.getContext());
-    buildCUDADevicePipeline(device, pipeline);
     ScopedDiagnosticHandler quiet(module.getContext(),
                                   [](Diagnostic &) { return success(); });
+    // Judged on the mapping alone: a trial that streams its state through
+    // scratch never reaches NVVM and PTX (hla3's backward at d = 64 spent
+    // most of its four minutes of compilation in those of such trials).
+    PassManager mapping(module.getContext());
+    buildCUDAKernelMapping(mapping, pipeline);
     bool scratch = false;
-    bool built = succeeded(device.run(*trial));
+    bool built = succeeded(mapping.run(*trial));
     if (built)
       trial->walk([&](func::FuncOp func) {
         scratch |= func->hasAttr("hla.device_scratch");
       });
-    if (built && !scratch) {
+    if (built && !scratch && succeeded(generateKernels(*trial))) {
       adopt(std::move(trial));
       return true;
     }

@@ -223,6 +223,15 @@ struct CUDAPipelineOptions : public PassPipelineOptions<CUDAPipelineOptions> {
 /// in `isa` form). The host code is left for buildCUDAHostPipeline.
 void buildCUDADevicePipeline(OpPassManager &pm,
                              const CUDAPipelineOptions &options);
+/// The device pipeline's two halves: the chunked form mapped onto thread
+/// blocks, shared memory and tensor cores (where a kernel that streams its
+/// state through device memory is marked `hla.device_scratch`), then the
+/// outlined kernels' NVVM and PTX. The search judges a trial by the first
+/// before paying for the second.
+void buildCUDAKernelMapping(OpPassManager &pm,
+                            const CUDAPipelineOptions &options);
+void buildCUDAKernelCodegen(OpPassManager &pm,
+                            const CUDAPipelineOptions &options);
 
 /// The host half: launches through MLIR's mgpu* runtime calls, the rest to
 /// the LLVM dialect, and the artefact C ABI.
