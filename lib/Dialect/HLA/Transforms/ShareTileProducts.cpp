@@ -230,9 +230,8 @@ llvm::hash_code matchKey(linalg::GenericOp op) {
   llvm::sort(inputs);
   auto type = cast<RankedTensorType>(op->getResult(0).getType());
   return llvm::hash_combine(
-      llvm::hash_combine_range(inputs.begin(), inputs.end()),
-      op.getNumLoops(), op.getNumReductionLoops(),
-      op.getRegion().front().getOperations().size(),
+      llvm::hash_combine_range(inputs.begin(), inputs.end()), op.getNumLoops(),
+      op.getNumReductionLoops(), op.getRegion().front().getOperations().size(),
       type.getElementType().getAsOpaquePointer(), type.getRank());
 }
 
@@ -285,7 +284,8 @@ struct HLAShareTileProductsPass
     getOperation()->walk<WalkOrder::PreOrder>([&](linalg::GenericOp op) {
       if (!isPlainTensorGeneric(op) || isTranspose(op))
         return WalkResult::advance();
-      llvm::SmallVector<linalg::GenericOp> &candidates = seen[static_cast<size_t>(matchKey(op))];
+      llvm::SmallVector<linalg::GenericOp> &candidates =
+          seen[static_cast<size_t>(matchKey(op))];
       for (linalg::GenericOp earlier : candidates) {
         if (!dominance.properlyDominates(earlier.getOperation(), op))
           continue;
