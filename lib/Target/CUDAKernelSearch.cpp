@@ -311,13 +311,19 @@ bool KernelSearch::tryRegisterTiles() {
   // tokens' gradients: linear attention 1x16x65536x64 backward 1.52 ms in
   // 8 runs against 3.73 with parallel gradients, 4x16x8192x128 1.74 in 2
   // runs against 2.17 in one (H200, 2026-12-05).
+  // Where the segmented trial does not place, the persistent one is kept as
+  // it was mapped.
   if (placed && fewBlocks(*trial) && schedule == KernelSchedule::Auto) {
+    OwningOpRef<ModuleOp> persistent = std::move(trial);
+    int64_t persistentValueTile = pipeline.valueTile;
     pipeline.schedule = KernelSchedule::Segmented;
     pipeline.valueTile = requested.valueTile;
     placed = tryTiles();
     if (!placed) {
       pipeline.schedule = KernelSchedule::Persistent;
-      placed = tryTiles();
+      pipeline.valueTile = persistentValueTile;
+      trial = std::move(persistent);
+      placed = true;
     }
   }
   // A derived backward's tokens' gradients in a pass parallel over chunks
