@@ -193,11 +193,10 @@ void TileEmitter::emitContraction(linalg::GenericOp op) {
   beforeRead(stagedB);
   Operand a = operandOf(stagedA, kIsRowA), bOp = operandOf(stagedB, kIsRowB);
 
-  // The accumulator starts from C's initial value (zero for a zero fill).
+  // The accumulator starts from C's initial value.
   Value init = op.getDpsInitOperand(0)->get();
   llvm::SmallVector<Value> start;
   auto fill = init.getDefiningOp<linalg::FillOp>();
-  int64_t count = plan.slots(out.getDimSize(0), n);
   int64_t perBlock = plan.slots(kFragmentRows, n);
   // Each warpgroup computes its share of C's columns: B from warpgroup g's
   // first N group on.
@@ -210,10 +209,11 @@ void TileEmitter::emitContraction(linalg::GenericOp op) {
             arith::IndexCastUIOp::create(b, loc, b.getI64Type(), warpgroup),
             arith::ConstantIntOp::create(b, loc, share / 8 * bOp.mnGroupBytes,
                                          64)));
-  if (fill && matchPattern(fill.value(), m_AnyZeroFloat())) {
-    Value z = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0));
-    start.assign(count, z);
-  } else {
+  // A product from zero starts with wgmma's scale-d off: D is not read, so
+  // no zeros are written into the accumulator after the fence below (ptxas
+  // would inject a warpgroup.arrive before each such chain, C7519).
+  bool fromZero = fill && matchPattern(fill.value(), m_AnyZeroFloat());
+  if (!fromZero) {
     start = elements(init);
     for (Value &v : start)
       if (!v.getType().isF32())
@@ -235,19 +235,21 @@ void TileEmitter::emitContraction(linalg::GenericOp op) {
   for (int64_t rowBlock = 0; rowBlock * kFragmentRows < out.getDimSize(0);
        ++rowBlock) {
     Value acc = LLVM::UndefOp::create(b, loc, accType);
-    for (int64_t i = 0; i < perBlock; ++i)
-      acc = LLVM::InsertValueOp::create(b, loc, acc,
-                                        start[rowBlock * perBlock + i],
-                                        llvm::ArrayRef<int64_t>{i});
+    if (!fromZero)
+      for (int64_t i = 0; i < perBlock; ++i)
+        acc = LLVM::InsertValueOp::create(b, loc, acc,
+                                          start[rowBlock * perBlock + i],
+                                          llvm::ArrayRef<int64_t>{i});
     for (int64_t k0 = 0; k0 < dims.sizeK; k0 += 16) {
+      bool readsD = !fromZero || k0 > 0;
       Value descA = descriptor(a, k0, rowBlock * kFragmentRows);
       Value descB = descriptor(bOp, k0, 0);
       acc = NVVM::WgmmaMmaAsyncOp::create(
           b, loc, accType, acc, descA, descB,
           NVVM::MMAShapeAttr::get(ctx, kFragmentRows, share, 16),
           NVVM::WGMMATypes::bf16, NVVM::WGMMATypes::bf16, NVVM::WGMMATypes::f32,
-          NVVM::WGMMAScaleOut::one, NVVM::WGMMAScaleIn::one,
-          NVVM::WGMMAScaleIn::one,
+          readsD ? NVVM::WGMMAScaleOut::one : NVVM::WGMMAScaleOut::zero,
+          NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one,
           // A is M x K row-major unless transposed, B K x N column-major.
           a.mnMajor ? NVVM::MMALayout::col : NVVM::MMALayout::row,
           bOp.mnMajor ? NVVM::MMALayout::row : NVVM::MMALayout::col,

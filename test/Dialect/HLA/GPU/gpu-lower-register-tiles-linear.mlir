@@ -14,7 +14,9 @@
 // for Q·S, read MN-major, and P = mask(QKᵀ) for P·V; four 8 x 8 blocks per
 // instruction) and the decayed k rows. Each chunk has three barriers: that
 // one (its rows landed, the other buffers free), after the S and k copies,
-// after the P copy.
+// after the P copy. A product from zero starts its chain with scale-d off
+// (D not read), so no accumulator register is written between the
+// wgmma fence and the chain.
 
 // CHECK-LABEL: func.func @linear
 // CHECK-NOT: scf.forall
@@ -37,16 +39,22 @@
 // CHECK: vector.store {{.*}} : memref<4160xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
 // CHECK: nvvm.fence.proxy
 // CHECK-NEXT: gpu.barrier
-// CHECK-COUNT-4: nvvm.wgmma.mma_async {{.*}}<m = 64, n = 64, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <row>]
-// CHECK-COUNT-4: nvvm.wgmma.mma_async {{.*}}<m = 64, n = 64, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
+// CHECK: nvvm.wgmma.fence.aligned
+// CHECK-NOT: llvm.insertvalue
+// CHECK: nvvm.wgmma.mma_async {{.*}}<m = 64, n = 64, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <row>]
+// CHECK-COUNT-3: nvvm.wgmma.mma_async {{.*}}<m = 64, n = 64, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <row>]
+// CHECK: nvvm.wgmma.mma_async {{.*}}<m = 64, n = 64, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
+// CHECK-COUNT-3: nvvm.wgmma.mma_async {{.*}}<m = 64, n = 64, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK: nvvm.stmatrix
 // CHECK: nvvm.fence.proxy
 // CHECK-NEXT: gpu.barrier
-// CHECK-COUNT-4: nvvm.wgmma.mma_async {{.*}}A[<bf16>, <one>, <row>], B[<bf16>, <one>, <row>]
+// CHECK: nvvm.wgmma.mma_async {{.*}}D[<f32>, <zero>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <row>]
+// CHECK-COUNT-3: nvvm.wgmma.mma_async {{.*}}D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <row>]
 // CHECK: scf.if
 // CHECK: vector.store {{.*}} : memref<1x256x2x64xbf16>, vector<2xbf16>
-// CHECK-COUNT-4: nvvm.wgmma.mma_async {{.*}}A[<bf16>, <one>, <col>], B[<bf16>, <one>, <row>]
+// CHECK: nvvm.wgmma.mma_async {{.*}}D[<f32>, <zero>], A[<bf16>, <one>, <col>], B[<bf16>, <one>, <row>]
+// CHECK-COUNT-3: nvvm.wgmma.mma_async {{.*}}D[<f32>, <one>], A[<bf16>, <one>, <col>], B[<bf16>, <one>, <row>]
 // CHECK-NOT: gpu.barrier
 // CHECK: scf.yield
 // CHECK-NOT: gpu.barrier
