@@ -36,7 +36,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(REPO, "python"))
 from gpu_util import record_build  # noqa: E402
 
-SMALL = (2, 100, 2, 16, 16)  # B, T, H, d, dv
+SMALL = (2, 100, 2, 16, 16)  # B, T, H, d, dv[, H_kv]
 # bf16 at d = 64 (and 128), where the register-tile generator takes the
 # backward of linear attention and AHLA (64-token chunks): ragged tails, a
 # whole number of chunks.
@@ -68,6 +68,10 @@ CHECKS = [
     ("linear_attention", {"decay": 0.9}, "bf16", TILES[0], ["--value-tile=16"]),
     ("ahla", {"decay": 0.9}, "bf16", TILES[0], ["--value-tile=16"]),
     ("hla2", {}, "bf16", TILES[0], ["--parallel-gradients=on", "--split-gradients=true"]),
+    # Grouped K/V heads (k, v repeated to the query heads, their gradients
+    # summed per group).
+    ("linear_attention", {"decay": 0.9}, "bf16", (2, 200, 4, 64, 64, 2)),
+    ("hla2", {}, "bf16", (1, 130, 4, 64, 64, 1)),
 ]
 # Relative error bounds against the CPU backward in f32 (bf16: the inputs
 # rounded to bf16 first, so only the kernel's own rounding counts).
@@ -109,11 +113,12 @@ def _attrs(options):
     return (" {" + ", ".join(parts) + "}") if parts else ""
 
 
-def graph(op, B, T, H, d, dv, dtype, options=None):
-    t = lambda w: f"tensor<{B}x{T}x{H}x{w}x{dtype}>"  # noqa: E731
-    return (f"func.func @main(%q: {t(d)}, %k: {t(d)}, %v: {t(dv)}) -> {t(dv)} {{\n"
+def graph(op, B, T, H, d, dv, dtype, options=None, kv_heads=None):
+    t = lambda w, h=H: f"tensor<{B}x{T}x{h}x{w}x{dtype}>"  # noqa: E731
+    hkv = kv_heads or H
+    return (f"func.func @main(%q: {t(d)}, %k: {t(d, hkv)}, %v: {t(dv, hkv)}) -> {t(dv)} {{\n"
             f"  %o = hla.{op} %q, %k, %v{_attrs(options or {})} : "
-            f"({t(d)}, {t(d)}, {t(dv)}) -> {t(dv)}\n"
+            f"({t(d)}, {t(d, hkv)}, {t(dv, hkv)}) -> {t(dv)}\n"
             f"  return %o : {t(dv)}\n}}\n")
 
 
@@ -169,23 +174,25 @@ def build(outdir, hla_opt):
     record_build(outdir)
     rng = np.random.default_rng(0)
     cases = []
-    for i, (op, options, dtype, (B, T, H, d, dv), *flags) in enumerate(CHECKS):
+    for i, (op, options, dtype, shape, *flags) in enumerate(CHECKS):
         flags = flags[0] if flags else []
+        B, T, H, d, dv = shape[:5]
+        Hkv = shape[5] if len(shape) > 5 else H
         positive = bool(options.get("normalize"))
         draw = lambda s, sc: (np.abs(rng.standard_normal(s)) if positive  # noqa: E731
                               else rng.standard_normal(s)) * sc
         q = draw((B, T, H, d), d ** -0.5).astype(np.float32)
-        k = draw((B, T, H, d), d ** -0.5).astype(np.float32)
-        v = rng.standard_normal((B, T, H, dv)).astype(np.float32)
+        k = draw((B, T, Hkv, d), d ** -0.5).astype(np.float32)
+        v = rng.standard_normal((B, T, Hkv, dv)).astype(np.float32)
         g = rng.standard_normal((B, T, H, dv)).astype(np.float32)
         if dtype == "bf16":
             q, k, v, g = (_round_bf16(x) for x in (q, k, v, g))
         name = f"check{i}"
         base = os.path.join(outdir, name)
         cpu = base + "_cpu"
-        if not (compile_to(hla_opt, graph(op, B, T, H, d, dv, "f32", options), cpu, "cpu",
-                           "exe", True, chunk=32)
-                and compile_to(hla_opt, graph(op, B, T, H, d, dv, dtype, options),
+        if not (compile_to(hla_opt, graph(op, B, T, H, d, dv, "f32", options, Hkv), cpu,
+                           "cpu", "exe", True, chunk=32)
+                and compile_to(hla_opt, graph(op, B, T, H, d, dv, dtype, options, Hkv),
                                base + ".so", "cuda", "shared", True, extra=flags)):
             continue
         for n, a in zip(("q", "k", "v", "g"), (q, k, v, g)):
@@ -197,7 +204,7 @@ def build(outdir, hla_opt):
             continue
         os.remove(cpu)
         cases.append({"name": name, "op": op, "options": options, "dtype": dtype,
-                      "shape": [B, T, H, d, dv], "flags": flags,
+                      "shape": list(shape), "flags": flags,
                       "generator": _generator(base + ".so"),
                       "chunking": _chunking(base + ".so")})
     timed = []

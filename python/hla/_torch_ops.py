@@ -23,10 +23,9 @@ with the attributes resolved (``scale`` a number, ``decay`` 1.0 for none,
 Backward: for the ops in ``functional.DIFFERENTIABLE`` on the CPU and
 CUDA, the gradients of q, k, v and the initial state (from the output's
 and the final state's cotangents) come from the backward the compiler
-derives from the op's monoid (``functional.execute_backward``). Grouped
-K/V heads are differentiated through k and v repeated to the query heads
-(their gradients summed back over each group), packed sequences as a
-zero-padded batch. Everything else (other ops, the final state of packed
+derives from the op's monoid (``functional.execute_backward``), grouped
+K/V heads included (the compiler sums k's and v's gradients over each
+group); packed sequences as a zero-padded batch. Everything else (other ops, the final state of packed
 sequences) raises NotImplementedError saying so.
 """
 
@@ -190,19 +189,9 @@ def _input_gradients(op, operands, states, cu, attrs, chunk_size, grads):
         if finals and any(bool(f.any()) for f in finals):
             raise _no_backward(op, "through the final state of packed sequences yet")
         return _packed_input_gradients(op, q, k, v, states, cu, attrs, chunk_size, grad)
-    groups = q.shape[2] // max(k.shape[2], 1)
-    if groups > 1:
-        k = k.repeat_interleave(groups, dim=2)
-        v = v.repeat_interleave(groups, dim=2)
-    d = functional.execute_backward(
+    return tuple(functional.execute_backward(
         op, [q.detach(), k.detach(), v.detach()], grad.to(q.dtype).contiguous(), attrs,
-        chunk_size, target, [s.detach().float() for s in states], finals)
-    dq, dk, dv = d[:3]
-    if groups > 1:
-        B, T = dk.shape[:2]
-        dk = dk.reshape(B, T, -1, groups, dk.shape[3]).sum(3)
-        dv = dv.reshape(B, T, -1, groups, dv.shape[3]).sum(3)
-    return (dq, dk, dv, *d[3:])
+        chunk_size, target, [s.detach().float() for s in states], finals))
 
 
 def _vjp_schema(op):

@@ -569,7 +569,7 @@ def execute_backward(op, arrays, grad_output, attrs, chunk_size, target, states=
                      final_grads=()):
     """The gradients [dq, dk, dv, *d(states)] of sum(grad_output * o) +
     sum(final_grads * final_state), (o, final_state) = op(q, k, v,
-    initial_state=states), for checked q, k, v with one head count (no
+    initial_state=states), for checked q, k, v (grouped K/V heads too; no
     packed sequences); ``states`` and ``final_grads`` are f32 [B, H, ...]
     (empty for none). Derived by the compiler from the op's monoid; on the
     CPU or, for torch CUDA tensors, the GPU (on torch's current stream)."""

@@ -66,13 +66,27 @@ def test_state_gradients_runs(op, options, parallel_gradients, agree):
                           chunk_form="segmented", segments=3)
 
 
-def check_state_gradients(op, options, T, parallel_gradients, agree, dv=3, **compile_options):
+@needs_compiler
+@pytest.mark.parametrize("parallel_gradients", ["off", "on"])
+@pytest.mark.parametrize("T", [1, 11])
+@pytest.mark.parametrize("op,options", [("linear_attention", {"decay": 0.9}), ("hla2", {}),
+                                        ("ahla", {"normalize": True, "eps": 0.1})],
+                         ids=lambda c: str(c))
+def test_grouped_heads_gradients(op, options, T, parallel_gradients, agree):
+    # Four query heads on two K/V heads: the compiler repeats k and v to the
+    # query heads and sums their gradients over each group.
+    check_state_gradients(op, options, T, parallel_gradients, agree, heads=4, kv_heads=2)
+
+
+def check_state_gradients(op, options, T, parallel_gradients, agree, dv=3, heads=2,
+                          kv_heads=None, **compile_options):
     rng = np.random.default_rng(T)
-    B, H, d = 1, 2, 4
+    B, H, d = 1, heads, 4
+    Hkv = kv_heads or H
     positive = options.get("normalize", False)
     draw = ((lambda *s: rng.uniform(0.2, 1.0, s)) if positive
             else (lambda *s: rng.standard_normal(s)))
-    q, k, v = draw(B, T, H, d), draw(B, T, H, d), rng.standard_normal((B, T, H, dv))
+    q, k, v = draw(B, T, H, d), draw(B, T, Hkv, d), rng.standard_normal((B, T, Hkv, dv))
     attrs = functional._check_options(op, d, full_options(op, options))
     shapes = [(B, H) + s for _, s in functional.state_components(op, d, dv, attrs)]
     s0 = [draw(*s) * 0.5 for s in shapes]

@@ -9,13 +9,21 @@
 // attention op's monoid. What the op's options mean is already in the monoid
 // (getAttentionMonoid), so nothing here is per op.
 //
+// Grouped heads: query head h reads key/value head h / G (G = H_q / H_kv),
+// and every state is per query head, so the op is the same op on k and v
+// repeated G times along the heads. The backward is that op's, with the
+// gradients of the repeated k and v summed over each group (in f32).
+//
 //===----------------------------------------------------------------------===//
 
 #include "TransformUtils.h"
 #include "hla/Dialect/HLA/IR/HLAOps.h"
 #include "hla/Dialect/HLA/Transforms/Passes.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 namespace mlir::hla {
 #define GEN_PASS_DEF_HLADERIVEVJPPASS
@@ -26,6 +34,76 @@ using namespace mlir;
 using namespace mlir::hla;
 
 namespace {
+
+/// [B, T, H_kv, D] as [B, T, H_kv, G, D] and back: heads g·G .. g·G + G - 1
+/// are group g.
+const llvm::SmallVector<ReassociationIndices> kGroupedHeads = {
+    {0}, {1}, {2, 3}, {4}};
+
+/// `x` [B, T, H_kv, D] repeated to [B, T, H_kv·G, D]: head h is x's head
+/// h / G.
+Value repeatHeads(OpBuilder &b, Location loc, Value x, int64_t groups) {
+  auto type = cast<RankedTensorType>(x.getType());
+  llvm::ArrayRef<int64_t> s = type.getShape();
+  Value spread = tensor::EmptyOp::create(
+      b, loc, llvm::SmallVector<int64_t>{s[0], s[1], s[2], groups, s[3]},
+      type.getElementType());
+  spread = linalg::BroadcastOp::create(b, loc, x, spread, {3})->getResult(0);
+  return tensor::CollapseShapeOp::create(
+      b, loc,
+      RankedTensorType::get({s[0], s[1], s[2] * groups, s[3]},
+                            type.getElementType()),
+      spread, kGroupedHeads);
+}
+
+/// The gradient `grad` [B, T, H_kv·G, D] of a repeated input, summed over
+/// each group's G heads in f32: the gradient [B, T, H_kv, D] of the input.
+Value sumHeadGroups(OpBuilder &b, Location loc, Value grad, int64_t groups) {
+  auto type = cast<RankedTensorType>(grad.getType());
+  llvm::ArrayRef<int64_t> s = type.getShape();
+  Type element = type.getElementType(), f32 = b.getF32Type();
+  llvm::SmallVector<int64_t> grouped = {s[0], s[1], s[2] / groups, groups,
+                                        s[3]};
+  llvm::SmallVector<int64_t> summed = {s[0], s[1], s[2] / groups, s[3]};
+  Value split = tensor::ExpandShapeOp::create(
+      b, loc, RankedTensorType::get(grouped, element), grad, kGroupedHeads);
+  Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0));
+  Value empty = tensor::EmptyOp::create(b, loc, summed, f32);
+  Value sum =
+      linalg::FillOp::create(b, loc, ValueRange{zero}, ValueRange{empty})
+          .getResult(0);
+  MLIRContext *ctx = b.getContext();
+  AffineMap all = AffineMap::getMultiDimIdentityMap(5, ctx);
+  AffineMap dropGroup = all.dropResult(3);
+  sum = linalg::GenericOp::create(
+            b, loc, sum.getType(), split, sum, {all, dropGroup},
+            {utils::IteratorType::parallel, utils::IteratorType::parallel,
+             utils::IteratorType::parallel, utils::IteratorType::reduction,
+             utils::IteratorType::parallel},
+            [&](OpBuilder &nb, Location l, ValueRange args) {
+              Value x = args[0];
+              if (x.getType() != f32)
+                x = arith::ExtFOp::create(nb, l, f32, x);
+              linalg::YieldOp::create(
+                  nb, l, ValueRange{arith::AddFOp::create(nb, l, args[1], x)});
+            })
+            .getResult(0);
+  if (element == f32)
+    return sum;
+  AffineMap same = AffineMap::getMultiDimIdentityMap(4, ctx);
+  return linalg::GenericOp::create(
+             b, loc, RankedTensorType::get(summed, element), sum,
+             tensor::EmptyOp::create(b, loc, summed, element).getResult(),
+             {same, same},
+             llvm::SmallVector<utils::IteratorType>(
+                 4, utils::IteratorType::parallel),
+             [&](OpBuilder &nb, Location l, ValueRange args) {
+               linalg::YieldOp::create(nb, l,
+                                       ValueRange{arith::TruncFOp::create(
+                                           nb, l, element, args[0])});
+             })
+      .getResult(0);
+}
 
 struct DeriveVjpPass : public hla::impl::HLADeriveVjpPassBase<DeriveVjpPass> {
   using HLADeriveVjpPassBase::HLADeriveVjpPassBase;
@@ -69,16 +147,21 @@ struct DeriveVjpPass : public hla::impl::HLADeriveVjpPassBase<DeriveVjpPass> {
                             "as arguments");
     auto query = cast<RankedTensorType>(operands[0].getType());
     auto key = cast<RankedTensorType>(operands[1].getType());
-    if (query.getRank() == 4 && key.getRank() == 4 &&
-        query.getDimSize(2) != key.getDimSize(2))
-      return fail(op, "grouped K/V heads are not differentiated yet");
+    int64_t groups = 1;
+    if (query.getDimSize(2) != key.getDimSize(2)) {
+      if (!query.hasStaticShape() || !key.hasStaticShape() ||
+          !cast<RankedTensorType>(operands[2].getType()).hasStaticShape())
+        return fail(op, "grouped K/V heads need static shapes");
+      groups = query.getDimSize(2) / key.getDimSize(2);
+    }
     std::string reason;
     FailureOr<MonoidSpec> spec = getAttentionMonoid(op, reason);
     if (failed(spec))
       return fail(op, reason);
 
-    // The monoid's inputs, by name, are q, k and v.
-    llvm::SmallVector<Value> inputs;
+    // The monoid's inputs, by name, are q, k and v (`arguments`; k and v
+    // repeated to the query heads in `inputs`).
+    llvm::SmallVector<Value> arguments;
     for (const MonoidSlot &slot : spec->inputs) {
       int which = slot.name == "q"   ? 0
                   : slot.name == "k" ? 1
@@ -86,10 +169,15 @@ struct DeriveVjpPass : public hla::impl::HLADeriveVjpPassBase<DeriveVjpPass> {
                                      : -1;
       if (which < 0)
         return fail(op, "monoid input '" + slot.name + "' is not q, k or v");
-      inputs.push_back(operands[which]);
+      arguments.push_back(operands[which]);
     }
     OpBuilder b(op);
     Location loc = op->getLoc();
+    llvm::SmallVector<Value> inputs;
+    for (Value argument : arguments)
+      inputs.push_back(groups > 1 && argument != operands[0]
+                           ? repeatHeads(b, loc, argument, groups)
+                           : argument);
     Type outType = attention.getOutput().getType();
     // The cotangents: of the output, then of each final state tensor.
     BlockArgument cotangent = body.addArgument(outType, loc);
@@ -106,10 +194,13 @@ struct DeriveVjpPass : public hla::impl::HLADeriveVjpPassBase<DeriveVjpPass> {
                                    eps ? eps : b.getF64FloatAttr(1e-6));
     // Gradients in argument order.
     llvm::SmallVector<Value> gradients(argumentOf.size());
-    for (auto [i, input] :
-         llvm::enumerate(llvm::concat<Value>(inputs, initial)))
-      gradients[cast<BlockArgument>(input).getArgNumber()] =
-          vjp.getGradients()[i];
+    for (auto [i, argument] :
+         llvm::enumerate(llvm::concat<Value>(arguments, initial))) {
+      Value gradient = vjp.getGradients()[i];
+      if (i < inputs.size() && inputs[i] != argument)
+        gradient = sumHeadGroups(b, loc, gradient, groups);
+      gradients[cast<BlockArgument>(argument).getArgNumber()] = gradient;
+    }
     b.setInsertionPoint(ret);
     func::ReturnOp::create(b, loc, gradients);
     ret.erase();

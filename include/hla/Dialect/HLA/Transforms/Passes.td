@@ -68,12 +68,16 @@ def HLADeriveVjpPass : Pass<"hla-derive-vjp", "ModuleOp"> {
   let description = [{
     The function `function` must return the output of one attention op
     (`hla.linear_attention`, `hla.hla2`, `hla.ahla` or `hla.hla3`) applied
-    to three distinct arguments, without initial or final states, packed
-    sequences or grouped heads. It is replaced, under the same name, by its
-    backward: the arguments, then the output's cotangent, in; the gradient
-    of every argument out, in argument order. The gradient is an
+    to three distinct arguments (and the final state, from an initial state
+    that is an argument too), without packed sequences. It is replaced,
+    under the same name, by its backward: the arguments, then the
+    cotangents of the output and of the final state, in; the gradient of
+    every argument out, in argument order. The gradient is an
     `hla.prefix_vjp` under the op's monoid, which `hla-chunk` lowers with
-    the backward derived from that monoid.
+    the backward derived from that monoid. With grouped K/V heads (H_kv <
+    H_q, static shapes) k and v are repeated to the query heads
+    (`linalg.broadcast`, `tensor.collapse_shape`) and their gradients summed
+    over each group of H_q / H_kv heads in f32.
 
     Before:
 
@@ -100,7 +104,10 @@ def HLADeriveVjpPass : Pass<"hla-derive-vjp", "ModuleOp"> {
            "The function to differentiate">,
   ];
   let dependentDialects = ["::mlir::hla::HLADialect",
-                           "::mlir::func::FuncDialect"];
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::func::FuncDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
 }
 
 def HLAExpandPass : Pass<"hla-expand"> {
