@@ -202,6 +202,10 @@ void mlir::hla::buildCUDAKernelMapping(OpPassManager &pm,
   pm.addPass(createHLAFuseTileElementwisePass());
   // Sums of products accumulated into one tile (fewer fragments alive).
   pm.addPass(createHLAAccumulateTileProductsPass());
+  // Register tiles: sums of products added a term at a time (a fused sum
+  // keeps every term's product alive until it is read).
+  if (options.generator != ChunkLoopGenerator::Phases)
+    pm.addPass(createHLASplitTileSumsPass());
   // The model graph's own ops (projections, norms, gathers) as loops of
   // row blocks: kernels too, like the chunk loops.
   pm.addNestedPass<func::FuncOp>(createHLAGPUDistributeGraphOpsPass(

@@ -532,6 +532,36 @@ def HLAAccumulateTileProductsPass : Pass<"hla-accumulate-tile-products"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def HLASplitTileSumsPass : Pass<"hla-split-tile-sums"> {
+  let summary = "Add the terms of a tile sum one at a time";
+  let description = [{
+    Elementwise fusion makes one linalg.generic of a sum of many terms (the
+    backward of hla2 sums eight per gradient tile, each from a product
+    scaled or masked on its way in), so every term's product is alive until
+    that one op reads them all: on register tiles each 64 x 64 f32 product
+    is 32 registers per thread of a warpgroup, and the reverse pass of
+    hla2's backward needed 400 per thread of two warpgroups and spilled.
+    This pass takes from an elementwise generic whose body yields a sum (or
+    the sum truncated) of three or more terms its last term that reads a
+    product (a contraction's result) and is computed by ops of its own: the
+    generic becomes a generic computing the rest of the sum (reading only
+    the inputs the rest needs) and a generic adding the term to it (then
+    truncating). Repeated, the sum becomes a chain of additions, which the
+    register tiles' order can interleave with the products (adding each as
+    it is computed). The sum's order of additions changes (f32 rounding).
+
+    ```mlir
+    %s = linalg.generic {x + c * p + q * m} ins(%x, %p, %q, %m) outs(%empty)
+    // becomes
+    %r = linalg.generic {x + c * p} ins(%x, %p) outs(%empty2)
+    %s = linalg.generic {r + q * m} ins(%r, %q, %m) outs(%empty)
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def HLAShareTileProductsPass : Pass<"hla-share-tile-products"> {
   let summary = "Fold tile transposes into their readers and compute each "
                 "product once";
