@@ -280,11 +280,10 @@ def _seed():
 
     def plan_backward(arrays, g, dtype, states=(), final_grads=()):
         """The backward of the call planned last, as _torch_ops computes it
-        (grouped heads repeated to the query heads' count)."""
+        (grouped heads as they are: the compiled backward sums their
+        gradients)."""
         op, _, _, attrs, _, _, _, chunk = calls[-1]
         q, k, v = arrays
-        groups = q.shape[2] // k.shape[2]
-        k, v = (a.repeat(groups, axis=2) for a in (k, v))
         try:
             functional.execute_backward(op, [q, k, v], g, attrs, chunk, "cpu", list(states),
                                         list(final_grads))
