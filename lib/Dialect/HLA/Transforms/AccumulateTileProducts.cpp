@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "TransformUtils.h"
 #include "hla/Dialect/HLA/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -25,6 +26,7 @@ namespace mlir::hla {
 } // namespace mlir::hla
 
 using namespace mlir;
+using namespace mlir::hla;
 
 namespace {
 
@@ -131,23 +133,11 @@ struct AccumulateProductTerm : OpRewritePattern<linalg::GenericOp> {
 
   LogicalResult matchAndRewrite(linalg::GenericOp op,
                                 PatternRewriter &rewriter) const override {
-    if (!op.hasPureTensorSemantics() || op->getNumResults() != 1 ||
-        op.getNumDpsInits() != 1 ||
-        op.getNumLoops() != op.getNumParallelLoops() ||
-        !op.getMatchingIndexingMap(op.getDpsInitOperand(0)).isIdentity() ||
-        op.payloadUsesValueFromOperand(op.getDpsInitOperand(0)))
+    std::optional<ElementwiseYield> yield = matchElementwiseYield(op);
+    if (!yield)
       return failure();
-    Block *body = op.getBody();
-    Value yielded = body->getTerminator()->getOperand(0);
-    // One truncation after the sum (bf16 gradients).
-    Value sum = yielded;
-    Operation *truncation = nullptr;
-    if (auto trunc = yielded.getDefiningOp<arith::TruncFOp>()) {
-      truncation = trunc;
-      sum = trunc.getIn();
-    }
-    if (!sum.hasOneUse())
-      return failure();
+    Value sum = yield->sum;
+    Operation *truncation = yield->truncation;
     llvm::SmallVector<AddedTerm> terms;
     collectTerms(op, sum, terms);
     auto term = llvm::find_if(terms, [&](const AddedTerm &t) {

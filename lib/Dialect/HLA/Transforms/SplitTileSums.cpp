@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "TransformUtils.h"
 #include "hla/Dialect/HLA/Transforms/Passes.h"
 
 #include "mlir/Analysis/SliceAnalysis.h"
@@ -30,6 +31,7 @@ namespace mlir::hla {
 } // namespace mlir::hla
 
 using namespace mlir;
+using namespace mlir::hla;
 
 namespace {
 
@@ -100,39 +102,27 @@ struct SplitLastProductTerm : OpRewritePattern<linalg::GenericOp> {
 
   LogicalResult matchAndRewrite(linalg::GenericOp op,
                                 PatternRewriter &rewriter) const override {
-    if (!op.hasPureTensorSemantics() || op->getNumResults() != 1 ||
-        op.getNumDpsInits() != 1 ||
-        op.getNumLoops() != op.getNumParallelLoops() ||
-        !op.getMatchingIndexingMap(op.getDpsInitOperand(0)).isIdentity() ||
-        op.payloadUsesValueFromOperand(op.getDpsInitOperand(0)))
+    std::optional<ElementwiseYield> yield = matchElementwiseYield(op);
+    if (!yield || !yield->sum.getDefiningOp<arith::AddFOp>())
       return failure();
+    Value sum = yield->sum;
+    Operation *truncation = yield->truncation;
     Block *body = op.getBody();
-    Value yielded = body->getTerminator()->getOperand(0);
-    // One truncation after the sum (bf16 gradients).
-    Value sum = yielded;
-    Operation *truncation = nullptr;
-    if (auto trunc = yielded.getDefiningOp<arith::TruncFOp>()) {
-      truncation = trunc;
-      sum = trunc.getIn();
-    }
-    if (!sum.getDefiningOp<arith::AddFOp>() || !sum.hasOneUse())
-      return failure();
     llvm::SmallVector<SumTerm> terms;
     collectTerms(sum, terms);
     if (terms.size() < 3)
       return failure();
     // The last term that reads a product and that only its own ops compute.
     for (const SumTerm &term : llvm::reverse(terms)) {
-      std::optional<llvm::SetVector<Operation *>> slice =
-          termSlice(body, term);
+      std::optional<llvm::SetVector<Operation *>> slice = termSlice(body, term);
       if (!slice)
         continue;
       llvm::SetVector<BlockArgument> read =
           argumentsRead(body, *slice, term.value);
       if (llvm::none_of(read, [&](BlockArgument argument) {
             return argument.getArgNumber() < op.getNumDpsInputs() &&
-                   isProduct(op.getDpsInputOperand(argument.getArgNumber())
-                                 ->get());
+                   isProduct(
+                       op.getDpsInputOperand(argument.getArgNumber())->get());
           }))
         continue;
       rewrite(op, term, *slice, read, sum, truncation, rewriter);
@@ -146,15 +136,13 @@ private:
   /// reading the inputs it still needs.
   static void rewrite(linalg::GenericOp op, SumTerm term,
                       const llvm::SetVector<Operation *> &slice,
-                      const llvm::SetVector<BlockArgument> &termArgs,
-                      Value sum, Operation *truncation,
-                      PatternRewriter &rewriter) {
+                      const llvm::SetVector<BlockArgument> &termArgs, Value sum,
+                      Operation *truncation, PatternRewriter &rewriter) {
     Block *body = op.getBody();
     Location loc = op.getLoc();
     unsigned numInputs = op.getNumDpsInputs();
-    Value other = term.addition.getLhs() == term.value
-                      ? term.addition.getRhs()
-                      : term.addition.getLhs();
+    Value other = term.addition.getLhs() == term.value ? term.addition.getRhs()
+                                                       : term.addition.getLhs();
     AffineMap outMap = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
     auto shape = cast<RankedTensorType>(op.getResult(0).getType()).getShape();
     auto sumType = RankedTensorType::get(shape, sum.getType());
@@ -177,6 +165,15 @@ private:
     if (auto argument = dyn_cast<BlockArgument>(other);
         argument && argument.getOwner() == body)
       restArgs.insert(argument);
+    // The old body's arguments `args` (inputs only) to the new body's,
+    // from its argument `first` on.
+    auto mapInputs = [&](IRMapping &mapping,
+                         const llvm::SetVector<BlockArgument> &args,
+                         ValueRange newArgs, unsigned first) {
+      for (BlockArgument argument : args)
+        if (argument.getArgNumber() < numInputs)
+          mapping.map(argument, newArgs[first++]);
+    };
     auto sub = [&](const llvm::SetVector<BlockArgument> &args,
                    llvm::SmallVectorImpl<Value> &inputs,
                    llvm::SmallVectorImpl<AffineMap> &maps) {
@@ -192,17 +189,14 @@ private:
     llvm::SmallVector<AffineMap> restMaps;
     sub(restArgs, restInputs, restMaps);
     restMaps.push_back(outMap);
-    Value restInit = tensor::EmptyOp::create(rewriter, loc, shape,
-                                             sumType.getElementType());
+    Value restInit =
+        tensor::EmptyOp::create(rewriter, loc, shape, sumType.getElementType());
     auto rest = linalg::GenericOp::create(
         rewriter, loc, TypeRange{sumType}, restInputs, ValueRange{restInit},
         restMaps, op.getIteratorTypesArray(),
         [&](OpBuilder &b, Location nested, ValueRange args) {
           IRMapping mapping;
-          unsigned next = 0;
-          for (BlockArgument argument : restArgs)
-            if (argument.getArgNumber() < numInputs)
-              mapping.map(argument, args[next++]);
+          mapInputs(mapping, restArgs, args, 0);
           for (Operation *inner : restOps) {
             if (inner == term.addition.getOperation())
               mapping.map(inner->getResult(0), mapping.lookupOrDefault(other));
@@ -223,10 +217,7 @@ private:
         op.getIteratorTypesArray(),
         [&](OpBuilder &b, Location nested, ValueRange args) {
           IRMapping mapping;
-          unsigned next = 1;
-          for (BlockArgument argument : termArgs)
-            if (argument.getArgNumber() < numInputs)
-              mapping.map(argument, args[next++]);
+          mapInputs(mapping, termArgs, args, 1);
           for (Operation &inner : body->without_terminator())
             if (slice.contains(&inner))
               b.clone(inner, mapping);

@@ -10,11 +10,13 @@
 
 #include "hla/Dialect/HLA/IR/HLAOps.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 
 namespace mlir::hla {
 
@@ -51,6 +53,35 @@ inline AttentionOpInterface returnedAttentionOp(func::FuncOp func) {
                       ? ret.getOperand(0).getDefiningOp()
                       : nullptr;
   return dyn_cast_or_null<AttentionOpInterface>(op);
+}
+
+/// What an elementwise linalg.generic of one tensor result yields, as a
+/// value `sum` of its body, perhaps through one truncation (bf16 gradient
+/// tiles): the shape the tile-sum passes rewrite.
+struct ElementwiseYield {
+  Value sum;
+  Operation *truncation = nullptr;
+};
+
+/// `op`'s yield when `op` is such a generic (every loop parallel, its
+/// output in the loops' order and never read) and `sum` has no other
+/// reader; nothing otherwise.
+inline std::optional<ElementwiseYield>
+matchElementwiseYield(linalg::GenericOp op) {
+  if (!op.hasPureTensorSemantics() || op->getNumResults() != 1 ||
+      op.getNumDpsInits() != 1 ||
+      op.getNumLoops() != op.getNumParallelLoops() ||
+      !op.getMatchingIndexingMap(op.getDpsInitOperand(0)).isIdentity() ||
+      op.payloadUsesValueFromOperand(op.getDpsInitOperand(0)))
+    return std::nullopt;
+  ElementwiseYield yield{op.getBody()->getTerminator()->getOperand(0)};
+  if (auto trunc = yield.sum.getDefiningOp<arith::TruncFOp>()) {
+    yield.truncation = trunc;
+    yield.sum = trunc.getIn();
+  }
+  if (!yield.sum.hasOneUse())
+    return std::nullopt;
+  return yield;
 }
 
 } // namespace mlir::hla
