@@ -19,9 +19,14 @@ if ! command -v "$format" >/dev/null; then
   echo "format-check.sh: $format is missing: run scripts/setup.sh first" >&2
   exit 2
 fi
-mapfile -t files < <(git diff --name-only --diff-filter=AMR "$base" -- \
-  'include/*.h' 'lib/*.h' 'lib/*.cpp' 'lib/*.c' 'tools/*.cpp' 'tools/*.c' \
+# Changed since the base, and new files not yet added (which a commit
+# would otherwise take unformatted).
+sources=('include/*.h' 'lib/*.h' 'lib/*.cpp' 'lib/*.c' 'tools/*.cpp' 'tools/*.c'
   'test/*.cpp' 'test/*.c' 'test/*.h')
+mapfile -t files < <({
+  git diff --name-only --diff-filter=AMR "$base" -- "${sources[@]}"
+  git ls-files --others --exclude-standard -- "${sources[@]}"
+} | sort -u)
 if [ "${1:-}" = "--fix" ]; then
   ((${#files[@]})) && "$format" -i "${files[@]}"
   exit 0
