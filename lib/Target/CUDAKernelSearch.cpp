@@ -232,9 +232,11 @@ private:
     module.getBodyRegion().takeBody(built->getBodyRegion());
     module->setAttrs(built.get()->getAttrDictionary());
   }
-  bool usesDeviceScratch() {
+  /// Whether `built` (the module by default) streams state through
+  /// device-memory scratch.
+  bool usesDeviceScratch(ModuleOp built = nullptr) {
     bool scratch = false;
-    module.walk([&](func::FuncOp func) {
+    (built ? built : module).walk([&](func::FuncOp func) {
       scratch |= func->hasAttr("hla.device_scratch");
     });
     return scratch;
@@ -244,6 +246,12 @@ private:
   LogicalResult buildDevice();
   bool tryRegisterTiles();
   bool trySegmentedSchedule();
+  /// The first half of the device pipeline on a trial: judged on this.
+  LogicalResult mapKernels(ModuleOp trial) {
+    PassManager mapping(module.getContext());
+    buildCUDAKernelMapping(mapping, pipeline);
+    return mapping.run(trial);
+  }
   /// The second half of the device pipeline on a mapped trial.
   LogicalResult generateKernels(ModuleOp trial) {
     PassManager codegen(module.getContext());
@@ -299,9 +307,7 @@ bool KernelSearch::tryRegisterTiles() {
   // Trials are mapped only; the one kept gets its NVVM and PTX below.
   auto tryTiles = [&]() {
     trial = module.clone();
-    PassManager mapping(module.getContext());
-    buildCUDAKernelMapping(mapping, pipeline);
-    return succeeded(mapping.run(*trial));
+    return succeeded(mapKernels(*trial));
   };
   bool placed = tryTiles();
   // Few blocks: runs of chunks per (sequence, head) in parallel, their
@@ -398,15 +404,8 @@ bool KernelSearch::trySegmentedSchedule() {
     // Judged on the mapping alone: a trial that streams its state through
     // scratch never reaches NVVM and PTX (hla3's backward at d = 64 spent
     // most of its four minutes of compilation in those of such trials).
-    PassManager mapping(module.getContext());
-    buildCUDAKernelMapping(mapping, pipeline);
-    bool scratch = false;
-    bool built = succeeded(mapping.run(*trial));
-    if (built)
-      trial->walk([&](func::FuncOp func) {
-        scratch |= func->hasAttr("hla.device_scratch");
-      });
-    if (built && !scratch && succeeded(generateKernels(*trial))) {
+    if (succeeded(mapKernels(*trial)) && !usesDeviceScratch(*trial) &&
+        succeeded(generateKernels(*trial))) {
       adopt(std::move(trial));
       return true;
     }
