@@ -495,8 +495,9 @@ LogicalResult KernelSearch::run(std::string &error) {
                   requested.generator == ChunkLoopGenerator::Auto);
     if (!tiles && (pipeline.tma != AutoSwitch::Auto || spills == 0)) {
       // The last resort of an automatic choice: the phases as they are,
-      // spilling (hla3's derived backward at d = 64 spills 588 bytes per
-      // thread; no narrower form exists for it). Options the caller fixed
+      // spilling, where no narrower form exists (hla3's derived backward
+      // at d = 64 ended here, 588 bytes per thread, until its gradient
+      // pass took two warpgroups on the tiles). Options the caller fixed
       // still fail on spills.
       if (spills == 0 || requested.generator != ChunkLoopGenerator::Auto ||
           allowSpills)

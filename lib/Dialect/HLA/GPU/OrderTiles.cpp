@@ -4,7 +4,8 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// The chunk planner lists a body's ops term by term; run in that order, a
+// The chunk planner lists a body's ops term by term (a chunk loop's, or a
+// pass parallel over chunks whose block has no loop); run in that order, a
 // body with many products (hla2: fifteen 64 x 64 fragments per chunk) keeps
 // more fragments alive at once than a warpgroup has registers, and ptxas
 // spills. The ops are side-effect free tensor ops, so any order their
@@ -218,6 +219,13 @@ void mlir::hla::gpumap::sinkIntoBranches(scf::ForallOp forall) {
 }
 
 void mlir::hla::gpumap::orderForRegisterPressure(TilePlan &plan) {
+  // A body without a chunk loop (a pass parallel over chunks: the
+  // backward's gradients) holds its products in the forall's block itself.
+  // A body with one is left as it is: the greedy order knows nothing of the
+  // peak inside the loop and could move an op across it, alive throughout.
+  Block &body = *plan.forall.getBody();
+  if (body.getOps<scf::ForOp>().empty())
+    plan.peakFragmentRegisters = orderBlock(plan, body);
   // Chunk loop bodies and the branches in them (causal isolation's second
   // readout).
   plan.forall.walk([&](Operation *op) {

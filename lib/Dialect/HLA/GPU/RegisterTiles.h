@@ -64,6 +64,9 @@ constexpr int64_t kTileThreads = 128;
 constexpr int64_t kFragmentRows = 64;
 /// The most rows of a fragment (row blocks of kFragmentRows).
 constexpr int64_t kMaxFragmentRows = 256;
+/// 16-byte row groups of a tile a thread loads from global memory before
+/// it uses any (their latencies overlap; each holds up to 8 registers).
+constexpr int64_t kRowGroupsInFlight = 4;
 
 /// Bytes from one group of 8 columns of a shared-memory tile of `rows` rows
 /// to the next: the rows' 16 bytes each and 16 more, so that threads
@@ -162,9 +165,10 @@ std::optional<TilePlan> planRegisterTiles(scf::ForallOp forall,
 /// scf.if reads into that region (upstream's control-flow sinking).
 void sinkIntoBranches(scf::ForallOp forall);
 
-/// Reorders each chunk loop's body (side-effect free tensor ops) so that
-/// fewer fragments are alive at once: greedily, the ready op adding the
-/// fewest fragment registers first.
+/// Reorders each chunk loop's body (side-effect free tensor ops), or the
+/// body of a loop without one (a pass parallel over chunks), so that fewer
+/// fragments are alive at once: greedily, the ready op adding the fewest
+/// fragment registers first.
 void orderForRegisterPressure(TilePlan &plan);
 
 /// Lays out the block's shared memory: landing buffers and reduction

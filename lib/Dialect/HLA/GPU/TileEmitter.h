@@ -103,6 +103,20 @@ private:
   Value evalOperand(linalg::GenericOp op, OpOperand &operand,
                     llvm::ArrayRef<Value> ivs);
   llvm::SmallVector<Value> evalRow8(Value tile, Value row, Value col0);
+  /// Issues the global loads evalRow8(tile, row, col0) reads (16-byte rows
+  /// of tokens or of saved states), kept in rowLoads for it.
+  void prefetchRow8(Value tile, Value row, Value col0);
+  /// The 16-byte row load of `at` (a slice of a global tensor, or token
+  /// rows inserted into a tile) at (row, col0): issued by prefetchRow8, or
+  /// now by `load`.
+  llvm::SmallVector<Value>
+  rowLoad(Operation *at, Value row, Value col0,
+          llvm::function_ref<llvm::SmallVector<Value>()> load);
+  /// The token rows `insert` puts into a tile, 8 from (row, col0): one
+  /// 16-byte load of the row (a row before the chunk start when past its
+  /// end, to be selected away), and whether the row is inside the chunk.
+  std::pair<llvm::SmallVector<Value>, Value>
+  tokenRow8(tensor::InsertSliceOp insert, Value row, Value col0);
   /// Eight consecutive elements of global `buffer` from `indices`: one
   /// 16-byte load where the buffer starts on a 16-byte boundary, else eight.
   llvm::SmallVector<Value> loadRow8(Value buffer,
@@ -195,20 +209,16 @@ private:
     return arith::AddIOp::create(b, loc, landingCurrent[l],
                                  groupedIndex(plan.landing[l].rows, row, col));
   }
-  /// A loop of the block over `tile`'s rows, 8 columns at a time
-  /// (consecutive threads on consecutive rows); leaves the builder in its
-  /// body and returns the row and first column there.
-  std::pair<Value, Value> enterRowGroups(RankedTensorType tile) {
-    int64_t rows = tile.getDimSize(0), groups = tile.getDimSize(1) / 8;
-    auto loop = scf::ForOp::create(b, loc, threadId, index(rows * groups),
-                                   index(plan.threads()));
-    b.setInsertionPoint(loop.getBody()->getTerminator());
-    Value unit = loop.getInductionVar();
-    Value row = arith::RemUIOp::create(b, loc, unit, index(rows));
-    Value col0 = arith::MulIOp::create(
-        b, loc, arith::DivUIOp::create(b, loc, unit, index(rows)), index(8));
-    return {row, col0};
-  }
+  /// The block over `tile`'s rows, 8 columns at a time (consecutive
+  /// threads on consecutive rows), each thread kRowGroupsInFlight groups at
+  /// a time: the global loads of all of them are issued (prefetchRow8)
+  /// before `use` reads any, so that their latencies overlap. `use` gets
+  /// the row, the first column and, where the groups do not divide evenly
+  /// among the threads, whether the group is real (the others repeat the
+  /// last group: loaded, not to be written); leaves the builder where it
+  /// was.
+  void forRowGroups(Value tile,
+                    llvm::function_ref<void(Value, Value, Value)> use);
   /// Starts copying the token rows of landing pair `l` for the chunk whose
   /// induction variable is `iv` into its buffer at element `base`.
   void issueLanding(unsigned l, scf::ForOp loop, Value iv, Value base);
@@ -267,6 +277,11 @@ private:
   bool unknownState = false;
   Value windowAddress, threadId, lane, warpInGroup, warpgroup, rowLo, pairCol;
   llvm::DenseMap<Value, Value> alignment; // global buffer -> i1
+  /// Row loads prefetchRow8 issued, by (slice or insert, row, col0); valid
+  /// in the forRowGroups step that issued them.
+  llvm::DenseMap<std::tuple<Operation *, Value, Value>,
+                 llvm::SmallVector<Value>>
+      rowLoads;
   Block *kernelEntry = nullptr;
 };
 

@@ -97,22 +97,17 @@ llvm::SmallVector<Value> TileEmitter::evalRow8(Value tile, Value row,
     return values;
   }
   if (auto insert = dyn_cast_or_null<tensor::InsertSliceOp>(def)) {
-    // One 16-byte load of the token row (a row before the chunk start when
-    // past its end, selected away).
-    auto slice = insert.getSource().getDefiningOp<tensor::ExtractSliceOp>();
-    Value length = scalar(insert.getMixedSizes()[0]);
-    Value inside =
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row, length);
-    Value safeRow = arith::SelectOp::create(b, loc, inside, row, index(0));
-    llvm::SmallVector<Value> loaded = loadRow8(
-        buffers[slice.getSource()], sliceIndices(slice, safeRow, col0));
+    auto [loaded, inside] = tokenRow8(insert, row, col0);
     for (int64_t j = 0; j < 8; ++j)
       values.push_back(arith::SelectOp::create(
           b, loc, inside, loaded[j], evalAt(insert.getDest(), row, colAt(j))));
     return values;
   }
   if (auto slice = dyn_cast_or_null<tensor::ExtractSliceOp>(def))
-    return loadRow8(buffers[slice.getSource()], sliceIndices(slice, row, col0));
+    return rowLoad(slice, row, col0, [&] {
+      return loadRow8(buffers[slice.getSource()],
+                      sliceIndices(slice, row, col0));
+    });
   auto generic = dyn_cast_or_null<linalg::GenericOp>(def);
   bool identity =
       generic && llvm::all_of(generic.getIndexingMapsArray(),
@@ -133,6 +128,95 @@ llvm::SmallVector<Value> TileEmitter::evalRow8(Value tile, Value row,
   for (int64_t j = 0; j < 8; ++j)
     values.push_back(evalAt(tile, row, colAt(j)));
   return values;
+}
+
+std::pair<llvm::SmallVector<Value>, Value>
+TileEmitter::tokenRow8(tensor::InsertSliceOp insert, Value row, Value col0) {
+  auto slice = insert.getSource().getDefiningOp<tensor::ExtractSliceOp>();
+  Value length = scalar(insert.getMixedSizes()[0]);
+  Value inside =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row, length);
+  llvm::SmallVector<Value> loaded = rowLoad(insert, row, col0, [&] {
+    Value safeRow = arith::SelectOp::create(b, loc, inside, row, index(0));
+    return loadRow8(buffers[slice.getSource()],
+                    sliceIndices(slice, safeRow, col0));
+  });
+  return {loaded, inside};
+}
+
+llvm::SmallVector<Value>
+TileEmitter::rowLoad(Operation *at, Value row, Value col0,
+                     llvm::function_ref<llvm::SmallVector<Value>()> load) {
+  auto it = rowLoads.find({at, row, col0});
+  if (it != rowLoads.end())
+    return it->second;
+  return load();
+}
+
+void TileEmitter::prefetchRow8(Value tile, Value row, Value col0) {
+  Operation *def = tile.getDefiningOp();
+  if (auto insert = dyn_cast_or_null<tensor::InsertSliceOp>(def)) {
+    std::optional<unsigned> l = landingOf(insert);
+    if ((l && landingCurrent.count(*l)) ||
+        !insert.getSource().getDefiningOp<tensor::ExtractSliceOp>())
+      return; // in shared memory already, or not token rows
+    rowLoads[{insert, row, col0}] = tokenRow8(insert, row, col0).first;
+    return;
+  }
+  if (auto slice = dyn_cast_or_null<tensor::ExtractSliceOp>(def)) {
+    rowLoads[{slice, row, col0}] =
+        loadRow8(buffers[slice.getSource()], sliceIndices(slice, row, col0));
+    return;
+  }
+  // What evalRow8 reads by rows: identity elementwise ops' inputs.
+  auto generic = dyn_cast_or_null<linalg::GenericOp>(def);
+  if (!generic || !llvm::all_of(generic.getIndexingMapsArray(),
+                                [](AffineMap m) { return m.isIdentity(); }))
+    return;
+  for (OpOperand &operand : generic->getOpOperands())
+    if (!generic.getMatchingBlockArgument(&operand).use_empty())
+      prefetchRow8(operand.get(), row, col0);
+}
+
+void TileEmitter::forRowGroups(
+    Value tile, llvm::function_ref<void(Value, Value, Value)> use) {
+  OpBuilder::InsertionGuard guard(b);
+  auto type = cast<RankedTensorType>(tile.getType());
+  int64_t rows = type.getDimSize(0), groups = type.getDimSize(1) / 8;
+  int64_t units = rows * groups, threads = plan.threads();
+  int64_t inFlight =
+      std::min<int64_t>(kRowGroupsInFlight, llvm::divideCeil(units, threads));
+  int64_t step = threads * inFlight;
+  Value base = index(0);
+  if (units > step) {
+    auto loop = scf::ForOp::create(b, loc, index(0), index(units), index(step));
+    b.setInsertionPoint(loop.getBody()->getTerminator());
+    base = loop.getInductionVar();
+  }
+  struct Group {
+    Value row, col0, valid;
+  };
+  llvm::SmallVector<Group> batch;
+  for (int64_t j = 0; j < inFlight; ++j) {
+    Value unit = arith::AddIOp::create(
+        b, loc, base,
+        arith::AddIOp::create(b, loc, threadId, index(j * threads)));
+    Value valid;
+    if (units % step) {
+      valid = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, unit,
+                                    index(units));
+      unit = arith::MinUIOp::create(b, loc, unit, index(units - 1));
+    }
+    Value row = arith::RemUIOp::create(b, loc, unit, index(rows));
+    Value col0 = arith::MulIOp::create(
+        b, loc, arith::DivUIOp::create(b, loc, unit, index(rows)), index(8));
+    batch.push_back({row, col0, valid});
+  }
+  for (const Group &g : batch)
+    prefetchRow8(tile, g.row, g.col0);
+  for (const Group &g : batch)
+    use(g.row, g.col0, g.valid);
+  rowLoads.clear();
 }
 
 Value TileEmitter::alignedOf(Value buffer) {
@@ -277,18 +361,23 @@ void TileEmitter::materialize(unsigned which) {
     }
   } else {
     // The block computes the tile 8 columns at a time (one 16-byte row of a
-    // core matrix each); consecutive threads take consecutive rows.
-    OpBuilder::InsertionGuard guard(b);
-    auto [row, col0] = enterRowGroups(type);
-    llvm::SmallVector<Value> values = evalRow8(s.tile, row, col0);
-    for (Value &v : values)
-      v = toBF16(v);
-    Value vec = vector::FromElementsOp::create(
-        b, loc, VectorType::get({8}, bf16), values);
-    vector::StoreOp::create(b, loc, vec, view,
-                            ValueRange{groupedIndex(s.rows, row, col0)},
-                            /*nontemporal=*/false,
-                            /*alignment=*/llvm::MaybeAlign(16));
+    // core matrix each).
+    forRowGroups(s.tile, [&](Value row, Value col0, Value valid) {
+      llvm::SmallVector<Value> values = evalRow8(s.tile, row, col0);
+      for (Value &v : values)
+        v = toBF16(v);
+      Value vec = vector::FromElementsOp::create(
+          b, loc, VectorType::get({8}, bf16), values);
+      OpBuilder::InsertionGuard guard(b);
+      if (valid) {
+        auto real = scf::IfOp::create(b, loc, valid, /*withElseRegion=*/false);
+        b.setInsertionPoint(real.thenBlock()->getTerminator());
+      }
+      vector::StoreOp::create(b, loc, vec, view,
+                              ValueRange{groupedIndex(s.rows, row, col0)},
+                              /*nontemporal=*/false,
+                              /*alignment=*/llvm::MaybeAlign(16));
+    });
   }
   writtenSince.insert(which);
   // Copies in the same bytes are gone.
@@ -443,22 +532,25 @@ void TileEmitter::emitTileRows(
     return;
   }
   // An on-demand tile: the block stores it 8 columns at a time.
-  auto type = cast<RankedTensorType>(tile.getType());
-  OpBuilder::InsertionGuard guard(b);
-  auto [row, col0] = enterRowGroups(type);
-  Value inside =
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row, length);
-  auto ifInside = scf::IfOp::create(b, loc, inside, /*withElseRegion=*/false);
-  b.setInsertionPoint(ifInside.thenBlock()->getTerminator());
-  llvm::SmallVector<Value> values = evalRow8(tile, row, col0);
-  for (Value &v : values)
-    v = convert(v);
-  Value vec = vector::FromElementsOp::create(
-      b, loc, VectorType::get({8}, element), values);
-  vector::StoreOp::create(
-      b, loc, vec, buffer, indices(row, col0),
-      /*nontemporal=*/false,
-      /*alignment=*/llvm::MaybeAlign(8 * element.getIntOrFloatBitWidth() / 8));
+  forRowGroups(tile, [&](Value row, Value col0, Value valid) {
+    OpBuilder::InsertionGuard guard(b);
+    Value inside =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row, length);
+    if (valid)
+      inside = arith::AndIOp::create(b, loc, inside, valid);
+    auto ifInside = scf::IfOp::create(b, loc, inside, /*withElseRegion=*/false);
+    b.setInsertionPoint(ifInside.thenBlock()->getTerminator());
+    llvm::SmallVector<Value> values = evalRow8(tile, row, col0);
+    for (Value &v : values)
+      v = convert(v);
+    Value vec = vector::FromElementsOp::create(
+        b, loc, VectorType::get({8}, element), values);
+    vector::StoreOp::create(
+        b, loc, vec, buffer, indices(row, col0),
+        /*nontemporal=*/false,
+        /*alignment=*/
+        llvm::MaybeAlign(8 * element.getIntOrFloatBitWidth() / 8));
+  });
 }
 
 Value TileEmitter::cloneAt(Value v, scf::ForOp loop, IRMapping &mapping) {
