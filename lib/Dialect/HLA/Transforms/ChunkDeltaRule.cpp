@@ -108,39 +108,59 @@ ChunkRewriter::emitDeltaRule(OpBuilder &b, Location loc,
 
     Value lower = tb.scaleRows(pairs(k, k, /*strict=*/true), beta);
 
-    // T = (I + L)^-1 diag(β), row by row (forward substitution):
-    // T[r] = β_r e_r − L[r] T (rows ≥ r of T are still 0).
-    Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
-    Value c1 = arith::ConstantIndexOp::create(b, loc, 1);
-    Value cC = arith::ConstantIndexOp::create(b, loc, c);
-    auto rowType = RankedTensorType::get({1, c}, b.getF32Type());
-    auto solve = scf::ForOp::create(
-        b, loc, c0, cC, c1, ValueRange{tb.zeros({c, c})},
-        [&](OpBuilder &nb, Location l, Value row, ValueRange iter) {
-          TileBuilder t(nb, l);
-          llvm::SmallVector<OpFoldResult> at = {row, idx(nb, 0)};
-          llvm::SmallVector<OpFoldResult> size = {idx(nb, 1), idx(nb, c)};
-          llvm::SmallVector<OpFoldResult> one = {idx(nb, 1), idx(nb, 1)};
-          Value lrow = tensor::ExtractSliceOp::create(nb, l, rowType, lower, at,
-                                                      size, one);
-          Value reach = t.matmul(lrow, iter[0]);
-          Value betaR = tensor::ExtractOp::create(nb, l, beta, ValueRange{row});
-          AffineMap id = nb.getMultiDimIdentityMap(2);
-          Value next = t.generic(
-              {reach}, t.empty({1, c}), {id, id}, {IT::parallel, IT::parallel},
-              [&](OpBuilder &eb, Location el, ValueRange args) -> Value {
-                Value col = linalg::IndexOp::create(eb, el, 1);
-                Value diag = arith::CmpIOp::create(
-                    eb, el, arith::CmpIPredicate::eq, col, row);
-                Value e = arith::SelectOp::create(eb, el, diag, betaR,
-                                                  cst(eb, el, 0.0));
-                return arith::SubFOp::create(eb, el, e, args[0]);
-              });
-          Value written = tensor::InsertSliceOp::create(nb, l, next, iter[0],
-                                                        at, size, one);
-          scf::YieldOp::create(nb, l, written);
+    // T = (I + L)^-1 diag(β). N = (I + L)^-1 by doubling its diagonal
+    // blocks: where N is block-diagonal in aligned blocks of s rows, each
+    // the inverse of I + L's block there, the inverse for blocks of 2s is
+    // N − N L' N, L' the lower-left s x s block of L in each 2s block
+    // ([[N₁₁, 0], [−N₂₂ L₂₁ N₁₁, N₂₂]]). log₂ c levels of products, each
+    // parallel over the chunk, in place of c dependent rows of forward
+    // substitution; N's entries are the inverse's own at every level (no
+    // cancelling powers of L, as a Neumann product would have).
+    auto blockMask = [&](Value x, int64_t half) -> Value {
+      return tb.generic(
+          {x}, tb.empty({c, c}), {id2, id2}, {IT::parallel, IT::parallel},
+          [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+            Value row = linalg::IndexOp::create(nb, l, 0);
+            Value col = linalg::IndexOp::create(nb, l, 1);
+            Value span = arith::ConstantIndexOp::create(nb, l, 2 * half);
+            Value h = arith::ConstantIndexOp::create(nb, l, half);
+            auto cmp = [&](arith::CmpIPredicate p, Value a, Value b2) {
+              return arith::CmpIOp::create(nb, l, p, a, b2);
+            };
+            Value same = cmp(arith::CmpIPredicate::eq,
+                             arith::DivUIOp::create(nb, l, row, span),
+                             arith::DivUIOp::create(nb, l, col, span));
+            Value lowerHalf = cmp(arith::CmpIPredicate::uge,
+                                  arith::RemUIOp::create(nb, l, row, span), h);
+            Value upperHalf = cmp(arith::CmpIPredicate::ult,
+                                  arith::RemUIOp::create(nb, l, col, span), h);
+            Value inside = arith::AndIOp::create(
+                nb, l, same,
+                arith::AndIOp::create(nb, l, lowerHalf, upperHalf));
+            return arith::SelectOp::create(nb, l, inside, args[0],
+                                           cst(nb, l, 0.0));
+          });
+    };
+    Value inverse = tb.generic(
+        {}, tb.empty({c, c}), {id2}, {IT::parallel, IT::parallel},
+        [&](OpBuilder &nb, Location l, ValueRange) -> Value {
+          Value diag = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq,
+                                             linalg::IndexOp::create(nb, l, 0),
+                                             linalg::IndexOp::create(nb, l, 1));
+          return arith::SelectOp::create(nb, l, diag, cst(nb, l, 1.0),
+                                         cst(nb, l, 0.0));
         });
-    Value tri = solve.getResult(0);
+    for (int64_t half = 1; half < c; half *= 2) {
+      Value cross =
+          tb.matmul(inverse, tb.matmul(blockMask(lower, half), inverse));
+      inverse =
+          tb.generic({inverse, cross}, tb.empty({c, c}), {id2, id2, id2},
+                     {IT::parallel, IT::parallel},
+                     [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+                       return arith::SubFOp::create(nb, l, args[0], args[1]);
+                     });
+    }
+    Value tri = tb.scaleCols(inverse, beta);
 
     Value expGamma = tb.generic(
         {gamma}, tb.empty({c, dk}), {id2, id2}, {IT::parallel, IT::parallel},

@@ -2,8 +2,9 @@
 
 // Tests that hla-chunk recognises the gated delta rule by its rules, not by
 // the monoid's name: a monoid spelled like the library's `kda` under another
-// name and with another scale is chunked in the WY/UT form (the row loop of
-// the triangular solve). (A rule changed makes it an ordinary matrix-valued
+// name and with another scale is chunked in the WY/UT form (the triangular
+// solve's inverse built by doubling its diagonal blocks: the masks of its two
+// levels at chunk 4). (A rule changed makes it an ordinary matrix-valued
 // transition, refused: chunk-invalid.mlir.)
 
 #renamed = #hla.monoid<"my_gated_delta"
@@ -17,7 +18,8 @@
 // CHECK-LABEL: func.func @renamed
 // CHECK: scf.forall
 // CHECK:   scf.for
-// CHECK:     scf.for %{{.+}} = %{{.+}} to %{{.+}} step %{{.+}} iter_args(%{{.+}} = %{{.+}}) -> (tensor<4x4xf32>)
+// CHECK:     arith.divui %{{.+}}, %c2{{.*}} : index
+// CHECK:     arith.divui %{{.+}}, %c4{{.*}} : index
 // CHECK-NOT: hla.scan
 // CHECK-NOT: hla.readout
 func.func @renamed(%q: tensor<1x8x2x4xf32>, %k: tensor<1x8x2x4xf32>, %v: tensor<1x8x2x6xf32>, %g: tensor<1x8x2x4xf32>, %beta: tensor<1x8x2xf32>) -> tensor<1x8x2x6xf32> {
