@@ -189,6 +189,14 @@ private:
         return i;
     return std::nullopt;
   }
+  /// The landing buffer pair holding `insert`'s rows where they are read
+  /// now (inside its chunk loop, copied ahead), if any.
+  std::optional<unsigned> landedIn(tensor::InsertSliceOp insert) {
+    std::optional<unsigned> l = landingOf(insert);
+    if (l && landingCurrent.count(*l))
+      return l;
+    return std::nullopt;
+  }
   /// `v` (a scalar of `loop`'s body) recomputed with the induction variable
   /// mapped as in `mapping`.
   Value cloneAt(Value v, scf::ForOp loop, IRMapping &mapping);

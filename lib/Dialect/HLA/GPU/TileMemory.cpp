@@ -24,6 +24,13 @@ using namespace mlir;
 using namespace mlir::hla;
 using namespace mlir::hla::gpumap;
 
+/// Whether `generic` (null: no) reads and writes every tile at the same
+/// position: evalRow8 evaluates it 8 columns at a time.
+static bool isIdentityElementwise(linalg::GenericOp generic) {
+  return generic && llvm::all_of(generic.getIndexingMapsArray(),
+                                 [](AffineMap m) { return m.isIdentity(); });
+}
+
 Value TileEmitter::evalAt(Value tile, Value row, Value col) {
   Operation *def = tile.getDefiningOp();
   if (auto constant = dyn_cast_or_null<arith::ConstantOp>(def)) {
@@ -38,8 +45,7 @@ Value TileEmitter::evalAt(Value tile, Value row, Value col) {
     return memref::LoadOp::create(b, loc, buffers[slice.getSource()],
                                   sliceIndices(slice, row, col));
   if (auto insert = dyn_cast<tensor::InsertSliceOp>(def)) {
-    if (std::optional<unsigned> l = landingOf(insert);
-        l && landingCurrent.count(*l)) {
+    if (std::optional<unsigned> l = landedIn(insert)) {
       // Copied ahead, rows past the chunk's end zero-filled.
       return memref::LoadOp::create(b, loc, landingViews[*l],
                                     ValueRange{landingIndex(*l, row, col)});
@@ -85,8 +91,7 @@ llvm::SmallVector<Value> TileEmitter::evalRow8(Value tile, Value row,
   };
   auto insertForLanding = dyn_cast_or_null<tensor::InsertSliceOp>(def);
   if (std::optional<unsigned> l =
-          insertForLanding ? landingOf(insertForLanding) : std::nullopt;
-      l && landingCurrent.count(*l)) {
+          insertForLanding ? landedIn(insertForLanding) : std::nullopt) {
     auto type = VectorType::get({8}, b.getBF16Type());
     Value vec = vector::LoadOp::create(b, loc, type, landingViews[*l],
                                        ValueRange{landingIndex(*l, row, col0)},
@@ -109,10 +114,7 @@ llvm::SmallVector<Value> TileEmitter::evalRow8(Value tile, Value row,
                       sliceIndices(slice, row, col0));
     });
   auto generic = dyn_cast_or_null<linalg::GenericOp>(def);
-  bool identity =
-      generic && llvm::all_of(generic.getIndexingMapsArray(),
-                              [](AffineMap m) { return m.isIdentity(); });
-  if (identity) {
+  if (isIdentityElementwise(generic)) {
     llvm::DenseMap<Value, llvm::SmallVector<Value>> inputs;
     for (OpOperand &operand : generic->getOpOperands())
       if (!generic.getMatchingBlockArgument(&operand).use_empty())
@@ -156,8 +158,7 @@ TileEmitter::rowLoad(Operation *at, Value row, Value col0,
 void TileEmitter::prefetchRow8(Value tile, Value row, Value col0) {
   Operation *def = tile.getDefiningOp();
   if (auto insert = dyn_cast_or_null<tensor::InsertSliceOp>(def)) {
-    std::optional<unsigned> l = landingOf(insert);
-    if ((l && landingCurrent.count(*l)) ||
+    if (landedIn(insert) ||
         !insert.getSource().getDefiningOp<tensor::ExtractSliceOp>())
       return; // in shared memory already, or not token rows
     rowLoads[{insert, row, col0}] = tokenRow8(insert, row, col0).first;
@@ -170,8 +171,7 @@ void TileEmitter::prefetchRow8(Value tile, Value row, Value col0) {
   }
   // What evalRow8 reads by rows: identity elementwise ops' inputs.
   auto generic = dyn_cast_or_null<linalg::GenericOp>(def);
-  if (!generic || !llvm::all_of(generic.getIndexingMapsArray(),
-                                [](AffineMap m) { return m.isIdentity(); }))
+  if (!isIdentityElementwise(generic))
     return;
   for (OpOperand &operand : generic->getOpOperands())
     if (!generic.getMatchingBlockArgument(&operand).use_empty())

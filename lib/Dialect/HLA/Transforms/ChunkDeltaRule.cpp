@@ -141,15 +141,10 @@ ChunkRewriter::emitDeltaRule(OpBuilder &b, Location loc,
                                            cst(nb, l, 0.0));
           });
     };
-    Value inverse = tb.generic(
-        {}, tb.empty({c, c}), {id2}, {IT::parallel, IT::parallel},
-        [&](OpBuilder &nb, Location l, ValueRange) -> Value {
-          Value diag = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq,
-                                             linalg::IndexOp::create(nb, l, 0),
-                                             linalg::IndexOp::create(nb, l, 1));
-          return arith::SelectOp::create(nb, l, diag, cst(nb, l, 1.0),
-                                         cst(nb, l, 0.0));
-        });
+    // From the identity (M's, the monoid's own, c x c).
+    Value inverse =
+        buildMonoidIdentity(b, loc, spec, *spec.findComponent("M"),
+                            RankedTensorType::get({c, c}, b.getF32Type()));
     for (int64_t half = 1; half < c; half *= 2) {
       Value cross =
           tb.matmul(inverse, tb.matmul(blockMask(lower, half), inverse));
