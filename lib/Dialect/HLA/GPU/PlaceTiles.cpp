@@ -698,6 +698,88 @@ static Value transposedElementwise(linalg::GenericOp op) {
   return transposeOutputMap(clone);
 }
 
+/// What reading `input` of `op` in the other orientation than `op`'s output
+/// costs transposeProductReads: a product computed again (nothing where
+/// the reader is its only user, the original then dead) or an elementwise
+/// op with fragment inputs computed again; inputs from outside the loop,
+/// and elementwise ops of indices alone (masks), cost nothing.
+static int64_t transposedReadCost(scf::ForallOp forall, OpOperand *input) {
+  auto producer = input->get().getDefiningOp<linalg::GenericOp>();
+  if (!producer || !forall->isProperAncestor(producer))
+    return 0;
+  if (matchContraction(producer))
+    return producer->hasOneUse() ? 0 : 1;
+  return producer.getNumDpsInputs() == 0 ? 0 : 1;
+}
+
+/// Whether `op` is a 2-D elementwise op that transposedElementwise can
+/// compute transposed.
+static bool isTransposableElementwise(linalg::GenericOp op) {
+  return op.getNumLoops() == 2 && op.getNumReductionLoops() == 0 &&
+         op.getNumDpsInits() == 1 && op.getNumResults() == 1 &&
+         op.getMatchingBlockArgument(op.getDpsInitOperand(0)).use_empty() &&
+         op.getMatchingIndexingMap(op.getDpsInitOperand(0)).isPermutation() &&
+         llvm::all_of(op.getIndexingMapsArray(),
+                      [](AffineMap m) { return m.isProjectedPermutation(); });
+}
+
+/// The elementwise ops that would be computed transposed with `op`: `op`
+/// and, through their readers, every elementwise op reading one of them,
+/// up to the contractions that read them (either orientation of an
+/// operand costs a contraction the same). Empty where another op reads
+/// one of them (a yield, a slice, a reduction), or for more than 16.
+static SmallVector<linalg::GenericOp> transposableGroup(scf::ForallOp forall,
+                                                        linalg::GenericOp op) {
+  SmallVector<linalg::GenericOp> group = {op};
+  llvm::SmallPtrSet<Operation *, 16> inGroup = {op};
+  for (unsigned i = 0; i < group.size(); ++i) {
+    for (Operation *user : group[i]->getResult(0).getUsers()) {
+      auto reader = dyn_cast<linalg::GenericOp>(user);
+      if (!reader || !forall->isProperAncestor(reader) ||
+          llvm::is_contained(reader.getDpsInits(), group[i]->getResult(0)))
+        return {};
+      if (matchContraction(reader) || inGroup.contains(reader))
+        continue;
+      if (!isTransposableElementwise(reader) || group.size() == 16)
+        return {};
+      group.push_back(reader);
+      inGroup.insert(reader);
+    }
+  }
+  return group;
+}
+
+/// Computes every op of `group` transposed in its place (its readers read
+/// it through a transposed map); returns the new ops.
+static SmallVector<linalg::GenericOp>
+transposeGroup(ArrayRef<linalg::GenericOp> group) {
+  llvm::DenseMap<Value, Value> replacement;
+  SmallVector<linalg::GenericOp> flipped;
+  for (linalg::GenericOp op : group) {
+    Value result = transposedElementwise(op);
+    replacement[op->getResult(0)] = result;
+    flipped.push_back(result.getDefiningOp<linalg::GenericOp>());
+  }
+  auto swapResults = [](AffineMap map) {
+    return AffineMap::get(map.getNumDims(), 0,
+                          {map.getResult(1), map.getResult(0)},
+                          map.getContext());
+  };
+  for (linalg::GenericOp op : group) {
+    for (OpOperand &use :
+         llvm::make_early_inc_range(op->getResult(0).getUses())) {
+      auto reader = cast<linalg::GenericOp>(use.getOwner());
+      SmallVector<AffineMap> maps = reader.getIndexingMapsArray();
+      maps[use.getOperandNumber()] = swapResults(maps[use.getOperandNumber()]);
+      use.set(replacement.lookup(op->getResult(0)));
+      reader.setIndexingMapsAttr(OpBuilder(reader).getAffineMapArrayAttr(maps));
+    }
+  }
+  for (linalg::GenericOp op : llvm::reverse(group))
+    op->erase();
+  return flipped;
+}
+
 void mlir::hla::gpumap::transposeProductReads(scf::ForallOp forall) {
   SmallVector<linalg::GenericOp> readers;
   forall.walk([&](linalg::GenericOp op) {
@@ -706,6 +788,11 @@ void mlir::hla::gpumap::transposeProductReads(scf::ForallOp forall) {
       readers.push_back(op);
   });
   llvm::DenseMap<Operation *, Value> transposed;
+  // Elementwise ops computed transposed in place of themselves: never
+  // turned back.
+  llvm::SmallPtrSet<Operation *, 8> flippedReaders;
+  // The keys and values of `transposed`.
+  llvm::SmallPtrSet<Operation *, 8> recomputed;
   // Transposed elementwise ops join the readers: their inputs are read in
   // the other orientation now (the backward's (mask ⊙ (dO Vᵀ))ᵀ).
   while (!readers.empty()) {
@@ -713,6 +800,46 @@ void mlir::hla::gpumap::transposeProductReads(scf::ForallOp forall) {
     AffineMap outMap = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
     if (!outMap.isPermutation())
       continue;
+    // Where elementwise ops up to the contractions that read them read
+    // more inputs transposed than as they are, they are computed
+    // transposed instead and the contractions read them so:
+    // (P ⊙ Mᵀ)ᵀ·B instead of (Pᵀ ⊙ M)·B with Pᵀ a product computed again.
+    SmallVector<linalg::GenericOp> group;
+    if (!flippedReaders.contains(op) && isTransposableElementwise(op))
+      group = transposableGroup(forall, op);
+    // Ops computed again transposed, and their originals, stay: `transposed`
+    // refers to them.
+    if (llvm::any_of(group, [&](linalg::GenericOp member) {
+          return recomputed.contains(member);
+        }))
+      group.clear();
+    if (!group.empty()) {
+      llvm::SmallPtrSet<Operation *, 16> inGroup;
+      for (linalg::GenericOp member : group)
+        inGroup.insert(member);
+      int64_t costNow = 0, costFlipped = 0;
+      for (linalg::GenericOp member : group) {
+        AffineMap out =
+            member.getMatchingIndexingMap(member.getDpsInitOperand(0));
+        for (OpOperand *input : member.getDpsInputOperands()) {
+          AffineMap map = member.getMatchingIndexingMap(input);
+          Operation *producer = input->get().getDefiningOp();
+          if (!map.isPermutation() || (producer && inGroup.contains(producer)))
+            continue;
+          (map == out ? costFlipped : costNow) +=
+              transposedReadCost(forall, input);
+        }
+      }
+      if (costFlipped < costNow) {
+        for (linalg::GenericOp member : group)
+          llvm::erase(readers, member);
+        for (linalg::GenericOp flipped : transposeGroup(group)) {
+          flippedReaders.insert(flipped);
+          readers.push_back(flipped);
+        }
+        continue;
+      }
+    }
     SmallVector<AffineMap> maps = op.getIndexingMapsArray();
     bool changed = false;
     for (OpOperand *input : op.getDpsInputOperands()) {
@@ -729,6 +856,9 @@ void mlir::hla::gpumap::transposeProductReads(scf::ForallOp forall) {
       if (!flipped) {
         flipped = product ? transposedProduct(producer)
                           : transposedElementwise(producer);
+        recomputed.insert(producer);
+        if (flipped)
+          recomputed.insert(flipped.getDefiningOp());
         if (flipped && !product)
           readers.push_back(flipped.getDefiningOp<linalg::GenericOp>());
       }
@@ -741,6 +871,10 @@ void mlir::hla::gpumap::transposeProductReads(scf::ForallOp forall) {
     if (changed)
       op.setIndexingMapsAttr(OpBuilder(op).getAffineMapArrayAttr(maps));
   }
+  // Ops now read only transposed are computed only so.
+  for (auto &[producer, flipped] : transposed)
+    if (flipped && producer->use_empty())
+      producer->erase();
 }
 
 LogicalResult mlir::hla::gpumap::chooseWarpgroups(TilePlan &plan,

@@ -13,6 +13,7 @@
 
 #include "hla/Dialect/HLA/Transforms/Passes.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Dominance.h"
@@ -235,6 +236,123 @@ llvm::hash_code matchKey(linalg::GenericOp op) {
       type.getElementType().getAsOpaquePointer(), type.getRank());
 }
 
+/// One factor of a matrix chain: a value that is not itself a product
+/// from zero, read as it is or transposed.
+struct ChainFactor {
+  Value value;
+  bool transposed;
+  bool operator==(const ChainFactor &other) const {
+    return value == other.value && transposed == other.transposed;
+  }
+};
+using Chain = llvm::SmallVector<ChainFactor, 4>;
+
+/// C[m, n] = Σ_k L[m, k] R[k, n] from a zero fill: the left and right
+/// factors in matrix order (m the first dimension of the result), each
+/// read as stored or transposed.
+struct Product {
+  Value left, right;
+  bool leftTransposed, rightTransposed;
+};
+
+std::optional<Product> matchProductFromZero(linalg::GenericOp op) {
+  if (!isPlainTensorGeneric(op) || op.getNumLoops() != 3 ||
+      op.getNumDpsInputs() != 2 || op.getNumReductionLoops() != 1)
+    return std::nullopt;
+  for (OpOperand &operand : op->getOpOperands()) {
+    auto type = dyn_cast<RankedTensorType>(operand.get().getType());
+    if (!type || type.getRank() != 2)
+      return std::nullopt;
+  }
+  std::optional<Attribute> fill = fillValue(op.getDpsInitOperand(0)->get());
+  auto zero = fill ? dyn_cast<FloatAttr>(*fill) : FloatAttr();
+  if (!zero || !zero.getValue().isZero())
+    return std::nullopt;
+  // Body: out + a * b, in either order.
+  Block &body = op.getRegion().front();
+  if (body.getOperations().size() != 3)
+    return std::nullopt;
+  auto yield = cast<linalg::YieldOp>(body.getTerminator());
+  auto add = yield.getValues()[0].getDefiningOp<arith::AddFOp>();
+  if (!add)
+    return std::nullopt;
+  Value out = body.getArgument(2);
+  Value term = add.getLhs() == out   ? add.getRhs()
+               : add.getRhs() == out ? add.getLhs()
+                                     : Value();
+  auto mul = term ? term.getDefiningOp<arith::MulFOp>() : arith::MulFOp();
+  if (!mul || !((mul.getLhs() == body.getArgument(0) &&
+                 mul.getRhs() == body.getArgument(1)) ||
+                (mul.getLhs() == body.getArgument(1) &&
+                 mul.getRhs() == body.getArgument(0))))
+    return std::nullopt;
+
+  AffineMap outMap = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
+  unsigned m = outMap.getDimPosition(0), n = outMap.getDimPosition(1);
+  unsigned k = 3 - m - n;
+  auto readAs = [&](unsigned input, unsigned row,
+                    unsigned col) -> std::optional<bool> {
+    AffineMap map = op.getMatchingIndexingMap(op.getDpsInputOperand(input));
+    if (map.getDimPosition(0) == row && map.getDimPosition(1) == col)
+      return false;
+    if (map.getDimPosition(0) == col && map.getDimPosition(1) == row)
+      return true;
+    return std::nullopt;
+  };
+  for (unsigned first : {0u, 1u}) {
+    std::optional<bool> leftT = readAs(first, m, k);
+    std::optional<bool> rightT = readAs(1 - first, k, n);
+    if (leftT && rightT)
+      return Product{op.getDpsInputOperand(first)->get(),
+                     op.getDpsInputOperand(1 - first)->get(), *leftT, *rightT};
+  }
+  return std::nullopt;
+}
+
+Chain transposedChain(llvm::ArrayRef<ChainFactor> chain) {
+  Chain result;
+  for (const ChainFactor &f : llvm::reverse(chain))
+    result.push_back({f.value, !f.transposed});
+  return result;
+}
+
+/// The factors whose product `value` is, products from zero flattened (so
+/// that (A·B)·C and A·(B·C) have the same chain); memoized in `chains`.
+Chain chainOf(Value value, llvm::DenseMap<Value, Chain> &chains) {
+  if (auto it = chains.find(value); it != chains.end())
+    return it->second;
+  Chain chain;
+  auto op = value.getDefiningOp<linalg::GenericOp>();
+  std::optional<Product> product = op ? matchProductFromZero(op) : std::nullopt;
+  if (!product) {
+    chain.push_back({value, false});
+  } else {
+    Chain left = chainOf(product->left, chains);
+    Chain right = chainOf(product->right, chains);
+    if (product->leftTransposed)
+      left = transposedChain(left);
+    if (product->rightTransposed)
+      right = transposedChain(right);
+    chain = left;
+    chain.append(right.begin(), right.end());
+  }
+  chains[value] = chain;
+  return chain;
+}
+
+/// A hash that a chain and its transpose share.
+size_t chainKey(llvm::ArrayRef<ChainFactor> chain) {
+  auto hashOf = [](llvm::ArrayRef<ChainFactor> c) {
+    llvm::hash_code h = llvm::hash_value(c.size());
+    for (const ChainFactor &f : c)
+      h = llvm::hash_combine(h, f.value.getAsOpaquePointer(), f.transposed);
+    return static_cast<size_t>(h);
+  };
+  size_t plain = hashOf(chain);
+  size_t flipped = hashOf(transposedChain(chain));
+  return plain ^ flipped;
+}
+
 /// A generic that transposes the matrix `value`, built before `before`.
 Value buildTranspose(Value value, Operation *before) {
   OpBuilder b(before);
@@ -280,10 +398,49 @@ struct HLAShareTileProductsPass
     DominanceInfo dominance(getOperation());
     // The generics seen so far, in walk order, by matchKey.
     std::unordered_map<size_t, llvm::SmallVector<linalg::GenericOp>> seen;
+    // The products from zero seen so far, by chainKey.
+    std::unordered_map<size_t, llvm::SmallVector<linalg::GenericOp>> chains;
+    llvm::DenseMap<Value, Chain> chainOfValue;
     bool changed = false;
+    auto replace = [&](linalg::GenericOp op, linalg::GenericOp earlier,
+                       Match match) {
+      Value result = earlier->getResult(0);
+      if (match == Match::Transposed)
+        result = buildTranspose(result, op);
+      op->getResult(0).replaceAllUsesWith(result);
+      op->erase();
+      changed = true;
+    };
     getOperation()->walk<WalkOrder::PreOrder>([&](linalg::GenericOp op) {
       if (!isPlainTensorGeneric(op) || isTranspose(op))
         return WalkResult::advance();
+      // A product of the same factors (or of their transposes in reverse
+      // order), however its products are associated.
+      if (matchProductFromZero(op)) {
+        Value result = op->getResult(0);
+        Chain chain = chainOf(result, chainOfValue);
+        Type element =
+            cast<RankedTensorType>(result.getType()).getElementType();
+        llvm::SmallVector<linalg::GenericOp> &candidates =
+            chains[chainKey(chain)];
+        for (linalg::GenericOp earlier : candidates) {
+          Value other = earlier->getResult(0);
+          if (cast<RankedTensorType>(other.getType()).getElementType() !=
+                  element ||
+              !dominance.properlyDominates(earlier.getOperation(), op))
+            continue;
+          Chain earlierChain = chainOf(other, chainOfValue);
+          Match match = earlierChain == chain ? Match::Same
+                        : transposedChain(earlierChain) == chain
+                            ? Match::Transposed
+                            : Match::None;
+          if (match == Match::None)
+            continue;
+          replace(op, earlier, match);
+          return WalkResult::interrupt();
+        }
+        candidates.push_back(op);
+      }
       llvm::SmallVector<linalg::GenericOp> &candidates =
           seen[static_cast<size_t>(matchKey(op))];
       for (linalg::GenericOp earlier : candidates) {
@@ -292,12 +449,7 @@ struct HLAShareTileProductsPass
         Match match = matchGenerics(earlier, op);
         if (match == Match::None)
           continue;
-        Value result = earlier->getResult(0);
-        if (match == Match::Transposed)
-          result = buildTranspose(result, op);
-        op->getResult(0).replaceAllUsesWith(result);
-        op->erase();
-        changed = true;
+        replace(op, earlier, match);
         return WalkResult::interrupt();
       }
       candidates.push_back(op);

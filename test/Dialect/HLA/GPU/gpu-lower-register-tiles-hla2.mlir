@@ -3,9 +3,11 @@
 
 // Tests hla-gpu-lower-register-tiles on hla2 (bf16, c = d = dv = 64). The
 // planned chunk body has 13 contractions and reads QKᵀ transposed once
-// (masked into the strictly lower K Qᵀ): the pass computes that as a 14th
-// product, K·Qᵀ from the same staged operands, rather than transposing a
-// fragment. It then orders the body so that at most 256 fragment registers
+// (masked into the strictly lower K Qᵀ), and only a contraction reads that
+// masked tile: the pass computes the mask's product transposed instead,
+// (QKᵀ ⊙ Mᵀ), from QKᵀ's fragment, and the contraction reads it
+// transposed, so no 14th product is needed and no fragment is transposed.
+// It then orders the body so that at most 256 fragment registers
 // are alive per warpgroup thread (three carried 64 x 64 states and five
 // working tiles) and, that being over 128, shares every fragment between
 // two warpgroups: 256 threads, each contraction a wgmma m64n32k16 per
@@ -16,7 +18,7 @@
 // PLAN-COUNT-13: iterator_types = ["parallel", {{"reduction", "parallel"|"parallel", "reduction"}}]
 // PLAN-NOT: iterator_types = ["parallel", {{"reduction", "parallel"|"parallel", "reduction"}}]
 
-// CHECK: remark: register tiles: 14 contractions on wgmma, {{.*}}, 2 warpgroup(s), 128 fragment registers per thread at most
+// CHECK: remark: register tiles: 13 contractions on wgmma, {{.*}}, 2 warpgroup(s), 128 fragment registers per thread at most
 // CHECK-LABEL: func.func @hla2
 // CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %{{.*}}, {{.*}}) threads({{.*}}) in ({{[^ ]+}} = %c256
 // CHECK-NOT: n = 64
