@@ -1,4 +1,5 @@
-//===- HLAMonoid.cpp - Declarative prefix-moment monoids ---------*- C++ -*-===//
+//===- HLAMonoid.cpp - Declarative prefix-moment monoids ---------*- C++
+//-*-===//
 //
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
@@ -72,7 +73,8 @@ llvm::hash_code mlir::hla::hash_value(const MonoidReadout &readout) {
 
 llvm::hash_code mlir::hla::hash_value(const MonoidSpec &spec) {
   llvm::hash_code h = llvm::hash_combine(
-      spec.name, llvm::hash_combine_range(spec.inputs.begin(), spec.inputs.end()),
+      spec.name,
+      llvm::hash_combine_range(spec.inputs.begin(), spec.inputs.end()),
       llvm::hash_combine_range(spec.params.begin(), spec.params.end()),
       llvm::hash_combine_range(spec.components.begin(), spec.components.end()));
   for (const MonoidExpr &expr : spec.token)
@@ -164,6 +166,42 @@ llvm::SmallVector<unsigned> MonoidSpec::getTokenInputs() const {
   return result;
 }
 
+bool MonoidSpec::isSymmetricComponent(unsigned c) const {
+  const MonoidSlot &slot = components[c];
+  if (slot.getRank() != 2 || slot.shape[0] != slot.shape[1])
+    return false;
+  // Scalars commute: only the chain of matrix and vector factors counts.
+  auto matrixFactors = [&](const MonoidTerm &term) {
+    llvm::SmallVector<MonoidFactor, 4> chain;
+    for (const MonoidFactor &f : term.factors) {
+      const MonoidSlot *s = getFactorSlot(f);
+      if (s && s->getRank() > 0)
+        chain.push_back(f);
+    }
+    return chain;
+  };
+  for (const MonoidTerm &term : token[c]) {
+    llvm::SmallVector<MonoidFactor, 4> chain = matrixFactors(term);
+    // The chain reversed with every factor transposed is itself: diag(·)
+    // is its own transpose, an input or component must meet its transpose.
+    for (size_t i = 0, n = chain.size(); i < n; ++i) {
+      const MonoidFactor &f = chain[i], &g = chain[n - 1 - i];
+      bool diagonal = f.kind == MonoidFactor::Kind::Diag ||
+                      f.kind == MonoidFactor::Kind::DiagExp;
+      if (f.kind != g.kind || f.index != g.index || f.side != g.side ||
+          (!diagonal && (i == n - 1 - i || f.transposed == g.transposed)))
+        return false;
+    }
+  }
+  for (const MonoidTerm &term : combine[c]) {
+    llvm::SmallVector<MonoidFactor, 4> chain = matrixFactors(term);
+    if (chain.size() != 1 || chain[0].kind != MonoidFactor::Kind::Component ||
+        chain[0].index != c)
+      return false;
+  }
+  return true;
+}
+
 llvm::SmallVector<unsigned> MonoidSpec::getReadoutInputs() const {
   llvm::SmallVector<bool> used(inputs.size(), false);
   for (const MonoidReadout &readout : readouts)
@@ -203,8 +241,8 @@ const MonoidSlot *MonoidSpec::getFactorSlot(const MonoidFactor &f) const {
 
 /// The (rows, cols) a single factor contributes to the matrix chain, or
 /// nullopt for a scalar factor (which commutes).
-static std::optional<MonoidMatrixShape>
-getFactorShape(const MonoidSpec &spec, const MonoidFactor &f) {
+static std::optional<MonoidMatrixShape> getFactorShape(const MonoidSpec &spec,
+                                                       const MonoidFactor &f) {
   if (f.kind == MonoidFactor::Kind::Param)
     return std::nullopt;
   const MonoidSlot *slot = spec.getFactorSlot(f);
@@ -235,8 +273,8 @@ MonoidSpec::inferTermShape(const MonoidTerm &term, std::string &error) const {
       continue;
     }
     if (current->cols != next->rows) {
-      error = "cannot multiply " + shapeStr(*current) + " by " +
-              shapeStr(*next);
+      error =
+          "cannot multiply " + shapeStr(*current) + " by " + shapeStr(*next);
       return failure();
     }
     current->cols = next->cols;
@@ -271,9 +309,8 @@ MonoidSpec::verify(llvm::function_ref<InFlightDiagnostic()> emitError) const {
     if (failed(checkName(slot.name, "input")))
       return failure();
     if (slot.getRank() > 2)
-      return emitError() << "monoid input '" << slot.name
-                         << "' has rank " << slot.getRank()
-                         << "; at most 2 is supported";
+      return emitError() << "monoid input '" << slot.name << "' has rank "
+                         << slot.getRank() << "; at most 2 is supported";
     if (slot.eyeIdentity)
       return emitError() << "monoid input '" << slot.name
                          << "' cannot have an identity";
@@ -285,9 +322,8 @@ MonoidSpec::verify(llvm::function_ref<InFlightDiagnostic()> emitError) const {
     if (failed(checkName(slot.name, "component")))
       return failure();
     if (slot.getRank() > 2)
-      return emitError() << "monoid component '" << slot.name
-                         << "' has rank " << slot.getRank()
-                         << "; at most 2 is supported";
+      return emitError() << "monoid component '" << slot.name << "' has rank "
+                         << slot.getRank() << "; at most 2 is supported";
     if (slot.eyeIdentity && slot.getRank() == 1)
       return emitError() << "monoid component '" << slot.name
                          << "' is a vector and cannot have identity 'eye'";
@@ -318,21 +354,21 @@ MonoidSpec::verify(llvm::function_ref<InFlightDiagnostic()> emitError) const {
       for (const MonoidFactor &f : term.factors) {
         bool isComponent = f.kind == MonoidFactor::Kind::Component;
         if (family == RuleFamily::Token && isComponent)
-          return emitError() << "monoid " << familyName << " rule for '"
-                             << ruleName << "' reads state component '"
-                             << components[f.index].name
-                             << "'; token rules read only inputs and params";
+          return emitError()
+                 << "monoid " << familyName << " rule for '" << ruleName
+                 << "' reads state component '" << components[f.index].name
+                 << "'; token rules read only inputs and params";
         if (family == RuleFamily::Combine && readsInput(f))
-          return emitError() << "monoid " << familyName << " rule for '"
-                             << ruleName << "' reads input '"
-                             << inputs[f.index].name
-                             << "'; combine rules read only components and "
-                                "params";
+          return emitError()
+                 << "monoid " << familyName << " rule for '" << ruleName
+                 << "' reads input '" << inputs[f.index].name
+                 << "'; combine rules read only components and "
+                    "params";
         if (isComponent && family == RuleFamily::Combine &&
             f.side == MonoidSide::None)
-          return emitError() << "monoid combine rule for '" << ruleName
-                             << "' reads '" << components[f.index].name
-                             << "' without a side (.a or .b)";
+          return emitError()
+                 << "monoid combine rule for '" << ruleName << "' reads '"
+                 << components[f.index].name << "' without a side (.a or .b)";
         if (isComponent && family != RuleFamily::Combine &&
             f.side != MonoidSide::None)
           return emitError() << "monoid " << familyName << " rule for '"
@@ -389,8 +425,7 @@ MonoidSpec::verify(llvm::function_ref<InFlightDiagnostic()> emitError) const {
       return emitError() << "monoid readout '" << readout.name
                          << "' is defined twice";
     if (readout.expr.empty())
-      return emitError() << "monoid readout '" << readout.name
-                         << "' is empty";
+      return emitError() << "monoid readout '" << readout.name << "' is empty";
     MonoidMatrixShape shape;
     if (failed(checkExpr(readout.expr, RuleFamily::Readout, readout.name,
                          std::nullopt, &shape)))
@@ -415,7 +450,8 @@ MonoidSpec MonoidSpec::withParams(llvm::ArrayRef<MonoidParam> values) const {
   return result;
 }
 
-MonoidSpec MonoidSpec::withReadouts(llvm::ArrayRef<llvm::StringRef> names) const {
+MonoidSpec
+MonoidSpec::withReadouts(llvm::ArrayRef<llvm::StringRef> names) const {
   MonoidSpec result = *this;
   llvm::erase_if(result.readouts, [&](const MonoidReadout &readout) {
     return !llvm::is_contained(names, readout.name);
@@ -425,9 +461,8 @@ MonoidSpec MonoidSpec::withReadouts(llvm::ArrayRef<llvm::StringRef> names) const
 
 /// Rewrites every factor of `spec` through `mapFactor`, which returns false to
 /// drop the factor (it is 1) or updates it in place.
-static void
-rewriteFactors(MonoidSpec &spec,
-               llvm::function_ref<bool(MonoidFactor &)> mapFactor) {
+static void rewriteFactors(MonoidSpec &spec,
+                           llvm::function_ref<bool(MonoidFactor &)> mapFactor) {
   auto rewriteExpr = [&](MonoidExpr &expr) {
     for (MonoidTerm &term : expr) {
       llvm::SmallVector<MonoidFactor, 4> kept;
@@ -456,7 +491,8 @@ static bool isConstantOne(const MonoidSpec &spec, unsigned c) {
   if (tok.size() != 1 || tok[0].negated)
     return false;
   for (const MonoidFactor &f : tok[0].factors)
-    if (f.kind != MonoidFactor::Kind::Param || spec.params[f.index].value != 1.0)
+    if (f.kind != MonoidFactor::Kind::Param ||
+        spec.params[f.index].value != 1.0)
       return false;
   const MonoidExpr &comb = spec.combine[c];
   if (comb.size() != 1 || comb[0].negated || comb[0].factors.size() != 2)
@@ -631,14 +667,14 @@ ParseResult MonoidParser::parseSlot(MonoidSlot &slot, bool allowEye) {
   if (parser.parseKeywordOrString(&name) || parser.parseColon())
     return failure();
   slot.name = name;
-  if (parser.parseCommaSeparatedList(
-          AsmParser::Delimiter::Square, [&]() -> ParseResult {
-            llvm::StringRef symbol;
-            if (parser.parseKeyword(&symbol))
-              return failure();
-            slot.shape.push_back(symbol.str());
-            return success();
-          }))
+  if (parser.parseCommaSeparatedList(AsmParser::Delimiter::Square,
+                                     [&]() -> ParseResult {
+                                       llvm::StringRef symbol;
+                                       if (parser.parseKeyword(&symbol))
+                                         return failure();
+                                       slot.shape.push_back(symbol.str());
+                                       return success();
+                                     }))
     return failure();
   if (allowEye && succeeded(parser.parseOptionalKeyword("eye")))
     slot.eyeIdentity = true;
@@ -707,10 +743,9 @@ ParseResult MonoidParser::parseFactor(Family family, MonoidTerm &term) {
       return parser.emitError(loc)
              << "token rules cannot read state component '" << base << "'";
     if (family == Family::Combine && factor.side == MonoidSide::None)
-      return parser.emitError(loc)
-             << "state component '" << base
-             << "' in a combine rule needs a side: '" << base << ".a' or '"
-             << base << ".b'";
+      return parser.emitError(loc) << "state component '" << base
+                                   << "' in a combine rule needs a side: '"
+                                   << base << ".a' or '" << base << ".b'";
     if (family != Family::Combine && factor.side != MonoidSide::None)
       return parser.emitError(loc)
              << "sides (.a, .b) only exist in combine rules";
@@ -791,8 +826,8 @@ ParseResult MonoidParser::parseRule(Family family) {
     return failure();
   if (family == Family::Readout) {
     if (spec.findReadout(name))
-      return parser.emitError(loc) << "readout '" << name
-                                   << "' is defined twice";
+      return parser.emitError(loc)
+             << "readout '" << name << "' is defined twice";
     spec.readouts.push_back({name.str(), std::move(expr)});
     return success();
   }
@@ -839,8 +874,9 @@ FailureOr<MonoidSpec> MonoidParser::parse() {
             return success();
           },
           /*required=*/false) ||
-      parseSection("params", [&]() { return parseParam(); },
-                   /*required=*/false) ||
+      parseSection(
+          "params", [&]() { return parseParam(); },
+          /*required=*/false) ||
       parseSection(
           "state",
           [&]() {
@@ -856,12 +892,15 @@ FailureOr<MonoidSpec> MonoidParser::parse() {
   spec.combine.resize(spec.components.size());
   hasToken.assign(spec.components.size(), false);
   hasCombine.assign(spec.components.size(), false);
-  if (parseSection("token", [&]() { return parseRule(Family::Token); },
-                   /*required=*/false) ||
-      parseSection("combine", [&]() { return parseRule(Family::Combine); },
-                   /*required=*/true) ||
-      parseSection("readout", [&]() { return parseRule(Family::Readout); },
-                   /*required=*/false))
+  if (parseSection(
+          "token", [&]() { return parseRule(Family::Token); },
+          /*required=*/false) ||
+      parseSection(
+          "combine", [&]() { return parseRule(Family::Combine); },
+          /*required=*/true) ||
+      parseSection(
+          "readout", [&]() { return parseRule(Family::Readout); },
+          /*required=*/false))
     return failure();
   return spec;
 }
@@ -899,7 +938,8 @@ static void printFactor(llvm::raw_ostream &os, const MonoidSpec &spec,
     os << ".T";
 }
 
-void MonoidSpec::printExpr(llvm::raw_ostream &os, const MonoidExpr &expr) const {
+void MonoidSpec::printExpr(llvm::raw_ostream &os,
+                           const MonoidExpr &expr) const {
   if (expr.empty()) {
     os << "0";
     return;
@@ -912,8 +952,8 @@ void MonoidSpec::printExpr(llvm::raw_ostream &os, const MonoidExpr &expr) const 
     if (term.factors.empty())
       os << "1";
     llvm::interleave(
-        term.factors, os, [&](const MonoidFactor &f) { printFactor(os, *this, f); },
-        " * ");
+        term.factors, os,
+        [&](const MonoidFactor &f) { printFactor(os, *this, f); }, " * ");
   }
 }
 
@@ -942,8 +982,8 @@ static void printBody(llvm::raw_ostream &os, const MonoidSpec &spec,
     os << ")";
   }
   printSlots(os, "state", spec.components);
-  bool anyToken = llvm::any_of(spec.token,
-                               [](const MonoidExpr &e) { return !e.empty(); });
+  bool anyToken =
+      llvm::any_of(spec.token, [](const MonoidExpr &e) { return !e.empty(); });
   if (anyToken) {
     os << " token(";
     bool first = true;
@@ -975,10 +1015,11 @@ static void printBody(llvm::raw_ostream &os, const MonoidSpec &spec,
 void MonoidSpec::print(AsmPrinter &printer) const {
   printer << "\"" << name << "\"";
   printBody(printer.getStream(), *this, [&]() {
-    llvm::interleaveComma(params, printer.getStream(), [&](const MonoidParam &p) {
-      printer << p.name << " = ";
-      printer.printFloat(llvm::APFloat(p.value));
-    });
+    llvm::interleaveComma(params, printer.getStream(),
+                          [&](const MonoidParam &p) {
+                            printer << p.name << " = ";
+                            printer.printFloat(llvm::APFloat(p.value));
+                          });
   });
 }
 
@@ -1025,7 +1066,8 @@ int64_t MonoidDimBinder::lookup(llvm::StringRef symbol) const {
   return it == sizes.end() ? ShapedType::kDynamic : it->second;
 }
 
-llvm::SmallVector<int64_t> MonoidDimBinder::resolve(const MonoidSlot &slot) const {
+llvm::SmallVector<int64_t>
+MonoidDimBinder::resolve(const MonoidSlot &slot) const {
   llvm::SmallVector<int64_t> result;
   for (const std::string &symbol : slot.shape)
     result.push_back(lookup(symbol));

@@ -835,6 +835,7 @@ LogicalResult mlir::hla::chunk::lowerPrefixVjp(
   FailureOr<ChunkVjpPlan> backward = buildChunkVjpPlan(spec, error);
   if (failed(backward))
     return chunkError(op) << error;
+  readSymmetricStatesAsStored(*backward, spec, !op.getInit().empty());
   return PrefixVjpLowering(op, chunk, parallelGradients, valueTile, parallelism,
                            splitGradients, segments, *forward, *backward)
       .lower();

@@ -384,6 +384,31 @@ mlir::hla::chunk::buildChunkVjpPlan(const MonoidSpec &spec,
   return VjpBuilder(spec, error).build();
 }
 
+void mlir::hla::chunk::readSymmetricStatesAsStored(ChunkVjpPlan &plan,
+                                                   const MonoidSpec &spec,
+                                                   bool initialStateGiven) {
+  auto symmetric = [&](unsigned component) {
+    return component < plan.numComponents &&
+           spec.isSymmetricComponent(component);
+  };
+  if (!initialStateGiven)
+    for (PlannedOutput &out : llvm::concat<PlannedOutput>(
+             plan.carriedFromReadouts, plan.inputGradients))
+      for (IndexTerm &term : out.terms)
+        for (ChainFactor &f : term.chain)
+          if (f.kind == ChainFactor::Kind::Carried && symmetric(f.slot))
+            f.transposed = false;
+  // In μ_A and μ_B side A is X₀, side B the summary.
+  for (MonoidExpr &expr :
+       llvm::concat<MonoidExpr>(plan.carriedFromCombine, plan.summaryCotangent))
+    for (MonoidTerm &term : expr)
+      for (MonoidFactor &f : term.factors)
+        if (f.kind == MonoidFactor::Kind::Component && symmetric(f.index) &&
+            (f.side == MonoidSide::B ||
+             (f.side == MonoidSide::A && !initialStateGiven)))
+          f.transposed = false;
+}
+
 // λ, read as side None by the plan, is read from side A here.
 MonoidSpec mlir::hla::chunk::transposedCombineMonoid(const ChunkVjpPlan &plan) {
   MonoidSpec aux = plan.vjpSpec;

@@ -1,4 +1,5 @@
-//===- HLAMonoid.h - Declarative prefix-moment monoids -----------*- C++ -*-===//
+//===- HLAMonoid.h - Declarative prefix-moment monoids -----------*- C++
+//-*-===//
 //
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
@@ -80,8 +81,8 @@ struct MonoidParam {
 
   bool operator==(const MonoidParam &other) const {
     // Compare bit patterns so that uniquing is exact (and NaN-safe).
-    return name == other.name &&
-           llvm::bit_cast<uint64_t>(value) == llvm::bit_cast<uint64_t>(other.value);
+    return name == other.name && llvm::bit_cast<uint64_t>(value) ==
+                                     llvm::bit_cast<uint64_t>(other.value);
   }
 };
 
@@ -176,6 +177,13 @@ public:
   /// The token inputs the token rules read, in input order.
   llvm::SmallVector<unsigned> getTokenInputs() const;
 
+  /// Whether component `c` is a symmetric matrix in every state built from
+  /// tokens: square, each token term a scalar times a palindromic chain
+  /// (`k * k.T`, `x * x.T * y * y.T * x * x.T`), each combine term a scalar
+  /// times `c.a` or `c.b` (hla2's and hla3's S = Σ k kᵀ). An initial state
+  /// given from outside need not be.
+  bool isSymmetricComponent(unsigned c) const;
+
   /// The inputs the readout rules read, in input order.
   llvm::SmallVector<unsigned> getReadoutInputs() const;
 
@@ -193,7 +201,8 @@ public:
 
   /// Checks names, references, sides and shapes of every rule. Reports the
   /// first problem through `emitError`.
-  LogicalResult verify(llvm::function_ref<InFlightDiagnostic()> emitError) const;
+  LogicalResult
+  verify(llvm::function_ref<InFlightDiagnostic()> emitError) const;
 
   //===--------------------------------------------------------------------===//
   // Rewriting

@@ -76,6 +76,14 @@ struct ChunkVjpPlan {
 FailureOr<ChunkVjpPlan> buildChunkVjpPlan(const MonoidSpec &spec,
                                           std::string &error);
 
+/// Reads the symmetric components (MonoidSpec::isSymmetricComponent) of
+/// the chunk summary Σ, and of the carried-in state X₀ where no initial
+/// state is given (then X₀ too is built from tokens alone), as stored
+/// wherever the plan reads them transposed: the same values, so that Q·S
+/// and Q·Sᵀ are one product.
+void readSymmetricStatesAsStored(ChunkVjpPlan &plan, const MonoidSpec &spec,
+                                 bool initialStateGiven);
+
 /// The monoid whose combine is μ_A and μ_B: its components are the state's,
 /// then λ, then μ_B; rule n + y is μ_A of y, rule 2n + y is μ_B of y (λ
 /// read from side A). An hla.combine under it transposes the combine.
