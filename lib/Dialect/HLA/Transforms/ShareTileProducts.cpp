@@ -268,23 +268,8 @@ std::optional<Product> matchProductFromZero(linalg::GenericOp op) {
   auto zero = fill ? dyn_cast<FloatAttr>(*fill) : FloatAttr();
   if (!zero || !zero.getValue().isZero())
     return std::nullopt;
-  // Body: out + a * b, in either order.
-  Block &body = op.getRegion().front();
-  if (body.getOperations().size() != 3)
-    return std::nullopt;
-  auto yield = cast<linalg::YieldOp>(body.getTerminator());
-  auto add = yield.getValues()[0].getDefiningOp<arith::AddFOp>();
-  if (!add)
-    return std::nullopt;
-  Value out = body.getArgument(2);
-  Value term = add.getLhs() == out   ? add.getRhs()
-               : add.getRhs() == out ? add.getLhs()
-                                     : Value();
-  auto mul = term ? term.getDefiningOp<arith::MulFOp>() : arith::MulFOp();
-  if (!mul || !((mul.getLhs() == body.getArgument(0) &&
-                 mul.getRhs() == body.getArgument(1)) ||
-                (mul.getLhs() == body.getArgument(1) &&
-                 mul.getRhs() == body.getArgument(0))))
+  // Body: out + a · b (upstream's contraction recogniser).
+  if (!linalg::isaContractionOpInterface(op))
     return std::nullopt;
 
   AffineMap outMap = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
