@@ -673,20 +673,25 @@ static Value transposedProduct(linalg::GenericOp product) {
   return transposeOutputMap(clone);
 }
 
+/// Whether `op` is a 2-D elementwise op whose output is only written:
+/// transposedElementwise can compute it transposed.
+static bool isTransposableElementwise(linalg::GenericOp op) {
+  return op.getNumLoops() == 2 && op.getNumReductionLoops() == 0 &&
+         op.getNumDpsInits() == 1 && op.getNumResults() == 1 &&
+         op.getMatchingBlockArgument(op.getDpsInitOperand(0)).use_empty() &&
+         op.getMatchingIndexingMap(op.getDpsInitOperand(0)).isPermutation() &&
+         llvm::all_of(op.getIndexingMapsArray(),
+                      [](AffineMap m) { return m.isProjectedPermutation(); });
+}
+
 /// A 2-D elementwise op computed again with its output transposed: the
 /// same loops and inputs, the output's map swapped (nullptr unless its
 /// output is only written). Its own fragment inputs are then read in the
 /// other orientation, for the caller to rewrite in turn.
 static Value transposedElementwise(linalg::GenericOp op) {
-  if (op.getNumLoops() != 2 || op.getNumReductionLoops() != 0 ||
-      op.getNumDpsInits() != 1 || op.getNumResults() != 1 ||
-      !op.getMatchingBlockArgument(op.getDpsInitOperand(0)).use_empty() ||
-      !llvm::all_of(op.getIndexingMapsArray(),
-                    [](AffineMap m) { return m.isProjectedPermutation(); }))
+  if (!isTransposableElementwise(op))
     return nullptr;
   auto type = cast<RankedTensorType>(op.getResult(0).getType());
-  if (type.getRank() != 2)
-    return nullptr;
   OpBuilder b(op->getContext());
   b.setInsertionPointAfter(op);
   Value empty = tensor::EmptyOp::create(
@@ -710,17 +715,6 @@ static int64_t transposedReadCost(scf::ForallOp forall, OpOperand *input) {
   if (matchContraction(producer))
     return producer->hasOneUse() ? 0 : 1;
   return producer.getNumDpsInputs() == 0 ? 0 : 1;
-}
-
-/// Whether `op` is a 2-D elementwise op that transposedElementwise can
-/// compute transposed.
-static bool isTransposableElementwise(linalg::GenericOp op) {
-  return op.getNumLoops() == 2 && op.getNumReductionLoops() == 0 &&
-         op.getNumDpsInits() == 1 && op.getNumResults() == 1 &&
-         op.getMatchingBlockArgument(op.getDpsInitOperand(0)).use_empty() &&
-         op.getMatchingIndexingMap(op.getDpsInitOperand(0)).isPermutation() &&
-         llvm::all_of(op.getIndexingMapsArray(),
-                      [](AffineMap m) { return m.isProjectedPermutation(); });
 }
 
 /// The elementwise ops that would be computed transposed with `op`: `op`

@@ -1,5 +1,4 @@
-//===- HLAMonoid.cpp - Declarative prefix-moment monoids ---------*- C++
-//-*-===//
+//===- HLAMonoid.cpp - Declarative prefix-moment monoids --------*- C++ -*-===//
 //
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //

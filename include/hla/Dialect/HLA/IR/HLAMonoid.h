@@ -1,5 +1,4 @@
-//===- HLAMonoid.h - Declarative prefix-moment monoids -----------*- C++
-//-*-===//
+//===- HLAMonoid.h - Declarative prefix-moment monoids ----------*- C++ -*-===//
 //
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
