@@ -246,6 +246,27 @@ private:
   LogicalResult buildDevice();
   bool tryRegisterTiles();
   bool trySegmentedSchedule();
+  /// Whether register tiles take every chunk loop, in the persistent
+  /// schedule, at `valueTile` columns (a quiet trial mapping; `pipeline` is
+  /// left as it was).
+  bool tilesPlaceAt(int64_t valueTile) {
+    ChunkLoopGenerator generator = pipeline.generator;
+    KernelSchedule schedule = pipeline.schedule;
+    int64_t tile = pipeline.valueTile, warpgroups = pipeline.warpgroups;
+    pipeline.generator = ChunkLoopGenerator::Tiles;
+    pipeline.schedule = KernelSchedule::Persistent;
+    pipeline.valueTile = valueTile;
+    pipeline.warpgroups = requested.warpgroups;
+    OwningOpRef<ModuleOp> trial = module.clone();
+    ScopedDiagnosticHandler quiet(module.getContext(),
+                                  [](Diagnostic &) { return success(); });
+    bool placed = succeeded(mapKernels(*trial));
+    pipeline.generator = generator;
+    pipeline.schedule = schedule;
+    pipeline.valueTile = tile;
+    pipeline.warpgroups = warpgroups;
+    return placed;
+  }
   /// The first half of the device pipeline on a trial: judged on this.
   LogicalResult mapKernels(ModuleOp trial) {
     PassManager mapping(module.getContext());
@@ -544,9 +565,13 @@ LogicalResult KernelSearch::run(std::string &error) {
       // 32-column tiles would double the blocks for.
       pipeline.warpgroups = 2;
     } else if (tiles && requested.valueTile == -1 &&
-               narrowerValueTile(pipeline.valueTile, width)) {
+               narrowerValueTile(pipeline.valueTile, width) &&
+               tilesPlaceAt(narrowerValueTile(pipeline.valueTile, width))) {
       // Then narrower value tiles: fewer registers for the value-wide state
-      // and outputs (hla3 at 2x16x32768 fits at 32 columns).
+      // and outputs (hla3 at 2x16x32768 fits at 32 columns). Only where
+      // register tiles take the loops at that width: the spilling kernels
+      // may be phases the automatic generator fell back to (KDA, with a
+      // chunk size given), which then stay phases.
       pipeline.generator = ChunkLoopGenerator::Tiles;
       pipeline.schedule = KernelSchedule::Persistent;
       pipeline.valueTile = narrowerValueTile(pipeline.valueTile, width);
