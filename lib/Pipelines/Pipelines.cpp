@@ -294,6 +294,8 @@ void mlir::hla::buildCUDAHostPipeline(OpPassManager &pm,
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(createHLALowerAssertsPass());
+  // Kernels queued on the stream; the host waits only where it reads.
+  pm.addNestedPass<func::FuncOp>(createHLAGPUQueueLaunchesPass());
   pm.addPass(createGpuToLLVMConversionPass());
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
   pm.addPass(createConvertMathToLLVMPass());

@@ -47,6 +47,16 @@ void hla_runtime_prepare(const HlaSignature *sig, void **hostInputs,
 void hla_runtime_finish(const HlaSignature *sig, void **entryOutputs,
                         void **hostOutputs);
 
+/// Called by hla_runtime_call when an entry's body has run, inside the call
+/// (a failure here fails it). The CPU runtime's (weak) definition does
+/// nothing. The CUDA runtime queues a call's kernels without waiting for
+/// them; on a stream the caller handed it (hla_cuda_set_stream) the call
+/// returns once its work is queued, as a CUDA library call does, and here,
+/// on hla's own stream, it waits for that work: a caller that gave no
+/// stream gets its results in place and its kernels' faults as the call's
+/// failure.
+void hla_runtime_call_done(void);
+
 //===----------------------------------------------------------------------===//
 // Errors
 //===----------------------------------------------------------------------===//

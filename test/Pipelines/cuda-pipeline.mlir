@@ -5,14 +5,16 @@
 // kernel module compiled to PTX for sm_90a (tensor-core mma.sync for the
 // chunk contractions, the extern dynamic shared memory window, one block
 // per SM), and host code in the LLVM dialect that loads the module and
-// launches the kernel with its shared memory through the mgpu* runtime
-// calls, behind the artefact C ABI.
+// launches the kernel with its shared memory on hla's stream (queued: no
+// wait after it) through the mgpu* runtime calls, behind the artefact C
+// ABI.
 
 // CHECK-NOT: hla.hla2
 // CHECK-NOT: linalg.
 // CHECK-NOT: scf.
 // CHECK: llvm.func internal @__hla_fn_main(
-// CHECK: gpu.launch_func @main_kernel::@main_kernel blocks in (%{{.+}}, %{{.+}}, %{{.+}}) threads in (%{{.+}}, %{{.+}}, %{{.+}}) : i64 dynamic_shared_memory_size %{{.+}}
+// CHECK: %[[STREAM:.+]] = llvm.call @mgpuStreamCreate()
+// CHECK-NEXT: gpu.launch_func <%[[STREAM]] : !llvm.ptr> @main_kernel::@main_kernel blocks in (%{{.+}}, %{{.+}}, %{{.+}}) threads in (%{{.+}}, %{{.+}}, %{{.+}}) : i64 dynamic_shared_memory_size %{{.+}}
 // CHECK: gpu.binary @main_kernel [#gpu.object<#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx80">
 // CHECK-SAME: .target sm_90a
 // CHECK-SAME: .extern .shared .align 1024 .b8 __dynamic_shmem__0[];

@@ -135,9 +135,12 @@ typedef struct {
   void *const *outputs;
 } EntryCall;
 
+__attribute__((weak)) HLA_HIDDEN void hla_runtime_call_done(void) {}
+
 static void runEntry(void *arg) {
   EntryCall *call = (EntryCall *)arg;
   call->body(call->inputs, call->outputs);
+  hla_runtime_call_done();
 }
 
 HLA_HIDDEN int hla_runtime_call(void (*body)(void *const *, void *const *),

@@ -260,6 +260,15 @@ static CUstream currentStream(void) {
   return s;
 }
 
+// A call on hla's own stream waits for its work (hla_runtime.h).
+__attribute__((visibility("hidden"))) void hla_runtime_call_done(void) {
+  pthread_mutex_lock(&streamLock);
+  CUstream own = haveUserStream ? NULL : ownStream;
+  pthread_mutex_unlock(&streamLock);
+  if (own)
+    check(p_cuStreamSynchronize(own), "kernel execution");
+}
+
 //===----------------------------------------------------------------------===//
 // mgpu*: what gpu-to-llvm's host code calls (MLIR 22.1 signatures)
 //===----------------------------------------------------------------------===//

@@ -52,10 +52,12 @@ int64_t byteSize(MemRefType type);
 /// A device buffer of `type`.
 Value allocOnStream(OpBuilder &b, Location loc, MemRefType type,
                     ValueRange dynamicSizes = {}, ValueRange symbols = {});
-/// Frees `buffer` once the work queued before is done.
+/// Frees `buffer` once the work queued before is done; the host goes on.
 void freeOnStream(OpBuilder &b, Location loc, Value buffer);
-/// Copies `from` into `to` (host or device memory) and waits for it.
-void copyOnStream(OpBuilder &b, Location loc, Value to, Value from);
+/// Copies `from` into `to` (host or device memory) after the work queued
+/// before; the host waits for the copy where it reads `to` (`hostReads`).
+void copyOnStream(OpBuilder &b, Location loc, Value to, Value from,
+                  bool hostReads);
 
 /// Emits a barrier before `op` unless one is already there.
 void barrierBefore(Operation *op);

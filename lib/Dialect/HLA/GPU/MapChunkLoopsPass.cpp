@@ -120,7 +120,7 @@ struct HLAGPUMapChunkLoopsPass
       b.setInsertionPointAfter(global);
       Location loc = global.getLoc();
       Value device = allocOnStream(b, loc, type);
-      copyOnStream(b, loc, device, global.getResult());
+      copyOnStream(b, loc, device, global.getResult(), /*hostReads=*/false);
       for (OpOperand *use : hostUses)
         use->set(device);
       for (Block &block : func.getBody())
@@ -154,7 +154,8 @@ struct HLAGPUMapChunkLoopsPass
         continue;
       }
       OpBuilder b(copy);
-      copyOnStream(b, copy.getLoc(), copy.getTarget(), copy.getSource());
+      copyOnStream(b, copy.getLoc(), copy.getTarget(), copy.getSource(),
+                   /*hostReads=*/false);
       copy.erase();
     }
   }
@@ -172,7 +173,7 @@ struct HLAGPUMapChunkLoopsPass
       Location loc = load.getLoc();
       Value host = memref::AllocaOp::create(
           b, loc, MemRefType::get({}, type.getElementType()));
-      copyOnStream(b, loc, host, load.getMemRef());
+      copyOnStream(b, loc, host, load.getMemRef(), /*hostReads=*/true);
       load->setOperand(0, host);
     }
   }

@@ -129,7 +129,8 @@ gpu::AddressSpaceAttr workgroupSpace(MLIRContext *ctx) {
 //
 // Each helper opens with `gpu.wait async` (mgpuStreamCreate: the one stream
 // hla's launches use), so allocations, copies and frees are ordered with
-// the kernels without synchronising; a copy waits for its data.
+// the kernels without synchronising; only a copy whose data the host
+// reads waits for it.
 
 /// A device buffer of `type`.
 Value allocOnStream(OpBuilder &b, Location loc, MemRefType type,
@@ -142,26 +143,27 @@ Value allocOnStream(OpBuilder &b, Location loc, MemRefType type,
       .getMemref();
 }
 
-/// Frees `buffer` once the work queued before is done.
+/// Frees `buffer` once the work queued before is done (stream order: the
+/// host does not wait).
 void freeOnStream(OpBuilder &b, Location loc, Value buffer) {
   auto tokenType = gpu::AsyncTokenType::get(b.getContext());
   Value ready =
       gpu::WaitOp::create(b, loc, tokenType, ValueRange()).getAsyncToken();
-  Value freed =
-      gpu::DeallocOp::create(b, loc, tokenType, ValueRange{ready}, buffer)
-          .getAsyncToken();
-  gpu::WaitOp::create(b, loc, Type(), ValueRange{freed});
+  gpu::DeallocOp::create(b, loc, tokenType, ValueRange{ready}, buffer);
 }
 
-/// Copies `from` into `to` (host or device memory) and waits for it.
-void copyOnStream(OpBuilder &b, Location loc, Value to, Value from) {
+/// Copies `from` into `to` (host or device memory); the host waits for
+/// the copy only where it reads `to` next (`hostReads`).
+void copyOnStream(OpBuilder &b, Location loc, Value to, Value from,
+                  bool hostReads) {
   auto tokenType = gpu::AsyncTokenType::get(b.getContext());
   Value ready =
       gpu::WaitOp::create(b, loc, tokenType, ValueRange()).getAsyncToken();
   Value copied =
       gpu::MemcpyOp::create(b, loc, tokenType, ValueRange{ready}, to, from)
           .getAsyncToken();
-  gpu::WaitOp::create(b, loc, Type(), ValueRange{copied});
+  if (hostReads)
+    gpu::WaitOp::create(b, loc, Type(), ValueRange{copied});
 }
 
 /// `type` moved to workgroup memory.

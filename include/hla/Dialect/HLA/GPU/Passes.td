@@ -254,6 +254,37 @@ def HLAGPUMatmulsToCublasPass : Pass<"hla-gpu-matmuls-to-cublas",
   ];
 }
 
+def HLAGPUQueueLaunchesPass
+    : Pass<"hla-gpu-queue-launches", "::mlir::func::FuncOp"> {
+  let summary = "Queue kernel launches on the stream without waiting for them";
+  let description = [{
+    Every synchronous `gpu.launch_func` of the host code becomes an
+    asynchronous one on hla's stream (`gpu.wait async`, which the runtime
+    answers with the one stream all of a call's work goes on: the caller's,
+    e.g. torch's current stream, or hla's own), and nothing waits for it.
+    upstream's lowering of a synchronous launch waits for the kernel to
+    finish before the host goes on; on one stream that wait orders nothing
+    (the next kernel, free or copy is queued behind it anyway) and keeps
+    the host from queueing the next kernel while this one runs. The host
+    still waits where it reads device memory (a copy to the host waits for
+    its data) and an executable's `main` waits before it copies its results
+    back. A call on a stream the caller handed the runtime
+    (`hla_cuda_set_stream`, as hla's Python package does with torch's
+    current stream) returns once its work is queued, as a CUDA library call
+    does; a call on hla's own stream waits for its work before it returns
+    (`hla_runtime_call_done`), so that its results are in place and its
+    kernels' faults are its failure.
+
+    ```mlir
+    gpu.launch_func @main_kernel::@main_kernel blocks in (...) threads in (...)
+    // becomes
+    %t = gpu.wait async
+    %0 = gpu.launch_func async [%t] @main_kernel::@main_kernel blocks in ...
+    ```
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect"];
+}
+
 def HLAGPUFinalizeKernelsPass
     : Pass<"hla-gpu-finalize-kernels", "::mlir::gpu::GPUModuleOp"> {
   let summary = "Fix up NVVM kernels: extern dynamic shared memory, occupancy";
