@@ -1,6 +1,7 @@
 """KDA (the gated delta rule) compiled for the CPU by hla-opt in its WY/UT
 chunked form, against the float64 references of SEMANTICS.md §6: ragged
-tails, length 1, chunk sizes 1/16/64, the three chunked forms, grouped
+tails, length 1, chunk sizes 1/16/32/48/64 (one, two, three and four blocks
+of the pair products), the three chunked forms, grouped
 heads, state in and out, packed sequences, bf16."""
 
 import numpy as np
@@ -22,7 +23,7 @@ def make_inputs(rng, B, T, hq, hkv, dk, dv):
 
 
 @pytest.mark.parametrize("T", [1, 15, 16, 17, 100])
-@pytest.mark.parametrize("chunk", [1, 16, 64])
+@pytest.mark.parametrize("chunk", [1, 16, 32, 48, 64])
 def test_lengths_and_chunks(tmp_path, T, chunk):
     rng = np.random.default_rng(100 * T + chunk)
     B, hq, hkv, dk, dv = 2, 2, 2, 8, 6

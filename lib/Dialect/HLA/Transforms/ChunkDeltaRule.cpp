@@ -29,6 +29,9 @@ namespace mlir::hla::chunk {
 /// e^-64 ≈ 1.6e-28, far below f32's rounding unit (1.2e-7).
 static constexpr double kLogDecayFloor = -64.0;
 
+/// Tokens per block of the pair products P (see `pairs` below).
+static constexpr int64_t kPairBlock = 16;
+
 FailureOr<llvm::SmallVector<Value>>
 ChunkRewriter::emitDeltaRule(OpBuilder &b, Location loc,
                              const ChunkTiles &tiles, Value carried) {
@@ -64,8 +67,9 @@ ChunkRewriter::emitDeltaRule(OpBuilder &b, Location loc,
 
   // P[r, s] = Σ_d x[r,d] y[s,d] e^{Γ[r,d] − Γ[s,d]} for s < r (s ≤ r when
   // not strict): the decay between two tokens of the chunk, never e^{−Γ}
-  // alone (it would overflow).
-  auto pairs = [&](Value x, Value y, bool strict) -> Value {
+  // alone (it would overflow). `exactPairs` takes the exponential of every
+  // difference inside the sum (c² dk of them).
+  auto exactPairs = [&](Value x, Value y, bool strict) -> Value {
     return tb.generic(
         {x, y, gamma, gamma}, tb.zeros({c, c}),
         {map3({r, d}), map3({s, d}), map3({r, d}), map3({s, d}), map3({r, s})},
@@ -83,6 +87,109 @@ ChunkRewriter::emitDeltaRule(OpBuilder &b, Location loc,
               nb, l, arith::MulFOp::create(nb, l, args[0], args[1]), decay);
           Value add = arith::AddFOp::create(nb, l, args[4], term);
           return arith::SelectOp::create(nb, l, inside, add, args[4]);
+        });
+  };
+  // The same in blocks of kPairBlock tokens. A pair of tokens in different
+  // blocks factors through the first token ρ of the later block:
+  // e^{Γ_r − Γ_s} = e^{Γ_r − Γ_ρ} · e^{Γ_ρ − Γ_s}, both factors ≤ 1 (Γ falls:
+  // s < ρ ≤ r), so those pairs are one contraction, over the reference
+  // blocks and d, of token rows scaled toward and from each reference (on
+  // tensor cores where the chunk's products are). Pairs within one block
+  // take the exponential of each difference, a band of kPairBlock columns:
+  // c · kPairBlock · dk exponentials in place of c² dk.
+  auto pairs = [&](Value x, Value y, bool strict) -> Value {
+    int64_t block = kPairBlock;
+    if (c <= block || c % block)
+      return exactPairs(x, y, strict);
+    int64_t blocks = c / block;
+    // band[r, j]: the pair (r, ρ(r) + j), ρ(r) the first token of r's block.
+    AffineExpr blockStart = r.floorDiv(block) * block;
+    Value band = tb.generic(
+        {x, y, gamma, gamma}, tb.zeros({c, block}),
+        {map3({r, d}), map3({blockStart + s, d}), map3({r, d}),
+         map3({blockStart + s, d}), map3({r, s})},
+        {IT::parallel, IT::parallel, IT::reduction},
+        [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+          Value row = linalg::IndexOp::create(nb, l, 0);
+          Value col = linalg::IndexOp::create(nb, l, 1);
+          Value inBlock = arith::RemUIOp::create(
+              nb, l, row, arith::ConstantIndexOp::create(nb, l, block));
+          Value inside = arith::CmpIOp::create(
+              nb, l,
+              strict ? arith::CmpIPredicate::slt : arith::CmpIPredicate::sle,
+              col, inBlock);
+          Value decay = math::ExpOp::create(
+              nb, l, arith::SubFOp::create(nb, l, args[2], args[3]));
+          Value term = arith::MulFOp::create(
+              nb, l, arith::MulFOp::create(nb, l, args[0], args[1]), decay);
+          Value add = arith::AddFOp::create(nb, l, args[4], term);
+          return arith::SelectOp::create(nb, l, inside, add, args[4]);
+        });
+    // Reference block b (= 1 .. blocks − 1) is columns (b − 1)·dk .. of
+    // `toward` (rows of block b: x e^{Γ − Γ_ρ}, others 0) and `from` (rows
+    // before block b: y e^{Γ_ρ − Γ}, others 0).
+    int64_t width = (blocks - 1) * dk;
+    Value toward = tb.empty({c, width}), from = tb.empty({c, width});
+    AffineMap cols = AffineMap::get(2, 0, {b.getAffineDimExpr(1)}, ctx);
+    for (int64_t ref = 1; ref < blocks; ++ref) {
+      Value first = tensor::ExtractSliceOp::create(
+          b, loc, RankedTensorType::get({dk}, b.getF32Type()), gamma,
+          llvm::ArrayRef<OpFoldResult>{idx(b, ref * block), idx(b, 0)},
+          llvm::ArrayRef<OpFoldResult>{idx(b, 1), idx(b, dk)},
+          llvm::ArrayRef<OpFoldResult>{idx(b, 1), idx(b, 1)});
+      // x e^{Γ − Γ_ρ} where lo <= row < hi (toward), y e^{Γ_ρ − Γ} where
+      // row < hi (from); 0 elsewhere (the exponential there may overflow
+      // and is not used).
+      auto scaled = [&](Value rows, bool towardRef, int64_t lo,
+                        int64_t hi) -> Value {
+        return tb.generic(
+            {rows, gamma, first}, tb.empty({c, dk}), {id2, id2, cols, id2},
+            {IT::parallel, IT::parallel},
+            [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+              Value row = linalg::IndexOp::create(nb, l, 0);
+              auto bound = [&](arith::CmpIPredicate p, int64_t v) {
+                return arith::CmpIOp::create(
+                    nb, l, p, row, arith::ConstantIndexOp::create(nb, l, v));
+              };
+              Value used = arith::AndIOp::create(
+                  nb, l, bound(arith::CmpIPredicate::sge, lo),
+                  bound(arith::CmpIPredicate::slt, hi));
+              Value exponent =
+                  towardRef ? arith::SubFOp::create(nb, l, args[1], args[2])
+                            : arith::SubFOp::create(nb, l, args[2], args[1]);
+              Value value = arith::MulFOp::create(
+                  nb, l, args[0], math::ExpOp::create(nb, l, exponent));
+              return arith::SelectOp::create(nb, l, used, value,
+                                             cst(nb, l, 0.0));
+            });
+      };
+      auto place = [&](Value piece, Value into) -> Value {
+        return tensor::InsertSliceOp::create(
+            b, loc, piece, into,
+            llvm::ArrayRef<OpFoldResult>{idx(b, 0), idx(b, (ref - 1) * dk)},
+            llvm::ArrayRef<OpFoldResult>{idx(b, c), idx(b, dk)},
+            llvm::ArrayRef<OpFoldResult>{idx(b, 1), idx(b, 1)});
+      };
+      toward = place(scaled(x, true, ref * block, (ref + 1) * block), toward);
+      from = place(scaled(y, false, 0, ref * block), from);
+    }
+    Value across = tb.matmul(toward, from, /*transA=*/false, /*transB=*/true);
+    // P: the band where both tokens share a block, else the contraction
+    // (which is 0 there).
+    AffineMap bandAt = AffineMap::get(
+        2, 0, {b.getAffineDimExpr(0), b.getAffineDimExpr(1) % block}, ctx);
+    return tb.generic(
+        {band, across}, tb.empty({c, c}), {bandAt, id2, id2},
+        {IT::parallel, IT::parallel},
+        [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+          Value row = linalg::IndexOp::create(nb, l, 0);
+          Value col = linalg::IndexOp::create(nb, l, 1);
+          Value size = arith::ConstantIndexOp::create(nb, l, block);
+          Value same =
+              arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq,
+                                    arith::DivUIOp::create(nb, l, row, size),
+                                    arith::DivUIOp::create(nb, l, col, size));
+          return arith::SelectOp::create(nb, l, same, args[0], args[1]);
         });
   };
   if (!built) {
