@@ -89,23 +89,23 @@ ChunkRewriter::emitDeltaRule(OpBuilder &b, Location loc,
           return arith::SelectOp::create(nb, l, inside, add, args[4]);
         });
   };
-  // The same in blocks of kPairBlock tokens. A pair of tokens in different
-  // blocks factors through the first token ρ of the later block:
+  // `pairs(x)` is P(x, K) in blocks of kPairBlock tokens. A pair of tokens in
+  // different blocks factors through the first token ρ of the later block:
   // e^{Γ_r − Γ_s} = e^{Γ_r − Γ_ρ} · e^{Γ_ρ − Γ_s}, both factors ≤ 1 (Γ falls:
   // s < ρ ≤ r), so those pairs are one contraction, over the reference
   // blocks and d, of token rows scaled toward and from each reference (on
   // tensor cores where the chunk's products are). Pairs within one block
   // take the exponential of each difference, a band of kPairBlock columns:
   // c · kPairBlock · dk exponentials in place of c² dk.
-  auto pairs = [&](Value x, Value y, bool strict) -> Value {
+  auto pairs = [&](Value x, bool strict) -> Value {
     int64_t block = kPairBlock;
     if (c <= block || c % block)
-      return exactPairs(x, y, strict);
+      return exactPairs(x, k, strict);
     int64_t blocks = c / block;
     // band[r, j]: the pair (r, ρ(r) + j), ρ(r) the first token of r's block.
     AffineExpr blockStart = r.floorDiv(block) * block;
     Value band = tb.generic(
-        {x, y, gamma, gamma}, tb.zeros({c, block}),
+        {x, k, gamma, gamma}, tb.zeros({c, block}),
         {map3({r, d}), map3({blockStart + s, d}), map3({r, d}),
          map3({blockStart + s, d}), map3({r, s})},
         {IT::parallel, IT::parallel, IT::reduction},
@@ -127,52 +127,57 @@ ChunkRewriter::emitDeltaRule(OpBuilder &b, Location loc,
         });
     // Reference block b (= 1 .. blocks − 1) is columns (b − 1)·dk .. of
     // `toward` (rows of block b: x e^{Γ − Γ_ρ}, others 0) and `from` (rows
-    // before block b: y e^{Γ_ρ − Γ}, others 0).
+    // before block b: k e^{Γ_ρ − Γ}, others 0; A_kk and A_qk share it).
     int64_t width = (blocks - 1) * dk;
-    Value toward = tb.empty({c, width}), from = tb.empty({c, width});
     AffineMap cols = AffineMap::get(2, 0, {b.getAffineDimExpr(1)}, ctx);
-    for (int64_t ref = 1; ref < blocks; ++ref) {
+    // x e^{Γ − Γ_ρ} (towardRef) or x e^{Γ_ρ − Γ} where lo <= row < hi, 0
+    // elsewhere (the exponential there may overflow and is not used); ρ the
+    // first token of block `ref`.
+    auto scaled = [&](Value rows, int64_t ref, bool towardRef, int64_t lo,
+                      int64_t hi) -> Value {
       Value first = tensor::ExtractSliceOp::create(
           b, loc, RankedTensorType::get({dk}, b.getF32Type()), gamma,
           llvm::ArrayRef<OpFoldResult>{idx(b, ref * block), idx(b, 0)},
           llvm::ArrayRef<OpFoldResult>{idx(b, 1), idx(b, dk)},
           llvm::ArrayRef<OpFoldResult>{idx(b, 1), idx(b, 1)});
-      // x e^{Γ − Γ_ρ} where lo <= row < hi (toward), y e^{Γ_ρ − Γ} where
-      // row < hi (from); 0 elsewhere (the exponential there may overflow
-      // and is not used).
-      auto scaled = [&](Value rows, bool towardRef, int64_t lo,
-                        int64_t hi) -> Value {
-        return tb.generic(
-            {rows, gamma, first}, tb.empty({c, dk}), {id2, id2, cols, id2},
-            {IT::parallel, IT::parallel},
-            [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
-              Value row = linalg::IndexOp::create(nb, l, 0);
-              auto bound = [&](arith::CmpIPredicate p, int64_t v) {
-                return arith::CmpIOp::create(
-                    nb, l, p, row, arith::ConstantIndexOp::create(nb, l, v));
-              };
-              Value used = arith::AndIOp::create(
-                  nb, l, bound(arith::CmpIPredicate::sge, lo),
-                  bound(arith::CmpIPredicate::slt, hi));
-              Value exponent =
-                  towardRef ? arith::SubFOp::create(nb, l, args[1], args[2])
-                            : arith::SubFOp::create(nb, l, args[2], args[1]);
-              Value value = arith::MulFOp::create(
-                  nb, l, args[0], math::ExpOp::create(nb, l, exponent));
-              return arith::SelectOp::create(nb, l, used, value,
-                                             cst(nb, l, 0.0));
-            });
-      };
-      auto place = [&](Value piece, Value into) -> Value {
-        return tensor::InsertSliceOp::create(
-            b, loc, piece, into,
+      Value piece = tb.generic(
+          {rows, gamma, first}, tb.empty({c, dk}), {id2, id2, cols, id2},
+          {IT::parallel, IT::parallel},
+          [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+            Value row = linalg::IndexOp::create(nb, l, 0);
+            auto bound = [&](arith::CmpIPredicate p, int64_t v) {
+              return arith::CmpIOp::create(
+                  nb, l, p, row, arith::ConstantIndexOp::create(nb, l, v));
+            };
+            Value used = arith::AndIOp::create(
+                nb, l, bound(arith::CmpIPredicate::sge, lo),
+                bound(arith::CmpIPredicate::slt, hi));
+            Value exponent =
+                towardRef ? arith::SubFOp::create(nb, l, args[1], args[2])
+                          : arith::SubFOp::create(nb, l, args[2], args[1]);
+            Value value = arith::MulFOp::create(
+                nb, l, args[0], math::ExpOp::create(nb, l, exponent));
+            return arith::SelectOp::create(nb, l, used, value, cst(nb, l, 0.0));
+          });
+      return piece;
+    };
+    auto side = [&](Value rows, bool towardRef) -> Value {
+      Value all = tb.empty({c, width});
+      for (int64_t ref = 1; ref < blocks; ++ref) {
+        Value piece =
+            towardRef ? scaled(rows, ref, true, ref * block, (ref + 1) * block)
+                      : scaled(rows, ref, false, 0, ref * block);
+        all = tensor::InsertSliceOp::create(
+            b, loc, piece, all,
             llvm::ArrayRef<OpFoldResult>{idx(b, 0), idx(b, (ref - 1) * dk)},
             llvm::ArrayRef<OpFoldResult>{idx(b, c), idx(b, dk)},
             llvm::ArrayRef<OpFoldResult>{idx(b, 1), idx(b, 1)});
-      };
-      toward = place(scaled(x, true, ref * block, (ref + 1) * block), toward);
-      from = place(scaled(y, false, 0, ref * block), from);
-    }
+      }
+      return all;
+    };
+    if (!parts.keysFrom)
+      parts.keysFrom = side(k, /*towardRef=*/false);
+    Value toward = side(x, /*towardRef=*/true), from = parts.keysFrom;
     Value across = tb.matmul(toward, from, /*transA=*/false, /*transB=*/true);
     // P: the band where both tokens share a block, else the contraction
     // (which is 0 there).
@@ -213,7 +218,7 @@ ChunkRewriter::emitDeltaRule(OpBuilder &b, Location loc,
           return arith::SelectOp::create(nb, l, inside, add, args[1]);
         });
 
-    Value lower = tb.scaleRows(pairs(k, k, /*strict=*/true), beta);
+    Value lower = tb.scaleRows(pairs(k, /*strict=*/true), beta);
 
     // T = (I + L)^-1 diag(β). N = (I + L)^-1 by doubling its diagonal
     // blocks: where N is block-diagonal in aligned blocks of s rows, each
@@ -316,7 +321,7 @@ ChunkRewriter::emitDeltaRule(OpBuilder &b, Location loc,
   }
   // O = s (e^Γ ⊙ Q) S + A_qk (U − W S), A_qk = s P(Q, K) (s ≤ r).
   Value qs = tb.scale(tb.mul(expGamma, q), scale);
-  Value attn = tb.scale(pairs(q, k, /*strict=*/false), scale);
+  Value attn = tb.scale(pairs(q, /*strict=*/false), scale);
   Value delta =
       tb.generic({u, tb.matmul(w, carried)}, tb.empty(TileBuilder::shapeOf(u)),
                  {id2, id2, id2}, {IT::parallel, IT::parallel},

@@ -222,6 +222,9 @@ private:
   /// KDA: a chunk's cumulative log-decay Γ, e^Γ, W and U (per key tile).
   struct DeltaChunk {
     Value gamma, expGamma, w, u;
+    /// The keys scaled from each pair block's first token (`pairs` in
+    /// ChunkDeltaRule.cpp), read by both A_kk and A_qk.
+    Value keysFrom;
   };
   llvm::DenseMap<Value, DeltaChunk> deltaChunks;
 
