@@ -73,6 +73,44 @@ def test_against_reference(name, op, shape, options, dtype):
         assert rel_err(got.cpu().numpy(), ref) <= TOL[dtype]
 
 
+# KDA, (chunk size, dtype): 100 tokens leave a ragged last chunk at 32 and
+# 64 tokens; a chunk of 32 holds two blocks of its pair products, one of 64
+# four (ChunkDeltaRule.cpp), the search's own choice is 32.
+KDA_CASES = [(32, "f32"), (64, "f32"), (32, "bf16"), (64, "bf16")]
+KDA_T, KDA_D = 100, 32
+
+
+def _kda_inputs(seed):
+    """q, k, v, g, beta (float32 numpy), as the CPU KDA tests draw them:
+    L2-normalised keys, log-decays down to about -0.6 per token."""
+    rng = np.random.default_rng(seed)
+    shape = (1, KDA_T, 2, KDA_D)
+    q = rng.standard_normal(shape) * KDA_D ** -0.5
+    k = rng.standard_normal(shape)
+    k /= np.linalg.norm(k, axis=-1, keepdims=True)
+    v = rng.standard_normal(shape)
+    g = -np.abs(rng.standard_normal(shape)) * 0.2
+    beta = rng.uniform(0.1, 0.9, shape[:3])
+    return [x.astype(np.float32) for x in (q, k, v, g, beta)]
+
+
+@pytest.mark.parametrize("chunk,dtype", KDA_CASES, ids=[f"c{c}-{d}" for c, d in KDA_CASES])
+def test_kda_against_reference(chunk, dtype):
+    arrays = _kda_inputs(54)
+    tensors = [torch.from_numpy(x).cuda() for x in arrays]
+    if dtype != "f32":
+        tensors = [t.to(torch.bfloat16) for t in tensors]
+    q, k, v, g, beta = tensors
+    o, (state,) = hla.kda(q, k, v, g=g, beta=beta, output_final_state=True, chunk_size=chunk)
+    want_in = [t.double().cpu().numpy() for t in tensors]  # what the GPU sees
+    want, (want_state,) = reference("kda", *want_in[:3], g=want_in[3], beta=want_in[4],
+                                    output_final_state=True)
+    err = rel_err(o.double().cpu().numpy(), want)
+    print(f"kda chunk {chunk} {dtype}: relative error {err:.2e}")
+    assert err <= TOL[dtype]
+    assert rel_err(state.cpu().numpy(), want_state) <= TOL[dtype]
+
+
 def test_state_round_trip_and_packed():
     (q, k, v), want_in = _cuda(51, t=64, hq=2, hkv=1)
     zeros = tuple(torch.zeros(1, 2, 16, 16, device="cuda") for _ in range(2))
@@ -296,6 +334,10 @@ def _seed():
     for _, op, shape, options, dtype in CASES:
         plan(getattr(hla, op), *inputs(50, **shape), dtype=dtype, output_final_state=True,
              **options)
+    for chunk, dtype in KDA_CASES:
+        q, k, v, g, beta = _kda_inputs(54)
+        plan(hla.kda, q, k, v, g=g, beta=beta, dtype=dtype, output_final_state=True,
+             chunk_size=chunk)
     q, k, v = inputs(51, t=64, hq=2, hkv=1)
     zeros = tuple(np.zeros((1, 2, 16, 16), np.float32) for _ in range(2))
     plan(hla.ahla, q[:, :32], k[:, :32], v[:, :32], initial_state=zeros,
