@@ -65,18 +65,25 @@ ChunkRewriter::emitDeltaRule(OpBuilder &b, Location loc,
   bool built = static_cast<bool>(parts.gamma);
   Value gamma = parts.gamma;
 
-  // P[r, s] = Σ_d x[r,d] y[s,d] e^{Γ[r,d] − Γ[s,d]} for s < r (s ≤ r when
-  // not strict): the decay between two tokens of the chunk, never e^{−Γ}
-  // alone (it would overflow). `exactPairs` takes the exponential of every
-  // difference inside the sum (c² dk of them).
-  auto exactPairs = [&](Value x, Value y, bool strict) -> Value {
+  // P(x)[r, s] = Σ_d x[r,d] k[s,d] e^{Γ[r,d] − Γ[s,d]} for s < r (s ≤ r
+  // when not strict): the decay between two tokens of the chunk, never
+  // e^{−Γ} alone (it would overflow). `band(x, w)` takes the exponential of
+  // each difference inside the sum, for the pairs within blocks of w tokens:
+  // band[r, j] = P[r, ρ(r) + j], ρ(r) the first token of r's block (w = c:
+  // P itself, c² dk exponentials).
+  auto band = [&](Value x, int64_t width, bool strict) -> Value {
+    AffineExpr column = width == c ? s : r.floorDiv(width) * width + s;
     return tb.generic(
-        {x, y, gamma, gamma}, tb.zeros({c, c}),
-        {map3({r, d}), map3({s, d}), map3({r, d}), map3({s, d}), map3({r, s})},
+        {x, k, gamma, gamma}, tb.zeros({c, width}),
+        {map3({r, d}), map3({column, d}), map3({r, d}), map3({column, d}),
+         map3({r, s})},
         {IT::parallel, IT::parallel, IT::reduction},
         [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
           Value row = linalg::IndexOp::create(nb, l, 0);
           Value col = linalg::IndexOp::create(nb, l, 1);
+          if (width != c)
+            row = arith::RemUIOp::create(
+                nb, l, row, arith::ConstantIndexOp::create(nb, l, width));
           Value inside = arith::CmpIOp::create(
               nb, l,
               strict ? arith::CmpIPredicate::slt : arith::CmpIPredicate::sle,
@@ -89,42 +96,19 @@ ChunkRewriter::emitDeltaRule(OpBuilder &b, Location loc,
           return arith::SelectOp::create(nb, l, inside, add, args[4]);
         });
   };
-  // `pairs(x)` is P(x, K) in blocks of kPairBlock tokens. A pair of tokens in
+  // `pairs(x)` is P(x) in blocks of kPairBlock tokens. A pair of tokens in
   // different blocks factors through the first token ρ of the later block:
   // e^{Γ_r − Γ_s} = e^{Γ_r − Γ_ρ} · e^{Γ_ρ − Γ_s}, both factors ≤ 1 (Γ falls:
   // s < ρ ≤ r), so those pairs are one contraction, over the reference
   // blocks and d, of token rows scaled toward and from each reference (on
   // tensor cores where the chunk's products are). Pairs within one block
-  // take the exponential of each difference, a band of kPairBlock columns:
-  // c · kPairBlock · dk exponentials in place of c² dk.
+  // are the band: c · kPairBlock · dk exponentials in place of c² dk.
   auto pairs = [&](Value x, bool strict) -> Value {
     int64_t block = kPairBlock;
     if (c <= block || c % block)
-      return exactPairs(x, k, strict);
+      return band(x, c, strict);
     int64_t blocks = c / block;
-    // band[r, j]: the pair (r, ρ(r) + j), ρ(r) the first token of r's block.
-    AffineExpr blockStart = r.floorDiv(block) * block;
-    Value band = tb.generic(
-        {x, k, gamma, gamma}, tb.zeros({c, block}),
-        {map3({r, d}), map3({blockStart + s, d}), map3({r, d}),
-         map3({blockStart + s, d}), map3({r, s})},
-        {IT::parallel, IT::parallel, IT::reduction},
-        [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
-          Value row = linalg::IndexOp::create(nb, l, 0);
-          Value col = linalg::IndexOp::create(nb, l, 1);
-          Value inBlock = arith::RemUIOp::create(
-              nb, l, row, arith::ConstantIndexOp::create(nb, l, block));
-          Value inside = arith::CmpIOp::create(
-              nb, l,
-              strict ? arith::CmpIPredicate::slt : arith::CmpIPredicate::sle,
-              col, inBlock);
-          Value decay = math::ExpOp::create(
-              nb, l, arith::SubFOp::create(nb, l, args[2], args[3]));
-          Value term = arith::MulFOp::create(
-              nb, l, arith::MulFOp::create(nb, l, args[0], args[1]), decay);
-          Value add = arith::AddFOp::create(nb, l, args[4], term);
-          return arith::SelectOp::create(nb, l, inside, add, args[4]);
-        });
+    Value inBlocks = band(x, block, strict);
     // Reference block b (= 1 .. blocks − 1) is columns (b − 1)·dk .. of
     // `toward` (rows of block b: x e^{Γ − Γ_ρ}, others 0) and `from` (rows
     // before block b: k e^{Γ_ρ − Γ}, others 0; A_kk and A_qk share it).
@@ -184,7 +168,7 @@ ChunkRewriter::emitDeltaRule(OpBuilder &b, Location loc,
     AffineMap bandAt = AffineMap::get(
         2, 0, {b.getAffineDimExpr(0), b.getAffineDimExpr(1) % block}, ctx);
     return tb.generic(
-        {band, across}, tb.empty({c, c}), {bandAt, id2, id2},
+        {inBlocks, across}, tb.empty({c, c}), {bandAt, id2, id2},
         {IT::parallel, IT::parallel},
         [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
           Value row = linalg::IndexOp::create(nb, l, 0);
