@@ -34,7 +34,8 @@ static constexpr int64_t kPairBlock = 16;
 
 FailureOr<llvm::SmallVector<Value>>
 ChunkRewriter::emitDeltaRule(OpBuilder &b, Location loc,
-                             const ChunkTiles &tiles, Value carried) {
+                             const ChunkTiles &tiles, DeltaPart part,
+                             Value carried) {
   TileBuilder tb(b, loc);
   using IT = IteratorType;
   MLIRContext *ctx = b.getContext();
@@ -99,20 +100,18 @@ ChunkRewriter::emitDeltaRule(OpBuilder &b, Location loc,
   // `pairs(x)` is P(x) in blocks of kPairBlock tokens. A pair of tokens in
   // different blocks factors through the first token ρ of the later block:
   // e^{Γ_r − Γ_s} = e^{Γ_r − Γ_ρ} · e^{Γ_ρ − Γ_s}, both factors ≤ 1 (Γ falls:
-  // s < ρ ≤ r), so those pairs are one contraction, over the reference
-  // blocks and d, of token rows scaled toward and from each reference (on
-  // tensor cores where the chunk's products are). Pairs within one block
-  // are the band: c · kPairBlock · dk exponentials in place of c² dk.
+  // s < ρ ≤ r), so those pairs are a sum over the reference blocks of
+  // contractions over d of token rows scaled toward and from each
+  // reference (on tensor cores where the chunk's products are; a sum of
+  // products, not one product of the blocks side by side, so that each
+  // operand is a whole chunk tile). Pairs within one block are the band:
+  // c · kPairBlock · dk exponentials in place of c² dk.
   auto pairs = [&](Value x, bool strict) -> Value {
     int64_t block = kPairBlock;
     if (c <= block || c % block)
       return band(x, c, strict);
     int64_t blocks = c / block;
     Value inBlocks = band(x, block, strict);
-    // Reference block b (= 1 .. blocks − 1) is columns (b − 1)·dk .. of
-    // `toward` (rows of block b: x e^{Γ − Γ_ρ}, others 0) and `from` (rows
-    // before block b: k e^{Γ_ρ − Γ}, others 0; A_kk and A_qk share it).
-    int64_t width = (blocks - 1) * dk;
     AffineMap cols = AffineMap::get(2, 0, {b.getAffineDimExpr(1)}, ctx);
     // x e^{Γ − Γ_ρ} (towardRef) or x e^{Γ_ρ − Γ} where lo <= row < hi, 0
     // elsewhere (the exponential there may overflow and is not used); ρ the
@@ -145,24 +144,20 @@ ChunkRewriter::emitDeltaRule(OpBuilder &b, Location loc,
           });
       return piece;
     };
-    auto side = [&](Value rows, bool towardRef) -> Value {
-      Value all = tb.empty({c, width});
-      for (int64_t ref = 1; ref < blocks; ++ref) {
-        Value piece =
-            towardRef ? scaled(rows, ref, true, ref * block, (ref + 1) * block)
-                      : scaled(rows, ref, false, 0, ref * block);
-        all = tensor::InsertSliceOp::create(
-            b, loc, piece, all,
-            llvm::ArrayRef<OpFoldResult>{idx(b, 0), idx(b, (ref - 1) * dk)},
-            llvm::ArrayRef<OpFoldResult>{idx(b, c), idx(b, dk)},
-            llvm::ArrayRef<OpFoldResult>{idx(b, 1), idx(b, 1)});
-      }
-      return all;
-    };
-    if (!parts.keysFrom)
-      parts.keysFrom = side(k, /*towardRef=*/false);
-    Value toward = side(x, /*towardRef=*/true), from = parts.keysFrom;
-    Value across = tb.matmul(toward, from, /*transA=*/false, /*transB=*/true);
+    // Reference block `ref` (= 1 .. blocks − 1): rows of block `ref` toward
+    // it, rows before it from it.
+    if (parts.keysFrom.empty())
+      for (int64_t ref = 1; ref < blocks; ++ref)
+        parts.keysFrom.push_back(
+            scaled(k, ref, /*towardRef=*/false, 0, ref * block));
+    Value across;
+    for (int64_t ref = 1; ref < blocks; ++ref) {
+      Value toward =
+          scaled(x, ref, /*towardRef=*/true, ref * block, (ref + 1) * block);
+      Value product = tb.matmul(toward, parts.keysFrom[ref - 1],
+                                /*transA=*/false, /*transB=*/true);
+      across = across ? tb.add(across, product) : product;
+    }
     // P: the band where both tokens share a block, else the contraction
     // (which is 0 there).
     AffineMap bandAt = AffineMap::get(
@@ -293,25 +288,59 @@ ChunkRewriter::emitDeltaRule(OpBuilder &b, Location loc,
   }
   Value expGamma = parts.expGamma, w = parts.w, u = parts.u;
 
-  if (!carried) {
-    // The chunk's map S ↦ A S + B: A = Diag(e^{Γ_last}) − K̃ᵀ W,
-    // B = K̃ᵀ U, K̃[s] = e^{Γ_last − Γ[s]} ⊙ k[s].
-    Value last = tensor::ExtractSliceOp::create(
+  // U − W S, the rows' and the next state's (made once per state).
+  auto deltaOf = [&](Value state) -> Value {
+    if (parts.deltaState == state)
+      return parts.delta;
+    parts.delta =
+        tb.generic({u, tb.matmul(w, state)}, tb.empty(TileBuilder::shapeOf(u)),
+                   {id2, id2, id2}, {IT::parallel, IT::parallel},
+                   [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+                     return arith::SubFOp::create(nb, l, args[0], args[1]);
+                   });
+    parts.deltaState = state;
+    return parts.delta;
+  };
+  // Γ_last and K̃[s] = e^{Γ_last − Γ[s]} ⊙ k[s]: the keys decayed to the
+  // chunk's end.
+  Value last;
+  if (part != DeltaPart::Rows)
+    last = tensor::ExtractSliceOp::create(
         b, loc, RankedTensorType::get({dk}, b.getF32Type()), gamma,
         llvm::ArrayRef<OpFoldResult>{idx(b, c - 1), idx(b, 0)},
         llvm::ArrayRef<OpFoldResult>{idx(b, 1), idx(b, dk)},
         llvm::ArrayRef<OpFoldResult>{idx(b, 1), idx(b, 1)});
+  AffineMap rows = AffineMap::get(2, 0, {b.getAffineDimExpr(0)}, ctx);
+  auto keysToEnd = [&]() -> Value {
     AffineMap cols = AffineMap::get(2, 0, {b.getAffineDimExpr(1)}, ctx);
-    Value kTilde =
-        tb.generic({last, gamma, k}, tb.empty({c, dk}), {cols, id2, id2, id2},
-                   {IT::parallel, IT::parallel},
+    return tb.generic({last, gamma, k}, tb.empty({c, dk}),
+                      {cols, id2, id2, id2}, {IT::parallel, IT::parallel},
+                      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+                        Value decay = math::ExpOp::create(
+                            nb, l,
+                            arith::SubFOp::create(nb, l, args[0], args[1]));
+                        return arith::MulFOp::create(nb, l, decay, args[2]);
+                      });
+  };
+
+  if (part == DeltaPart::NextState) {
+    // S' = A S + B = Diag(e^{Γ_last}) S + K̃ᵀ (U − W S).
+    Value decayed =
+        tb.generic({last, carried}, tb.empty(TileBuilder::shapeOf(carried)),
+                   {rows, id2, id2}, {IT::parallel, IT::parallel},
                    [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
-                     Value decay = math::ExpOp::create(
-                         nb, l, arith::SubFOp::create(nb, l, args[0], args[1]));
-                     return arith::MulFOp::create(nb, l, decay, args[2]);
+                     return arith::MulFOp::create(
+                         nb, l, math::ExpOp::create(nb, l, args[0]), args[1]);
                    });
+    Value update = tb.matmul(keysToEnd(), deltaOf(carried), /*transA=*/true);
+    llvm::SmallVector<Value> next = {tb.add(decayed, update)};
+    return next;
+  }
+  if (part == DeltaPart::Map) {
+    // The chunk's map S ↦ A S + B: A = Diag(e^{Γ_last}) − K̃ᵀ W,
+    // B = K̃ᵀ U.
+    Value kTilde = keysToEnd();
     Value kw = tb.matmul(kTilde, w, /*transA=*/true);
-    AffineMap rows = AffineMap::get(2, 0, {b.getAffineDimExpr(0)}, ctx);
     Value a =
         tb.generic({last, kw}, tb.empty({dk, dk}), {rows, id2, id2},
                    {IT::parallel, IT::parallel},
@@ -334,13 +363,8 @@ ChunkRewriter::emitDeltaRule(OpBuilder &b, Location loc,
   // O = s (e^Γ ⊙ Q) S + A_qk (U − W S), A_qk = s P(Q, K) (s ≤ r).
   Value qs = tb.scale(tb.mul(expGamma, q), scale);
   Value attn = tb.scale(pairs(q, /*strict=*/false), scale);
-  Value delta =
-      tb.generic({u, tb.matmul(w, carried)}, tb.empty(TileBuilder::shapeOf(u)),
-                 {id2, id2, id2}, {IT::parallel, IT::parallel},
-                 [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
-                   return arith::SubFOp::create(nb, l, args[0], args[1]);
-                 });
-  Value rowsOut = tb.add(tb.matmul(qs, carried), tb.matmul(attn, delta));
+  Value rowsOut =
+      tb.add(tb.matmul(qs, carried), tb.matmul(attn, deltaOf(carried)));
   return llvm::SmallVector<Value>{rowsOut};
 }
 

@@ -29,10 +29,9 @@ using utils::IteratorType;
 
 namespace mlir::hla::chunk {
 
-Value mlir::hla::chunk::loadChunkRows(OpBuilder &b, Location loc, Value operand,
-                                      llvm::ArrayRef<OpFoldResult> offsets,
-                                      Value length, int64_t chunk,
-                                      int64_t width) {
+Value loadChunkRows(OpBuilder &b, Location loc, Value operand,
+                    llvm::ArrayRef<OpFoldResult> offsets, Value length,
+                    int64_t chunk, int64_t width) {
   auto type = cast<RankedTensorType>(operand.getType());
   bool isScalar = type.getRank() == 3;
   llvm::SmallVector<OpFoldResult> sizes = {idx(b, 1), length, idx(b, 1)};
@@ -456,7 +455,7 @@ FailureOr<llvm::SmallVector<Value>>
 ChunkRewriter::emitSummaries(OpBuilder &b, Location loc,
                              const ChunkTiles &tiles) {
   if (deltaRule)
-    return emitDeltaRule(b, loc, tiles, Value());
+    return emitDeltaRule(b, loc, tiles, DeltaPart::Map);
   return emitChunkSummaries(b, loc, spec, plan, tiles, *decay, info.readout,
                             componentShapes);
 }
@@ -468,7 +467,7 @@ FailureOr<Value> ChunkRewriter::emitReadoutRows(OpBuilder &b, Location loc,
   if (deltaRule) {
     unsigned s = *spec.findComponent("S");
     FailureOr<llvm::SmallVector<Value>> rows =
-        emitDeltaRule(b, loc, tiles, tiles.carried[s]);
+        emitDeltaRule(b, loc, tiles, DeltaPart::Rows, tiles.carried[s]);
     if (failed(rows))
       return failure();
     return TileBuilder(b, loc).castTo(rows->front(),
@@ -825,7 +824,19 @@ FailureOr<scf::ForOp> ChunkRewriter::emitChunkLoop(
           scf::YieldOp::create(nb, l, iter);
           return;
         }
-        if (allComponents)
+        if (deltaRule && !allComponents) {
+          // KDA's state moves on as e^{Γ_last} ⊙ S + K̃ᵀ (U − W S), the
+          // rows' U − W S reused: two products fewer than A S + B, whose
+          // A = Diag(e^{Γ_last}) − K̃ᵀ W is a product of its own.
+          FailureOr<llvm::SmallVector<Value>> state =
+              emitDeltaRule(nb, l, tiles, DeltaPart::NextState, iter.front());
+          if (failed(state)) {
+            failedEmission = true;
+            scf::YieldOp::create(nb, l, iter);
+            return;
+          }
+          next = *state;
+        } else if (allComponents)
           next = llvm::SmallVector<Value>(
               CombineOp::create(nb, l, TypeRange(summaryTypes), info.monoid,
                                 iter.take_front(k), *summaries)

@@ -222,9 +222,12 @@ private:
   /// KDA: a chunk's cumulative log-decay Γ, e^Γ, W and U (per key tile).
   struct DeltaChunk {
     Value gamma, expGamma, w, u;
-    /// The keys scaled from each pair block's first token (`pairs` in
-    /// ChunkDeltaRule.cpp), read by both A_kk and A_qk.
-    Value keysFrom;
+    /// The keys scaled from each pair block's first token, one tile per
+    /// reference block (`pairs` in ChunkDeltaRule.cpp), read by both A_kk
+    /// and A_qk.
+    llvm::SmallVector<Value> keysFrom;
+    /// U − W S of the state `deltaState` (the rows' and the next state's).
+    Value delta, deltaState;
   };
   llvm::DenseMap<Value, DeltaChunk> deltaChunks;
 
@@ -306,11 +309,20 @@ private:
   /// non-finite value, or c when there is none (index).
   Value firstNonFiniteRow(OpBuilder &b, Location loc,
                           llvm::ArrayRef<Value> tiles);
-  /// KDA (SEMANTICS.md §6): the chunk's affine map (A, B) when
-  /// `carried` is null, else its output rows read from the state `carried`.
+  /// What emitDeltaRule builds of a chunk.
+  enum class DeltaPart {
+    /// The chunk's affine map (A, B): the M and S components.
+    Map,
+    /// Its output rows read from the state `carried`.
+    Rows,
+    /// The state after it, from the state `carried` before it.
+    NextState,
+  };
+  /// KDA (SEMANTICS.md §6): `part` of a chunk.
   FailureOr<llvm::SmallVector<Value>> emitDeltaRule(OpBuilder &b, Location loc,
                                                     const ChunkTiles &tiles,
-                                                    Value carried);
+                                                    DeltaPart part,
+                                                    Value carried = Value());
   /// LinSimp: the rows of the chunk, summed over each query's anchor
   /// window (one pass per anchor offset w: the anchors' features F_w, the
   /// monoid's num/den readouts with input F_w, weighted by the anchor

@@ -8,8 +8,9 @@
 // different blocks factor through the first token of the later block (rows
 // 16 and 32 of Γ here), e^{Γ_r − Γ_ρ} for the rows of that block and
 // e^{Γ_ρ − Γ_s} for the rows before it (the keys' side made once, for A_kk
-// and A_qk), side by side in a [48, 2·4] operand of one contraction; then P
-// takes the band within blocks, the contraction across them. No [48, 48] sum takes an exponential per pair.
+// and A_qk), one contraction over d per reference block, the two summed;
+// then P takes the band within blocks, the sum across them. No [48, 48] sum
+// takes an exponential per pair.
 
 // CHECK-DAG: #[[$ROW:.+]] = affine_map<(d0, d1, d2) -> (d0, d2)>
 // CHECK-DAG: #[[$BAND:.+]] = affine_map<(d0, d1, d2) -> ((d0 floordiv 16) * 16 + d1, d2)>
@@ -21,15 +22,17 @@
 // CHECK:       arith.remui %{{.+}}, %c16
 // CHECK:       arith.cmpi slt
 // CHECK:       math.exp
-// CHECK:     tensor.extract_slice %[[GAMMA]][16, 0] [1, 4] [1, 1] : tensor<48x4xf32> to tensor<4xf32>
-// CHECK:     math.exp
-// CHECK:     %[[FROM1:.+]] = tensor.insert_slice %{{.+}} into %{{.+}}[0, 0] [48, 4] [1, 1] : tensor<48x4xf32> into tensor<48x8xf32>
-// CHECK:     tensor.extract_slice %[[GAMMA]][32, 0] [1, 4] [1, 1] : tensor<48x4xf32> to tensor<4xf32>
-// CHECK:     %[[FROM:.+]] = tensor.insert_slice %{{.+}} into %[[FROM1]][0, 4] [48, 4] [1, 1]
-// CHECK:     math.exp
-// CHECK:     %[[TOWARD1:.+]] = tensor.insert_slice %{{.+}} into %{{.+}}[0, 0] [48, 4] [1, 1] : tensor<48x4xf32> into tensor<48x8xf32>
-// CHECK:     %[[TOWARD:.+]] = tensor.insert_slice %{{.+}} into %[[TOWARD1]][0, 4] [48, 4] [1, 1]
-// CHECK:     %[[ACROSS:.+]] = linalg.generic {{.*}} ins(%[[TOWARD]], %[[FROM]] : tensor<48x8xf32>, tensor<48x8xf32>) outs(%{{.+}} : tensor<48x48xf32>)
+// CHECK:     %[[REF1:.+]] = tensor.extract_slice %[[GAMMA]][16, 0] [1, 4] [1, 1] : tensor<48x4xf32> to tensor<4xf32>
+// CHECK:     %[[FROM1:.+]] = linalg.generic {{.*}} ins(%{{.+}}, %[[GAMMA]], %[[REF1]] : tensor<48x4xf32>, tensor<48x4xf32>, tensor<4xf32>) outs(%{{.+}} : tensor<48x4xf32>)
+// CHECK:       math.exp
+// CHECK:     %[[REF2:.+]] = tensor.extract_slice %[[GAMMA]][32, 0] [1, 4] [1, 1] : tensor<48x4xf32> to tensor<4xf32>
+// CHECK:     %[[FROM2:.+]] = linalg.generic {{.*}} ins(%{{.+}}, %[[GAMMA]], %[[REF2]] : {{.*}}) outs(%{{.+}} : tensor<48x4xf32>)
+// CHECK:     %[[TOWARD1:.+]] = linalg.generic {{.*}} outs(%{{.+}} : tensor<48x4xf32>)
+// CHECK:       math.exp
+// CHECK:     %[[ACROSS1:.+]] = linalg.generic {{.*}} ins(%[[TOWARD1]], %[[FROM1]] : tensor<48x4xf32>, tensor<48x4xf32>) outs(%{{.+}} : tensor<48x48xf32>)
+// CHECK:     %[[TOWARD2:.+]] = linalg.generic {{.*}} outs(%{{.+}} : tensor<48x4xf32>)
+// CHECK:     %[[ACROSS2:.+]] = linalg.generic {{.*}} ins(%[[TOWARD2]], %[[FROM2]] : tensor<48x4xf32>, tensor<48x4xf32>) outs(%{{.+}} : tensor<48x48xf32>)
+// CHECK:     %[[ACROSS:.+]] = linalg.generic {{.*}} ins(%[[ACROSS1]], %[[ACROSS2]] : tensor<48x48xf32>, tensor<48x48xf32>)
 // CHECK:     linalg.generic {indexing_maps = [#[[$IN_BAND]], {{.*}} ins(%[[BAND_KK]], %[[ACROSS]] : tensor<48x16xf32>, tensor<48x48xf32>) outs(%{{.+}} : tensor<48x48xf32>)
 // CHECK:       arith.divui
 // CHECK:       arith.cmpi eq
@@ -38,7 +41,8 @@
 // scaled from the references that A_kk made.
 // CHECK:     linalg.generic {indexing_maps = [#[[$ROW]], #[[$BAND]], #[[$ROW]], #[[$BAND]], #[[$PAIR]]]{{.*}} outs(%{{.+}} : tensor<48x16xf32>)
 // CHECK:       arith.cmpi sle
-// CHECK:     linalg.generic {{.*}} ins(%{{.+}}, %[[FROM]] : tensor<48x8xf32>, tensor<48x8xf32>) outs(%{{.+}} : tensor<48x48xf32>)
+// CHECK:     linalg.generic {{.*}} ins(%{{.+}}, %[[FROM1]] : tensor<48x4xf32>, tensor<48x4xf32>) outs(%{{.+}} : tensor<48x48xf32>)
+// CHECK:     linalg.generic {{.*}} ins(%{{.+}}, %[[FROM2]] : tensor<48x4xf32>, tensor<48x4xf32>) outs(%{{.+}} : tensor<48x48xf32>)
 
 // No sum over the whole chunk's pairs reads x, y and Γ twice:
 // PER-PAIR-LABEL: func.func @kda

@@ -1,8 +1,7 @@
 // RUN: hla-opt %s --hla-expand --hla-chunk="chunk-size=4 form=fused" | FileCheck %s
 
 // Tests hla-chunk on KDA's gated delta rule (WY/UT form, SEMANTICS.md §6):
-// per chunk the state S is read out and then advanced by the chunk's affine
-// map, both computed from the in-chunk cumulative log-decay Γ and the
+// per chunk the state S is read out and then advanced, both computed from the in-chunk cumulative log-decay Γ and the
 // triangular solve T = (I + L)^-1 diag(β). The inverse is built by doubling
 // its diagonal blocks (no loop over the chunk's rows): from the identity,
 // log₂ 4 = 2 levels, each masking L to the lower-left half-block of every
@@ -25,7 +24,19 @@
 // CHECK:     arith.subf
 // CHECK:     linalg.generic {{.*}} ins(%{{.+}}, %[[BETA]] : tensor<4x4xf32>, tensor<4xf32>)
 // CHECK:     arith.mulf
-// CHECK:     hla.combine #{{.+}}(%{{.+}}, %[[S]]), (%{{.+}}, %{{.+}}) : (tensor<4x4xf32>, tensor<4x6xf32>, tensor<4x4xf32>, tensor<4x6xf32>)
+// The readout's (e^Γ ⊙ Q) S and U − W S:
+// CHECK:     linalg.generic {{.*}} ins(%{{.+}}, %[[S]] : tensor<4x4xf32>, tensor<4x6xf32>)
+// CHECK:     %[[WS:.+]] = linalg.generic {{.*}} ins(%{{.+}}, %[[S]] : tensor<4x4xf32>, tensor<4x6xf32>)
+// CHECK:     %[[DELTA:.+]] = linalg.generic {{.*}} ins(%{{.+}}, %[[WS]] : tensor<4x6xf32>, tensor<4x6xf32>)
+// CHECK:       arith.subf
+// and the next state from it, Diag(e^{Γ_last}) S + K̃ᵀ (U − W S), copied
+// into the carried one (no A = Diag(e^{Γ_last}) − K̃ᵀ W, no A S).
+// CHECK:     %[[DECAYED:.+]] = linalg.generic {{.*}} ins(%{{.+}}, %[[S]] : tensor<4xf32>, tensor<4x6xf32>)
+// CHECK:       math.exp
+// CHECK:     %[[UPDATE:.+]] = linalg.generic {{.*}} ins(%{{.+}}, %[[DELTA]] : tensor<4x4xf32>, tensor<4x6xf32>)
+// CHECK:     %[[NEXT:.+]] = linalg.generic {{.*}} ins(%[[DECAYED]], %[[UPDATE]] : tensor<4x6xf32>, tensor<4x6xf32>)
+// CHECK:     linalg.copy ins(%[[NEXT]] : tensor<4x6xf32>) outs(%[[S]] : tensor<4x6xf32>)
+// CHECK-NOT: hla.combine
 // CHECK-NOT: hla.scan
 func.func @kda(%q: tensor<1x8x2x4xf32>, %k: tensor<1x8x2x4xf32>, %v: tensor<1x8x2x6xf32>, %g: tensor<1x8x2x4xf32>, %beta: tensor<1x8x2xf32>) -> tensor<1x8x2x6xf32> {
   %o = hla.kda %q, %k, %v, %g, %beta {scale = 0.25 : f64} : (tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x6xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2xf32>) -> tensor<1x8x2x6xf32>
