@@ -271,7 +271,8 @@ void TileEmitter::emitElementwise(linalg::GenericOp op) {
   llvm::DenseMap<Value, llvm::SmallVector<Value>> fragmentInputs;
   for (OpOperand &operand : op->getOpOperands())
     if (!op.getMatchingBlockArgument(&operand).use_empty() &&
-        plan.of(operand.get()) == Placement::Frag)
+        plan.of(operand.get()) == Placement::Frag &&
+        op.getMatchingIndexingMap(&operand) == outMap)
       fragmentInputs[operand.get()] = elements(operand.get());
   Fragment f = Fragment::of(op.getResult(0));
   for (int64_t i = 0; i < slotsOf(op.getResult(0)); ++i) {
@@ -280,12 +281,58 @@ void TileEmitter::emitElementwise(linalg::GenericOp op) {
     ivs[outMap.getDimPosition(1)] = slotCol(i, cols);
     f.elements.push_back(cloneBody(op, ivs, [&](OpOperand &operand) {
       auto it = fragmentInputs.find(operand.get());
-      if (it != fragmentInputs.end())
+      if (it != fragmentInputs.end() &&
+          op.getMatchingIndexingMap(&operand) == outMap)
         return it->second[i];
       return evalOperand(op, operand, ivs);
     })[0]);
   }
   setFragment(op.getResult(0), f);
+}
+
+void TileEmitter::emitThreadReduction(linalg::GenericOp op) {
+  AffineMap outMap = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
+  Value result = op.getResult(0);
+  int64_t cols = columns(result), slots = slotsOf(result);
+  llvm::SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  llvm::SmallVector<Value> acc = elements(op.getDpsInitOperand(0)->get());
+  // One loop nest over the reduced dimensions carrying every element of
+  // the thread's: reads shared by its elements (a row's) are loaded once.
+  llvm::SmallVector<unsigned> reduced;
+  for (auto [d, it] : llvm::enumerate(op.getIteratorTypesArray()))
+    if (it == utils::IteratorType::reduction)
+      reduced.push_back(d);
+  llvm::SmallVector<Value> ivs(op.getNumLoops());
+  llvm::SmallVector<scf::ForOp> loops;
+  OpBuilder::InsertionGuard guard(b);
+  for (unsigned d : reduced) {
+    auto loop =
+        scf::ForOp::create(b, loc, index(0), index(ranges[d]), index(1), acc);
+    b.setInsertionPointToStart(loop.getBody());
+    ivs[d] = loop.getInductionVar();
+    acc.assign(loop.getRegionIterArgs().begin(),
+               loop.getRegionIterArgs().end());
+    loops.push_back(loop);
+  }
+  llvm::SmallVector<Value> next;
+  for (int64_t i = 0; i < slots; ++i) {
+    llvm::SmallVector<Value> at = ivs;
+    at[outMap.getDimPosition(0)] = slotRow(i, cols);
+    at[outMap.getDimPosition(1)] = slotCol(i, cols);
+    next.push_back(cloneBody(op, at, [&](OpOperand &operand) -> Value {
+      if (op.isDpsInit(&operand))
+        return acc[i];
+      return evalOperand(op, operand, at);
+    })[0]);
+  }
+  for (scf::ForOp loop : llvm::reverse(loops)) {
+    scf::YieldOp::create(b, loc, next);
+    b.setInsertionPointAfter(loop);
+    next.assign(loop.getResults().begin(), loop.getResults().end());
+  }
+  Fragment f = Fragment::of(result);
+  f.elements = next;
+  setFragment(result, f);
 }
 
 void TileEmitter::emitLoop(scf::ForOp loop) {
@@ -421,15 +468,18 @@ void TileEmitter::emitReduction(linalg::GenericOp op) {
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPoint(once.thenBlock()->getTerminator());
+      // (A vector's one loop is `rows`; `cols` runs once.)
+      bool vector = ranges.size() == 1;
       auto rows = scf::ForOp::create(b, loc, index(0), index(ranges[0]),
                                      index(1), ValueRange{init});
       b.setInsertionPointToStart(rows.getBody());
       auto cols =
-          scf::ForOp::create(b, loc, index(0), index(ranges[1]), index(1),
-                             ValueRange{rows.getRegionIterArg(0)});
+          scf::ForOp::create(b, loc, index(0), index(vector ? 1 : ranges[1]),
+                             index(1), ValueRange{rows.getRegionIterArg(0)});
       b.setInsertionPointToStart(cols.getBody());
-      llvm::SmallVector<Value> ivs = {rows.getInductionVar(),
-                                      cols.getInductionVar()};
+      llvm::SmallVector<Value> ivs = {rows.getInductionVar()};
+      if (!vector)
+        ivs.push_back(cols.getInductionVar());
       Value next = cloneBody(op, ivs, [&](OpOperand &operand) -> Value {
         if (op.isDpsInit(&operand))
           return cols.getRegionIterArg(0);
@@ -470,6 +520,21 @@ void TileEmitter::emitReduction(linalg::GenericOp op) {
         return it != values.end() ? it->second[i] : at(operand, ivs);
       })[0];
     }
+  } else if (ranges.size() == 1) {
+    // A vector: element i by thread i mod threads.
+    auto loop = scf::ForOp::create(b, loc, threadId, index(ranges[0]),
+                                   index(plan.threads()), ValueRange{zero});
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    llvm::SmallVector<Value> ivs = {loop.getInductionVar()};
+    Value running = cloneBody(op, ivs, [&](OpOperand &operand) -> Value {
+      if (op.isDpsInit(&operand))
+        return loop.getRegionIterArg(0);
+      return at(operand, ivs);
+    })[0];
+    scf::YieldOp::create(b, loc, running);
+    b.setInsertionPointAfter(loop);
+    partial = loop.getResult(0);
   } else {
     int64_t rows = ranges[0], groups = ranges[1] / 8;
     auto loop = scf::ForOp::create(b, loc, threadId, index(rows * groups),
@@ -592,12 +657,17 @@ void TileEmitter::emitOp(Operation *op) {
           })[0];
       return;
     }
-    if (plan.of(generic.getResult(0)) == Placement::ScalarTensor)
+    if (plan.of(generic.getResult(0)) == Placement::ScalarTensor) {
+      prepareExactReads(generic);
       return emitReduction(generic);
+    }
     if (plan.of(generic.getResult(0)) != Placement::Frag)
       return;
+    prepareExactReads(generic);
     if (matchContraction(generic))
       return emitContraction(generic);
+    if (generic.getNumReductionLoops() > 0)
+      return emitThreadReduction(generic);
     return emitElementwise(generic);
   }
   if (auto copy = dyn_cast<linalg::CopyOp>(op)) {
@@ -611,12 +681,16 @@ void TileEmitter::emitOp(Operation *op) {
     return;
   }
   if (auto insert = dyn_cast<tensor::InsertSliceOp>(op)) {
-    if (plan.of(insert.getResult()) == Placement::Rows)
+    if (plan.of(insert.getResult()) == Placement::Rows) {
+      prepareExactReads(insert);
       emitRows(insert);
+    }
     return;
   }
-  if (auto loop = dyn_cast<scf::ForOp>(op))
+  if (auto loop = dyn_cast<scf::ForOp>(op)) {
+    prepareExactReads(loop);
     return emitLoop(loop);
+  }
   if (auto branch = dyn_cast<scf::IfOp>(op))
     return emitIf(branch);
   if (auto extract = dyn_cast<tensor::ExtractOp>(op)) {
@@ -718,14 +792,17 @@ void TileEmitter::run() {
   windowAddress = arith::IndexCastUIOp::create(
       b, loc, b.getI64Type(),
       memref::ExtractAlignedPointerAsIndexOp::create(b, loc, window));
-  for (const TilePlan::Staged &s : plan.staged)
+  for (const TilePlan::Staged &s : plan.staged) {
+    Type element = s.exact ? b.getF32Type() : b.getBF16Type();
+    int64_t count = s.bytes() / (s.exact ? 4 : 2);
     stagedViews.push_back(
         s.landing ? Value()
                   : Value(memref::ViewOp::create(
                         b, loc,
-                        MemRefType::get({s.bytes() / 2}, b.getBF16Type(),
-                                        AffineMap(), workgroupSpace(ctx)),
+                        MemRefType::get({count}, element, AffineMap(),
+                                        workgroupSpace(ctx)),
                         window, index(s.offset), ValueRange{})));
+  }
 
   for (const TilePlan::Landing &l : plan.landing)
     landingViews.push_back(memref::ViewOp::create(

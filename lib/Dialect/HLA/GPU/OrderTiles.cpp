@@ -24,9 +24,12 @@
 
 #include "RegisterTiles.h"
 
+#include "llvm/ADT/SetVector.h"
+
 #include "mlir/IR/Dominance.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/ControlFlowSinkUtils.h"
+#include "llvm/ADT/SetVector.h"
 
 #include "llvm/ADT/DenseSet.h"
 
@@ -271,7 +274,21 @@ void mlir::hla::gpumap::shareSharedMemory(TilePlan &plan) {
       def = def->getBlock()->getParentOp();
     int64_t start = plan.forall->isProperAncestor(def) ? position[def] : 0;
     int64_t end = start;
-    for (Operation *user : tile.getUsers()) {
+    // An exact copy is read wherever an on-demand value made from the
+    // fragment (a row of it) is evaluated: by their readers too.
+    llvm::SetVector<Operation *> readers;
+    llvm::SmallVector<Value> reads = {tile};
+    while (!reads.empty()) {
+      Value v = reads.pop_back_val();
+      for (Operation *user : v.getUsers()) {
+        if (!readers.insert(user) || !s.exact)
+          continue;
+        for (Value r : user->getResults())
+          if (plan.of(r) == Placement::Expr)
+            reads.push_back(r);
+      }
+    }
+    for (Operation *user : readers) {
       if (!position.count(user))
         continue;
       end = std::max(end, position[user]);

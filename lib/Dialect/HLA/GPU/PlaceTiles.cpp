@@ -74,6 +74,9 @@ private:
   LogicalResult placeReduction(linalg::GenericOp op);
   LogicalResult placeIf(scf::IfOp op);
   void stage(Value tile);
+  /// Gives fragment `tile` an exact copy (TilePlan::Staged).
+  void stageExact(Value tile);
+  LogicalResult placeThreadReduction(linalg::GenericOp op);
   /// Whether a tile of `type` can be a fragment.
   static bool fragmentShape(Type type) {
     auto t = dyn_cast<RankedTensorType>(type);
@@ -180,6 +183,54 @@ void Placer::stage(Value tile) {
   plan.sharedBytes += llvm::alignTo(copy.bytes(), 128);
 }
 
+void Placer::stageExact(Value tile) {
+  if (plan.stagedIndex(tile, /*exact=*/true))
+    return;
+  auto type = cast<RankedTensorType>(tile.getType());
+  TilePlan::Staged copy{
+      tile,         type.getDimSize(0), type.getDimSize(1), plan.sharedBytes,
+      std::nullopt, /*exact=*/true};
+  plan.staged.push_back(copy);
+  plan.sharedBytes += llvm::alignTo(copy.bytes(), 128);
+}
+
+/// A reduction into a 2-D tile that is not a contraction (KDA's pair sums
+/// with the decay between two tokens inside the sum): each thread computes
+/// its own elements of the result fragment, looping over the reduced
+/// dimensions; it reads on-demand operands where they are, fragments from
+/// their exact copies.
+LogicalResult Placer::placeThreadReduction(linalg::GenericOp op) {
+  auto out = cast<RankedTensorType>(op.getResult(0).getType());
+  if (!fragmentShape(out))
+    return refuse(op, "a reduction into a tile that is not 64 to 256 rows by "
+                      "8 to 256 columns");
+  AffineMap outMap = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
+  if (!outMap.isProjectedPermutation() || outMap.getNumResults() != 2)
+    return refuse(op, "a reduction whose result is not indexed by two of "
+                      "its loops");
+  for (OpOperand &operand : op->getOpOperands()) {
+    bool read = !op.isDpsInit(&operand) ||
+                !op.getMatchingBlockArgument(&operand).use_empty();
+    if (!read)
+      continue;
+    std::optional<Placement> p = of(operand.get());
+    if (p == Placement::ScalarTensor)
+      continue;
+    auto type = dyn_cast<RankedTensorType>(operand.get().getType());
+    if (!type || !type.hasStaticShape() || type.getRank() > 2 ||
+        (p != Placement::Expr && p != Placement::Frag))
+      return refuse(op, "a reduction reading other than tiles and vectors");
+    if (*p == Placement::Frag) {
+      if (op.isDpsInit(&operand))
+        return refuse(op, "a reduction into a fragment");
+      stageExact(operand.get());
+    }
+  }
+  ++plan.threadReductions;
+  plan.placement[op.getResult(0)] = Placement::Frag;
+  return success();
+}
+
 LogicalResult Placer::placeContraction(linalg::GenericOp op,
                                        const ContractionDims &dims) {
   auto out = cast<RankedTensorType>(op.getResult(0).getType());
@@ -238,7 +289,7 @@ LogicalResult Placer::placeGeneric(linalg::GenericOp op) {
       cast<RankedTensorType>(op.getResult(0).getType()).getRank() == 0)
     return placeReduction(op);
   if (op.getNumReductionLoops() != 0)
-    return refuse(op, "a reduction that is not a 2-D contraction");
+    return placeThreadReduction(op);
   // A vector of on-demand values (decay powers of a chunk's tokens).
   if (op.getNumLoops() == 1) {
     for (OpOperand &operand : op->getOpOperands()) {
@@ -265,6 +316,15 @@ LogicalResult Placer::placeGeneric(linalg::GenericOp op) {
         of(operand.get()) == Placement::Expr && !op.isDpsInit(&operand) &&
         op.getMatchingIndexingMap(&operand).isProjectedPermutation())
       continue;
+    // A tile read through a map of its own (a narrower tile repeated:
+    // KDA's band of pairs within blocks of tokens).
+    if (type && type.getRank() == 2 && type.hasStaticShape() &&
+        !op.isDpsInit(&operand) &&
+        op.getMatchingIndexingMap(&operand).getNumResults() == 2 &&
+        !op.getMatchingIndexingMap(&operand).isPermutation() &&
+        (of(operand.get()) == Placement::Expr ||
+         of(operand.get()) == Placement::Frag))
+      continue;
     if (!type || type.getRank() != 2 || !type.hasStaticShape() ||
         !op.getMatchingIndexingMap(&operand).isPermutation())
       return refuse(op, "an elementwise op on other than whole 2-D tiles");
@@ -282,9 +342,12 @@ LogicalResult Placer::placeGeneric(linalg::GenericOp op) {
       return refuse(op, "an elementwise op reading a non-tile");
     if (*p == Placement::Frag) {
       readsFragment = true;
-      if (op.getMatchingIndexingMap(&operand) != outMap)
+      AffineMap map = op.getMatchingIndexingMap(&operand);
+      if (map != outMap && map.isPermutation())
         return refuse(op, "a fragment read transposed (a layout conversion "
                           "in registers)");
+      if (map != outMap)
+        stageExact(operand.get());
     }
   }
   if (readsFragment && !fragmentShape(op.getResult(0).getType()))
@@ -295,15 +358,17 @@ LogicalResult Placer::placeGeneric(linalg::GenericOp op) {
   return success();
 }
 
-/// A reduction of whole tiles to one value: on-demand tiles (any body: one
-/// thread folds them when it is not a sum) or fragments (sums only: each
-/// thread folds its elements, the block adds the partial sums).
+/// A reduction of whole tiles to one value: on-demand tiles or vectors (any
+/// body: one thread folds them when it is not a sum) or fragments (sums
+/// only: each thread folds its elements, the block adds the partial sums).
 LogicalResult Placer::placeReduction(linalg::GenericOp op) {
-  if (op.getNumLoops() != 2)
-    return refuse(op, "a reduction of other than 2-D tiles");
+  if (op.getNumLoops() != 2 && op.getNumLoops() != 1)
+    return refuse(op, "a reduction of other than vectors or 2-D tiles");
   bool fragments = false;
   for (OpOperand *input : op.getDpsInputOperands()) {
     std::optional<Placement> p = of(input->get());
+    if (op.getNumLoops() == 1 && p != Placement::Expr)
+      return refuse(op, "a reduction of a vector that is not on-demand");
     if ((p != Placement::Expr && p != Placement::Frag) ||
         !op.getMatchingIndexingMap(input).isPermutation())
       return refuse(op, "a reduction of other than whole tiles");
@@ -424,9 +489,9 @@ LogicalResult Placer::placeOp(Operation *op) {
       plan.placement[fill.getResult(0)] = Placement::ScalarTensor;
       return success();
     }
-    if (!type || type.getRank() != 2 || !type.hasStaticShape() ||
-        of(fill.value()) != Placement::Scalar)
-      return refuse(op, "a fill of other than a 2-D tile");
+    if (!type || (type.getRank() != 1 && type.getRank() != 2) ||
+        !type.hasStaticShape() || of(fill.value()) != Placement::Scalar)
+      return refuse(op, "a fill of other than a vector or a 2-D tile");
     plan.placement[fill.getResult(0)] = Placement::Expr;
     return success();
   }
@@ -447,9 +512,28 @@ LogicalResult Placer::placeOp(Operation *op) {
                                     : Placement::Expr;
       return success();
     }
+    std::optional<Placement> p = of(extract.getSource());
+    // A vector of one value per token (KDA's β), read where it is needed.
+    if (p == Placement::Global && extract.hasUnitStride() &&
+        extract.getType().getRank() == 1 &&
+        extract.getType().getElementType().isBF16()) {
+      plan.placement[extract] = extract.getType().hasStaticShape()
+                                    ? Placement::Expr
+                                    : Placement::GlobalSlice;
+      return success();
+    }
+    // One row of a fragment as a vector (KDA's Γ at a reference token),
+    // read from its exact copy.
+    if (p == Placement::Frag && extract.hasUnitStride() &&
+        extract.getType().getRank() == 1 &&
+        extract.getSourceType().getRank() == 2 &&
+        extract.getDroppedDims().test(0)) {
+      stageExact(extract.getSource());
+      plan.placement[extract] = Placement::Expr;
+      return success();
+    }
     if (!extract.hasUnitStride() || extract.getType().getRank() != 2)
       return refuse(op, "a strided or non-2-D slice");
-    std::optional<Placement> p = of(extract.getSource());
     if (p == Placement::Global) {
       Type element = extract.getType().getElementType();
       if (!element.isBF16())
@@ -487,10 +571,18 @@ LogicalResult Placer::placeOp(Operation *op) {
   if (auto insert = dyn_cast<tensor::InsertSliceOp>(op)) {
     std::optional<Placement> src = of(insert.getSource());
     std::optional<Placement> dest = of(insert.getDest());
-    if (!insert.hasUnitStride() || insert.getSourceType().getRank() != 2)
-      return refuse(op, "a strided or non-2-D slice");
     auto tokens = insert.getSource().getDefiningOp<tensor::ExtractSliceOp>();
     bool global = tokens && of(tokens.getSource()) == Placement::Global;
+    // A token vector's values into a zero vector: read where needed (no
+    // landing buffer: 2 bytes a token).
+    if (global && insert.hasUnitStride() &&
+        insert.getSourceType().getRank() == 1 && dest == Placement::Expr &&
+        isZeroInteger(insert.getMixedOffsets()[0])) {
+      plan.placement[insert] = Placement::Expr;
+      return success();
+    }
+    if (!insert.hasUnitStride() || insert.getSourceType().getRank() != 2)
+      return refuse(op, "a strided or non-2-D slice");
     if (global && dest == Placement::Expr &&
         llvm::all_of(insert.getMixedOffsets(),
                      [](OpFoldResult o) { return isZeroInteger(o); }) &&
@@ -611,12 +703,14 @@ LogicalResult Placer::run() {
 }
 
 int64_t TilePlan::conversions() const {
-  return llvm::count_if(
-      staged, [&](const Staged &s) { return of(s.tile) == Placement::Frag; });
+  return llvm::count_if(staged, [&](const Staged &s) {
+    return !s.exact && of(s.tile) == Placement::Frag;
+  });
 }
 
 int64_t TilePlan::copies() const {
-  return llvm::count_if(staged, [](const Staged &s) { return !s.landing; });
+  return llvm::count_if(staged,
+                        [](const Staged &s) { return !s.exact && !s.landing; });
 }
 
 std::string TilePlan::summary() const {
@@ -627,16 +721,24 @@ std::string TilePlan::summary() const {
     frags += p == Placement::Frag;
     exprs += p == Placement::Expr;
   }
-  return llvm::formatv("register tiles: {0} contractions on wgmma, {1} "
-                       "fragments, {2} on-demand tiles, {3} shared-memory "
-                       "operand copies ({4} conversions from fragments; {5} "
-                       "operands read from landing buffers), {6} bytes of "
-                       "shared memory, {7} warpgroup(s), {8} fragment "
-                       "registers per thread at most",
-                       contractions, frags, exprs, copies(), conversions(),
-                       staged.size() - copies(), sharedBytes, warpgroups,
-                       peakFragmentRegisters / warpgroups)
-      .str();
+  return llvm::formatv(
+             "register tiles: {0} contractions on wgmma, {1} "
+             "fragments, {2} on-demand tiles, {3} shared-memory "
+             "operand copies ({4} conversions from fragments; {5} "
+             "operands read from landing buffers), {6} bytes of "
+             "shared memory, {7} warpgroup(s), {8} fragment "
+             "registers per thread at most",
+             contractions, frags, exprs, copies(), conversions(),
+             llvm::count_if(
+                 staged, [](const Staged &s) { return s.landing.has_value(); }),
+             sharedBytes, warpgroups, peakFragmentRegisters / warpgroups)
+             .str() +
+         (threadReductions || exactCopies()
+              ? llvm::formatv(", {0} exact copies of fragments, {1} "
+                              "reductions by thread",
+                              exactCopies(), threadReductions)
+                    .str()
+              : std::string());
 }
 
 /// Swaps the two results of `op`'s output map (its 2-D output written

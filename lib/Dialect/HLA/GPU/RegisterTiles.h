@@ -86,16 +86,28 @@ struct TilePlan {
   /// apart. A contraction whose K is the tile's columns reads it K-major,
   /// one whose K is its rows MN-major (wgmma's transpose bit): one copy
   /// serves both orientations.
+  ///
+  /// An exact copy is a fragment's f32 values instead, row-major (rows
+  /// exactStride(cols) elements apart), for reads at any position by any
+  /// thread: a row of it as a vector (KDA's reference rows of Γ), its
+  /// elements at positions that are not the reader's own (a reduction
+  /// computed by each thread for its elements, an elementwise op reading it
+  /// through a map other than its output's).
   struct Staged {
     Value tile;
     int64_t rows, cols, offset;
     /// The landing buffers already holding the tile (token rows as
     /// copied): no copy is made.
     std::optional<unsigned> landing;
+    bool exact = false;
     int64_t columnGroupBytes() const { return groupBytes(rows); }
     int64_t bytes() const {
+      if (exact)
+        return rows * exactStride(cols) * 4;
       return landing ? 0 : cols / 8 * columnGroupBytes();
     }
+    /// 16-byte rows, four banks apart from one row to the next.
+    static int64_t exactStride(int64_t cols) { return cols + 4; }
   };
   llvm::SmallVector<Staged> staged;
   /// Token rows read inside a chunk loop, copied a chunk ahead (cp.async)
@@ -113,6 +125,8 @@ struct TilePlan {
   llvm::MapVector<Operation *, int64_t> reductionScratch;
   int64_t sharedBytes = 0;
   int64_t contractions = 0;
+  /// Reductions computed by each thread for its own elements.
+  int64_t threadReductions = 0;
   /// The most fragment registers per thread of one warpgroup alive at once
   /// in a chunk loop's body, in the order orderForRegisterPressure chose.
   int64_t peakFragmentRegisters = 0;
@@ -126,9 +140,9 @@ struct TilePlan {
     return rows * cols / threads();
   }
 
-  std::optional<unsigned> stagedIndex(Value tile) const {
+  std::optional<unsigned> stagedIndex(Value tile, bool exact = false) const {
     for (auto [i, s] : llvm::enumerate(staged))
-      if (s.tile == tile)
+      if (s.tile == tile && s.exact == exact)
         return i;
     return std::nullopt;
   }
@@ -136,10 +150,14 @@ struct TilePlan {
     auto it = placement.find(v);
     return it == placement.end() ? Placement::Scalar : it->second;
   }
-  /// Shared-memory copies made from fragments: the layout conversions.
+  /// Shared-memory operand copies made from fragments: the layout
+  /// conversions.
   int64_t conversions() const;
   /// Operands copied into shared memory (not read from landing buffers).
   int64_t copies() const;
+  int64_t exactCopies() const {
+    return llvm::count_if(staged, [](const Staged &s) { return s.exact; });
+  }
   /// One line: the placements, contractions and conversions.
   std::string summary() const;
 };

@@ -147,6 +147,18 @@ private:
     fragments.push_back(std::move(f));
   }
 
+  /// Element (row, col) of exact copy `staged` (made before the op
+  /// reading it: prepareExactReads).
+  Value exactAt(unsigned staged, Value row, Value col);
+  /// Makes the exact copies that emitting `op` or evaluating `tiles` reads
+  /// (a fragment's row as a vector, a fragment read away from its own
+  /// positions), with the barrier before they are read: outside the loops
+  /// and branches the reads are emitted in.
+  void prepareExactReads(Operation *op, llvm::ArrayRef<Value> tiles = {});
+  /// `map`'s results at the loop position `ivs`.
+  llvm::SmallVector<Value> applyMap(AffineMap map, llvm::ArrayRef<Value> ivs);
+  void emitThreadReduction(linalg::GenericOp op);
+
   void emitBlock(Block &block);
   void emitOp(Operation *op);
   void emitElementwise(linalg::GenericOp op);

@@ -41,9 +41,16 @@ Value TileEmitter::evalAt(Value tile, Value row, Value col) {
     return scalar(fill.value());
   if (auto copy = dyn_cast<linalg::CopyOp>(def))
     return evalAt(copy.getInputs()[0], row, col);
-  if (auto slice = dyn_cast<tensor::ExtractSliceOp>(def))
+  if (auto slice = dyn_cast<tensor::ExtractSliceOp>(def)) {
+    if (plan.of(slice.getSource()) == Placement::Frag) {
+      // A fragment's row, from its exact copy.
+      llvm::SmallVector<Value> at = sliceIndices(slice, row, col);
+      return exactAt(*plan.stagedIndex(slice.getSource(), /*exact=*/true),
+                     at[0], at[1]);
+    }
     return memref::LoadOp::create(b, loc, buffers[slice.getSource()],
                                   sliceIndices(slice, row, col));
+  }
   if (auto insert = dyn_cast<tensor::InsertSliceOp>(def)) {
     if (std::optional<unsigned> l = landedIn(insert)) {
       // Copied ahead, rows past the chunk's end zero-filled.
@@ -73,13 +80,110 @@ Value TileEmitter::evalAt(Value tile, Value row, Value col) {
   })[0];
 }
 
+/// `expr` at `dims`: sums, products, floor divisions and remainders of
+/// loop indices (non-negative: unsigned division).
+static Value expandIndexExpr(OpBuilder &b, Location loc, AffineExpr expr,
+                             llvm::ArrayRef<Value> dims) {
+  if (auto dim = dyn_cast<AffineDimExpr>(expr))
+    return dims[dim.getPosition()];
+  if (auto constant = dyn_cast<AffineConstantExpr>(expr))
+    return arith::ConstantIndexOp::create(b, loc, constant.getValue());
+  auto binary = cast<AffineBinaryOpExpr>(expr);
+  Value lhs = expandIndexExpr(b, loc, binary.getLHS(), dims);
+  Value rhs = expandIndexExpr(b, loc, binary.getRHS(), dims);
+  switch (expr.getKind()) {
+  case AffineExprKind::Add:
+    return arith::AddIOp::create(b, loc, lhs, rhs);
+  case AffineExprKind::Mul:
+    return arith::MulIOp::create(b, loc, lhs, rhs);
+  case AffineExprKind::FloorDiv:
+    return arith::DivUIOp::create(b, loc, lhs, rhs);
+  case AffineExprKind::Mod:
+    return arith::RemUIOp::create(b, loc, lhs, rhs);
+  default:
+    llvm_unreachable("ceildiv in a tile's indexing map");
+  }
+}
+
+llvm::SmallVector<Value> TileEmitter::applyMap(AffineMap map,
+                                               llvm::ArrayRef<Value> ivs) {
+  llvm::SmallVector<Value> at;
+  for (AffineExpr e : map.getResults())
+    at.push_back(expandIndexExpr(b, loc, e, ivs));
+  return at;
+}
+
 Value TileEmitter::evalOperand(linalg::GenericOp op, OpOperand &operand,
                                llvm::ArrayRef<Value> ivs) {
-  // A row or column vector is read at one coordinate.
-  AffineMap map = op.getMatchingIndexingMap(&operand);
-  return evalAt(operand.get(), ivs[map.getDimPosition(0)],
-                map.getNumResults() == 2 ? ivs[map.getDimPosition(1)]
-                                         : Value());
+  // A row or column vector is read at one coordinate; a fragment read away
+  // from the reader's own positions from its exact copy.
+  llvm::SmallVector<Value> at =
+      applyMap(op.getMatchingIndexingMap(&operand), ivs);
+  if (plan.of(operand.get()) == Placement::Frag)
+    return exactAt(*plan.stagedIndex(operand.get(), /*exact=*/true), at[0],
+                   at[1]);
+  return evalAt(operand.get(), at[0], at.size() == 2 ? at[1] : Value());
+}
+
+Value TileEmitter::exactAt(unsigned staged, Value row, Value col) {
+  const TilePlan::Staged &s = plan.staged[staged];
+  readSince.insert(staged);
+  Value at = arith::AddIOp::create(
+      b, loc,
+      arith::MulIOp::create(b, loc, row,
+                            index(TilePlan::Staged::exactStride(s.cols))),
+      col);
+  return memref::LoadOp::create(b, loc, stagedViews[staged], ValueRange{at});
+}
+
+void TileEmitter::prepareExactReads(Operation *op,
+                                    llvm::ArrayRef<Value> tiles) {
+  llvm::SmallVector<unsigned> needed;
+  auto need = [&](Value fragment) {
+    if (std::optional<unsigned> i = plan.stagedIndex(fragment, true))
+      if (!llvm::is_contained(needed, *i))
+        needed.push_back(*i);
+  };
+  llvm::DenseSet<Value> seen;
+  // On-demand tiles are evaluated where they are read: their rows of
+  // fragments too.
+  std::function<void(Value)> visit = [&](Value v) {
+    if (!seen.insert(v).second || plan.of(v) != Placement::Expr)
+      return;
+    Operation *def = v.getDefiningOp();
+    if (!def)
+      return;
+    if (auto slice = dyn_cast<tensor::ExtractSliceOp>(def)) {
+      if (plan.of(slice.getSource()) == Placement::Frag)
+        need(slice.getSource());
+      return;
+    }
+    for (Value operand : def->getOperands())
+      visit(operand);
+  };
+  if (auto generic = dyn_cast_or_null<linalg::GenericOp>(op)) {
+    bool threadReduction =
+        generic.getNumReductionLoops() > 0 && !matchContraction(generic);
+    AffineMap outMap =
+        generic.getMatchingIndexingMap(generic.getDpsInitOperand(0));
+    for (OpOperand &operand : generic->getOpOperands()) {
+      if (plan.of(operand.get()) == Placement::Frag &&
+          (threadReduction ||
+           generic.getMatchingIndexingMap(&operand) != outMap))
+        need(operand.get());
+      visit(operand.get());
+    }
+  } else if (op) {
+    for (Value operand : op->getOperands())
+      visit(operand);
+  }
+  for (Value tile : tiles)
+    visit(tile);
+  for (unsigned i : needed)
+    if (!materialized.contains(i))
+      materialize(i);
+  for (unsigned i : needed)
+    beforeRead(i);
 }
 
 llvm::SmallVector<Value> TileEmitter::evalRow8(Value tile, Value row,
@@ -278,9 +382,32 @@ llvm::SmallVector<Value> TileEmitter::loadRow8(Value buffer,
 
 void TileEmitter::materialize(unsigned which) {
   const TilePlan::Staged &s = plan.staged[which];
+  // An on-demand tile reading fragments' rows: their copies first.
+  if (!s.exact && plan.of(s.tile) == Placement::Expr)
+    prepareExactReads(nullptr, {s.tile});
   beforeWrite(which);
   Type bf16 = b.getBF16Type();
   Value view = stagedViews[which];
+  if (s.exact) {
+    // Each thread stores its own elements.
+    llvm::SmallVector<Value> values = elements(s.tile);
+    for (auto [i, v] : llvm::enumerate(values)) {
+      Value at = arith::AddIOp::create(
+          b, loc,
+          arith::MulIOp::create(b, loc, slotRow(i, s.cols),
+                                index(TilePlan::Staged::exactStride(s.cols))),
+          slotCol(i, s.cols));
+      if (!v.getType().isF32())
+        v = arith::ExtFOp::create(b, loc, b.getF32Type(), v);
+      memref::StoreOp::create(b, loc, v, view, ValueRange{at});
+    }
+    writtenSince.insert(which);
+    for (unsigned other = 0; other < plan.staged.size(); ++other)
+      if (other != which && overlap(other, which))
+        materialized.erase(other);
+    materialized.insert(which);
+    return;
+  }
   auto toBF16 = [&](Value v) -> Value {
     if (v.getType() == bf16)
       return v;
