@@ -377,6 +377,7 @@ LogicalResult mlir::hla::compileToArtefact(ModuleOp module,
     // --emit=ptx writes the PTX as generated, before ptxas judges it.
     settings.assemble = options.emit != "ptx";
     settings.ptxasLog = options.ptxasLog;
+    settings.allowSpills = options.cudaAllowSpills;
     TimingScope search = phase(options, "hla-cuda-kernels");
     settings.timing = options.timing ? &search : nullptr;
     PassManager pm(module.getContext());

@@ -208,6 +208,12 @@ const std::vector<Knob> &knobs() {
        "than 128 fragment registers per thread; 1; 2)",
        show(&O::cudaWarpgroups),
        integer(&O::cudaWarpgroups, 0, 2, "cuda-warpgroups")},
+      {"cuda-allow-spills",
+       "CUDA: keep kernels ptxas spills registers in, as the other options "
+       "make them (otherwise the search tries others, and options given "
+       "fail)",
+       show(&O::cudaAllowSpills),
+       boolean(&O::cudaAllowSpills, "cuda-allow-spills")},
       {"cuda-threads",
        "CUDA: threads per thread block (a multiple of 128 for wgmma)",
        show(&O::cudaThreads),

@@ -504,7 +504,7 @@ LogicalResult KernelSearch::run(std::string &error) {
     AutoSwitch parallelGradients;
   };
   std::optional<TileChoice> spillingTiles;
-  bool allowSpills = false;
+  bool allowSpills = settings.allowSpills;
   TimingScope assembly = phase("ptxas");
   while (failed(assembleKernels(module, pipeline, settings.ptxasLog, spills,
                                 error, allowSpills))) {

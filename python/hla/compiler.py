@@ -102,7 +102,7 @@ _OPTIONS = {
     "cuda_mma": ("choice", ("auto", "wgmma", "mma.sync")),
     "cuda_generator": ("choice", ("auto", "tiles", "phases")),
     "parallel_gradients": ("choice", ("auto", "on", "off")),
-    "split_gradients": ("bool",),
+    "split_gradients": ("bool",), "cuda_allow_spills": ("bool",),
     "vectorize": ("bool",), "causal_isolation": ("bool",), "vjp": ("bool",),
     "summary_entries": ("bool",),
     "linsimp_stable_features": ("bool",), "linsimp_anchor_rows": ("int", 0),

@@ -81,6 +81,8 @@ struct ArtefactOptions {
   /// every fragment's columns (0: auto, two where one would hold more than
   /// 128 fragment registers per thread).
   int64_t cudaWarpgroups = 0;
+  /// CUDA: keep kernels that spill registers as the options make them.
+  bool cudaAllowSpills = false;
   /// CUDA: threads per thread block of the chunk loops' kernels.
   int64_t cudaThreads = 256;
   std::string cudaToolkit;

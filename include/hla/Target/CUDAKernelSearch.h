@@ -25,6 +25,10 @@ struct CUDAKernelSearchSettings {
   bool assemble = true;
   /// Where ptxas's -v log goes ("" = nowhere).
   std::string ptxasLog;
+  /// Keep kernels ptxas spills registers in, as the options make them
+  /// (otherwise the search changes what was left to it, and options the
+  /// caller fixed fail).
+  bool allowSpills = false;
   /// When set, the search's trials and ptxas are timed under it.
   TimingScope *timing = nullptr;
 };
