@@ -271,6 +271,20 @@ def register_tile_cases():
         cases.append(case(f"{op}-d128-spilling-tiles", op, T, B=1, hq=72, hkv=72, d=128,
                           dv=128, dtype="bf16", tol=1e-2, chunk=0, schedule="auto",
                           poison=op == "hla2"))
+    # KDA: β a vector of tokens, Γ's reference rows read from its exact f32
+    # copy, the pair bands reduced by each thread (PlaceTiles.cpp); ragged
+    # tails, a single token, grouped heads, 32-column value tiles, causal
+    # isolation on (poisoned tokens) and off, decays to exactly zero. Its
+    # kernels spill (120 bytes per thread with isolation): kept so.
+    kda = dict(tiles, flags=["--cuda-allow-spills"])
+    for T in [1, 63, 65, 300]:
+        cases.append(case(f"kda-tiles-T{T}", "kda", T, B=2, hq=2, hkv=1, **kda))
+    cases.append(case("kda-tiles-T200-noiso", "kda", 200, B=2,
+                      **dict(kda, flags=kda["flags"] + off)))
+    cases.append(case("kda-tiles-vt32", "kda", 200, B=1, hq=4, hkv=2, value_tile=32, **kda))
+    cases.append(case("kda-tiles-poison", "kda", 200, B=2, poison=True, **kda))
+    cases.append(case("kda-tiles-zero-decay", "kda", 150, B=2, hq=2, hkv=1,
+                      zero_decays=[(5, 0, 3), (64, 0, 0), (100, 0, 7)], **kda))
     cases.append(case("ahla-tiles-d128-vt32", "ahla", 200, B=1, value_tile=32, **wide))
     cases.append(case("ahla-tiles-d128-vt16-noiso", "ahla", 130, B=2, value_tile=16,
                       flags=off, **wide))

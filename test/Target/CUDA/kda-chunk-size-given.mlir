@@ -2,15 +2,17 @@
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: hla-opt %s --hla-target=cuda --emit=cubin --chunk-size=64 -o %t/k.cubin 2>&1 | FileCheck %s
 
-// Tests that a chunk size given for KDA builds: register tiles do not take
-// its chunk loop, so the automatic generator leaves it to the shared-memory
-// phases, whose kernel spills at 64 tokens and d = 64. The search's rung for
-// spilling kernels, narrower value tiles on register tiles, is taken only
-// where register tiles place the loops at that width (before, it forced
-// them and failed with "cannot keep this loop's tiles in registers"); the
-// phases are kept, spilling.
+// Tests that a chunk size given for KDA builds: with no generator asked
+// for, the automatic one tries no register tiles (a chunk size was given)
+// and the shared-memory phases spill at 64 tokens and d = 64. The search's
+// rung for spilling kernels, narrower value tiles on register tiles, is
+// taken where register tiles place the loops at that width, as KDA's do
+// now: 32-column value tiles, which fit. (Before KDA placed, the rung kept
+// the spilling phases instead of failing with "cannot keep this loop's
+// tiles in registers".)
 
-// CHECK: remark: hla.cuda_options = "{{.*}}chunk-size=64{{.*}}generator=phases{{.*}}"
+// CHECK: remark: hla.cuda_options = "{{.*}}chunk-size=64{{.*}}generator=tiles{{.*}}value-tile=32
+// CHECK: remark: hla.chunking = ["kda: fused, 2 value tiles of 32 columns"]
 // CHECK-NOT: error
 
 func.func @main(%q: tensor<1x100x2x64xbf16>, %k: tensor<1x100x2x64xbf16>, %v: tensor<1x100x2x64xbf16>, %g: tensor<1x100x2x64xbf16>, %beta: tensor<1x100x2xbf16>) -> tensor<1x100x2x64xbf16> {
