@@ -131,6 +131,10 @@ def run(outdir):
     device = torch.cuda.get_device_name()
     rows = []
     for (op, B, H, T, d, target) in ROWS:
+        # Rows no variant was built for (build --rows) are left out.
+        if not any(os.path.exists(os.path.join(outdir, name_of(c, op, B, H, T, d) + ".so"))
+                   for c in compilers):
+            continue
         ins = inputs(op, B, H, T, d)
         row = {"op": op, "B": B, "H": H, "T": T, "d": d, "target_ms": target}
         fn = peer(op, ins, d)
