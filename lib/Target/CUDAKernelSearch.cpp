@@ -502,6 +502,7 @@ LogicalResult KernelSearch::run(std::string &error) {
   struct TileChoice {
     int64_t chunkSize, valueTile, warpgroups;
     AutoSwitch parallelGradients;
+    KernelSchedule schedule;
   };
   std::optional<TileChoice> spillingTiles;
   bool allowSpills = settings.allowSpills;
@@ -548,15 +549,16 @@ LogicalResult KernelSearch::run(std::string &error) {
       continue;
     }
     restore();
+    KernelSchedule spilledSchedule = pipeline.schedule;
     pipeline.schedule = requested.schedule;
     pipeline.mma = requested.mma;
     // The first spilling tiles of the search past one warpgroup: the widest,
     // and for a derived backward the reverse pass carrying the gradients.
     if (tiles && pipeline.generator == ChunkLoopGenerator::Tiles &&
         !oneWarpgroup && !spillingTiles)
-      spillingTiles =
-          TileChoice{pipeline.chunkSize, pipeline.valueTile,
-                     pipeline.warpgroups, pipeline.parallelGradients};
+      spillingTiles = TileChoice{pipeline.chunkSize, pipeline.valueTile,
+                                 pipeline.warpgroups,
+                                 pipeline.parallelGradients, spilledSchedule};
     if (tiles && pipeline.generator == ChunkLoopGenerator::Tiles &&
         oneWarpgroup && requested.warpgroups == 0 && pipeline.warpgroups == 0) {
       // Two warpgroups first, each with half of every fragment's columns,
@@ -589,23 +591,25 @@ LogicalResult KernelSearch::run(std::string &error) {
     error.clear();
     if (failed(buildDevice()))
       return failure();
-    // Phases that stream their state through device memory (hla2 at
-    // d = 128) lose to register tiles that spill a few hundred bytes per
-    // thread to local memory, which stays in L1: hla2 8x16x2048x128 ran
-    // 5.58 ms on the phases, 0.80 ms on 64-column tiles spilling 1,584
-    // bytes, 1.12 ms on 32-column ones spilling 756 (bench/RESULTS.md). So
-    // do a derived backward's phases, scratch or not: hla2's at 8x16x2048
-    // ran 5.27 ms, 1.23 on tiles whose reverse pass spilled 1,592 bytes,
-    // 1.33 with parallel gradients spilling 304 (H200, 2026-12-04). The
-    // first spilling tiles are kept then (in the schedule asked for, if
-    // one was: a derived backward's runs are the segmented schedule's).
-    if (pipeline.generator == ChunkLoopGenerator::Phases && spillingTiles &&
-        (usesDeviceScratch() || hasPrefixVjp(*pristine))) {
+    // The phases lose to register tiles that spill to local memory, which
+    // stays in L1, wherever both were measured: hla2 8x16x2048x128 (state
+    // in device-memory scratch on the phases) ran 5.58 ms on the phases,
+    // 0.80 ms on 64-column tiles spilling 1,584 bytes, 1.12 ms on 32-column
+    // ones spilling 756 (bench/RESULTS.md); hla2's derived backward at
+    // 8x16x2048 5.27 ms, 1.23 on tiles whose reverse pass spilled 1,592
+    // bytes (H200, 2026-12-04); KDA 4x16x4096 3.08 ms, 1.65 on tiles
+    // spilling 156 bytes, 8x16x8192 6.38 against 3.55 (H100, 2026-12-06).
+    // The first spilling tiles are kept then, in the schedule asked for, if
+    // one was, else in theirs (KDA 1x16x16384: 1.42 ms in 8 runs, 6.66 in
+    // the persistent schedule's 32 blocks), a derived backward's in the
+    // persistent one (its runs are the segmented schedule's).
+    if (pipeline.generator == ChunkLoopGenerator::Phases && spillingTiles) {
       restore();
       pipeline.generator = ChunkLoopGenerator::Tiles;
-      pipeline.schedule = requested.schedule == KernelSchedule::Auto
-                              ? KernelSchedule::Persistent
-                              : requested.schedule;
+      pipeline.schedule = requested.schedule != KernelSchedule::Auto
+                              ? requested.schedule
+                          : hasPrefixVjp(*pristine) ? KernelSchedule::Persistent
+                                                    : spillingTiles->schedule;
       pipeline.chunkSize = spillingTiles->chunkSize;
       pipeline.valueTile = spillingTiles->valueTile;
       pipeline.warpgroups = spillingTiles->warpgroups;
