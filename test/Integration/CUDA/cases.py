@@ -285,6 +285,11 @@ def register_tile_cases():
     cases.append(case("kda-tiles-poison", "kda", 200, B=2, poison=True, **kda))
     cases.append(case("kda-tiles-zero-decay", "kda", 150, B=2, hq=2, hkv=1,
                       zero_decays=[(5, 0, 3), (64, 0, 0), (100, 0, 7)], **kda))
+    # Chosen, not pinned (the default options): the search keeps KDA's
+    # spilling register tiles over the phases, in the schedule they spilled
+    # in (few blocks here: the segmented one).
+    cases.append(case("kda-auto-d64", "kda", 300, B=1, hq=2, hkv=2, d=64, dv=64,
+                      dtype="bf16", tol=1e-2, chunk=0, schedule="auto", poison=True))
     cases.append(case("ahla-tiles-d128-vt32", "ahla", 200, B=1, value_tile=32, **wide))
     cases.append(case("ahla-tiles-d128-vt16-noiso", "ahla", 130, B=2, value_tile=16,
                       flags=off, **wide))
