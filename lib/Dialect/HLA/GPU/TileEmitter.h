@@ -247,6 +247,8 @@ private:
   /// contractions of `op`'s block that are ready).
   void stage(Operation *op, llvm::ArrayRef<unsigned> needed);
   void materialize(unsigned staged);
+  /// Copy `staged` is written now (copies in its bytes are gone).
+  void markWritten(unsigned staged);
   /// How a contraction reads copy `staged` (K along the tile's rows or its
   /// columns): the descriptor's address (base + offset bytes) and strides.
   struct Operand {

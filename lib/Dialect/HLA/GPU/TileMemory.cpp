@@ -401,11 +401,7 @@ void TileEmitter::materialize(unsigned which) {
         v = arith::ExtFOp::create(b, loc, b.getF32Type(), v);
       memref::StoreOp::create(b, loc, v, view, ValueRange{at});
     }
-    writtenSince.insert(which);
-    for (unsigned other = 0; other < plan.staged.size(); ++other)
-      if (other != which && overlap(other, which))
-        materialized.erase(other);
-    materialized.insert(which);
+    markWritten(which);
     return;
   }
   auto toBF16 = [&](Value v) -> Value {
@@ -506,6 +502,10 @@ void TileEmitter::materialize(unsigned which) {
                               /*alignment=*/llvm::MaybeAlign(16));
     });
   }
+  markWritten(which);
+}
+
+void TileEmitter::markWritten(unsigned which) {
   writtenSince.insert(which);
   // Copies in the same bytes are gone.
   for (unsigned other = 0; other < plan.staged.size(); ++other)
