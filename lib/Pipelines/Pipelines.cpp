@@ -78,6 +78,10 @@ void mlir::hla::buildCPUPipeline(OpPassManager &pm,
   pm.addPass(createCanonicalizerPass());
   // Products shared by several index terms, computed once.
   pm.addPass(createHLAShareTileProductsPass());
+  // Asked for only: the CPU's own parallel form is the phased one.
+  if (options.hoistChunkWork == AutoSwitch::On &&
+      options.chunkForm == ChunkForm::Fused)
+    pm.addPass(createHLAHoistChunkWorkPass());
   if (options.vectorize) {
     // Register tiles: the chunk math becomes vector code.
     pm.addPass(createHLAVectorizeTilesPass());
@@ -202,6 +206,18 @@ void mlir::hla::buildCUDAKernelMapping(OpPassManager &pm,
   pm.addPass(createHLAFuseTileElementwisePass());
   // Sums of products accumulated into one tile (fewer fragments alive).
   pm.addPass(createHLAAccumulateTileProductsPass());
+  // The persistent kernel's work that does not read the state (KDA's
+  // decays, pairs, solve, W and U: 21 of its 25 products per chunk) in a
+  // kernel with every chunk in parallel ahead of it; its tiles go through
+  // device memory in bf16 where only tensor cores read them.
+  bool hoist = options.hoistChunkWork == AutoSwitch::On ||
+               (options.hoistChunkWork == AutoSwitch::Auto &&
+                options.generator == ChunkLoopGenerator::Tiles);
+  if (hoist && chunking.form == ChunkForm::Fused) {
+    HLAHoistChunkWorkPassOptions hoisting;
+    hoisting.bf16Operands = true;
+    pm.addPass(createHLAHoistChunkWorkPass(hoisting));
+  }
   // Register tiles: sums of products added a term at a time (a fused sum
   // keeps every term's product alive until it is read).
   if (options.generator != ChunkLoopGenerator::Phases)

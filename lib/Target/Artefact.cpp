@@ -321,6 +321,7 @@ LogicalResult mlir::hla::compileToArtefact(ModuleOp module,
     pipeline.causalIsolation = options.causalIsolation;
     pipeline.parallelGradients = options.parallelGradients;
     pipeline.splitGradients = options.splitGradients;
+    pipeline.hoistChunkWork = options.hoistChunkWork;
     pipeline.scanSchedule = options.scanSchedule;
     pipeline.scanThreads = options.scanThreads;
     pipeline.vectorize = options.vectorize;
@@ -351,6 +352,7 @@ LogicalResult mlir::hla::compileToArtefact(ModuleOp module,
   requested.generator = options.cudaGenerator;
   requested.parallelGradients = options.parallelGradients;
   requested.splitGradients = options.splitGradients;
+  requested.hoistChunkWork = options.hoistChunkWork;
   requested.warpgroups = options.cudaWarpgroups;
   requested.causalIsolation = options.causalIsolation;
   requested.stableFeatures = options.stableFeatures;

@@ -196,6 +196,12 @@ const std::vector<Knob> &knobs() {
        "register tiles take the backward, not on the CPU; on; off)",
        show(&O::parallelGradients),
        mode(&O::parallelGradients, "parallel-gradients")},
+      {"hoist-chunk-work",
+       "Fused chunk loops (CUDA's persistent kernels, the CPU's fused form): "
+       "the work the carried state does not reach in a pass parallel over "
+       "chunks ahead of the loop, its tiles stacked in memory (auto: with "
+       "CUDA register tiles, not on the CPU; on; off)",
+       show(&O::hoistChunkWork), mode(&O::hoistChunkWork, "hoist-chunk-work")},
       {"split-gradients",
        "The derived backward with parallel gradients: one pass per input's "
        "gradient, each recomputing the chunk's summary but holding fewer "

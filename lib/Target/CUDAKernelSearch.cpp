@@ -48,6 +48,21 @@ static bool hasPrefixVjp(ModuleOp module) {
   return found;
 }
 
+/// The fewest (sequence, head) pairs of the graph's KDA ops (B · H of their
+/// [B, T, H, dv] result), 0 for none.
+static int64_t kdaSequenceHeads(ModuleOp module) {
+  int64_t pairs = 0;
+  module.walk([&](KDAOp op) {
+    auto type = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+    if (!type || type.getRank() != 4 || type.isDynamicDim(0) ||
+        type.isDynamicDim(2))
+      return;
+    int64_t here = type.getDimSize(0) * type.getDimSize(2);
+    pairs = pairs ? std::min(pairs, here) : here;
+  });
+  return pairs;
+}
+
 /// The widest value dimension of the graph's attention ops (their one
 /// result is [B, T, H, dv]), 0 for none and for graphs with a LinSimp op,
 /// whose anchor window hla-chunk does not cut by value columns.
@@ -212,6 +227,12 @@ public:
       this->requested.valueTile = 0;
       pipeline.valueTile = 0;
     }
+    // Nor is a derived backward's state-free work moved out of its loops
+    // unless asked for (hla3's reverse pass would be: not measured yet).
+    if (hasPrefixVjp(module) && requested.hoistChunkWork == AutoSwitch::Auto) {
+      this->requested.hoistChunkWork = AutoSwitch::Off;
+      pipeline.hoistChunkWork = AutoSwitch::Off;
+    }
     pipeline.toolkit = resolveCUDAToolkit(requested.toolkit);
     if (requested.anchorRows == 0)
       pipeline.anchorRows = kDefaultAnchorRows;
@@ -289,6 +310,9 @@ private:
   /// A derived backward whose parallel-gradients is left to auto: the
   /// search chooses whether its tokens' gradients get a pass of their own.
   bool choosesGradients = false;
+  /// Whether the register tiles kept hoist KDA's state-free work (the
+  /// search's choice), measured with the spills of its kernels.
+  bool hoisted = false;
 };
 
 } // namespace
@@ -330,7 +354,31 @@ bool KernelSearch::tryRegisterTiles() {
     trial = module.clone();
     return succeeded(mapKernels(*trial));
   };
+  // KDA's work that the state does not reach (21 of its 25 products per
+  // chunk) in a kernel with every chunk in parallel, ahead of a light
+  // persistent one (hla-hoist-chunk-work), where its (sequence, head)
+  // pairs fill between a quarter and a half of the SMs: 4x16x4096 0.99 ms,
+  // against 1.57 in runs and 1.65 fused in 32-column value tiles; with
+  // more pairs the fused loop keeps up (8x16x8192: 3.01 against 3.27),
+  // with fewer the runs do (1x16x16384: 1.26 against 1.86; H100,
+  // 2026-12-06). Its one pass over chunks needs no value tiles.
+  hoisted = false;
+  if (requested.hoistChunkWork == AutoSwitch::Auto &&
+      schedule == KernelSchedule::Auto) {
+    int64_t pairs = kdaSequenceHeads(module);
+    hoisted = pairs > 0 && 4 * pairs >= pipeline.parallelism &&
+              2 * pairs <= pipeline.parallelism;
+    pipeline.hoistChunkWork = hoisted ? AutoSwitch::On : AutoSwitch::Off;
+    if (hoisted && requested.valueTile == -1)
+      pipeline.valueTile = 0;
+  }
   bool placed = tryTiles();
+  if (hoisted && !placed) {
+    hoisted = false;
+    pipeline.hoistChunkWork = AutoSwitch::Off;
+    pipeline.valueTile = requested.valueTile;
+    placed = tryTiles();
+  }
   // Few blocks: runs of chunks per (sequence, head) in parallel, their
   // states combined (hla-chunk's segmented form; the run count from the
   // SMs, no value tiles). A derived backward cuts its sequential passes
@@ -340,7 +388,8 @@ bool KernelSearch::tryRegisterTiles() {
   // runs against 2.17 in one (H200, 2026-12-05).
   // Where the segmented trial does not place, the persistent one is kept as
   // it was mapped.
-  if (placed && fewBlocks(*trial) && schedule == KernelSchedule::Auto) {
+  if (placed && !hoisted && fewBlocks(*trial) &&
+      schedule == KernelSchedule::Auto) {
     OwningOpRef<ModuleOp> persistent = std::move(trial);
     int64_t persistentValueTile = pipeline.valueTile;
     pipeline.schedule = KernelSchedule::Segmented;
@@ -386,7 +435,7 @@ bool KernelSearch::tryRegisterTiles() {
   // above.
   if (placed &&
       (pipeline.schedule == KernelSchedule::Segmented || !fewBlocks(*trial) ||
-       hasPrefixVjp(*pristine)) &&
+       hasPrefixVjp(*pristine) || hoisted) &&
       succeeded(generateKernels(*trial))) {
     adopt(std::move(trial));
     return true;
@@ -395,6 +444,8 @@ bool KernelSearch::tryRegisterTiles() {
   pipeline.generator = ChunkLoopGenerator::Phases;
   pipeline.schedule = schedule;
   pipeline.chunkSize = chunk;
+  pipeline.hoistChunkWork = requested.hoistChunkWork;
+  hoisted = false;
   if (choosesGradients)
     pipeline.parallelGradients = AutoSwitch::Off;
   return false;
@@ -505,7 +556,7 @@ LogicalResult KernelSearch::run(std::string &error) {
     KernelSchedule schedule;
   };
   std::optional<TileChoice> spillingTiles;
-  bool allowSpills = settings.allowSpills;
+  bool allowSpills = settings.allowSpills || hoisted;
   TimingScope assembly = phase("ptxas");
   while (failed(assembleKernels(module, pipeline, settings.ptxasLog, spills,
                                 error, allowSpills))) {

@@ -127,3 +127,24 @@ def test_bf16_inputs(tmp_path):
     (out,) = run_exe(exe, xs, tmp_path)
     q, k, v, g, beta = xs
     assert relative_error(out.astype(np.float64), ref.kda(q, k, v, g=g, beta=beta)) <= 1e-2
+
+
+@pytest.mark.parametrize("T,chunk,value_tile", [(1, 16, 0), (17, 16, 0), (70, 16, 4), (100, 32, 0),
+                                                (130, 64, 0)])
+def test_hoisted_chunk_work(tmp_path, T, chunk, value_tile):
+    """The fused form with the work its state does not reach (decays,
+    pairs, solve, W, U) in a pass parallel over chunks ahead of the loop
+    (--hoist-chunk-work=on): grouped heads, state in and out, ragged tails,
+    value tiles."""
+    rng = np.random.default_rng(11 + T + chunk)
+    B, hq, hkv, dk, dv = 2, 4, 2, 16, 8
+    q, k, v, g, beta = make_inputs(rng, B, T, hq, hkv, dk, dv)
+    s0 = (rng.standard_normal((B, hq, dk, dv)) * 0.3).astype(np.float32)
+    exe = compile_graph(kda_graph(B, T, hq, hkv, dk, dv, state=True, scale=0.3), chunk=chunk,
+                        extra=("--chunk-form=fused", "--hoist-chunk-work=on",
+                               f"--value-tile={value_tile}"))
+    out, final = run_exe(exe, [q, k, v, g, beta, s0], tmp_path)
+    want, (want_final,) = ref.kda(q, k, v, g=g, beta=beta, scale=0.3, initial_state=(s0,),
+                                  output_final_state=True)
+    assert relative_error(out, want) <= 1e-5
+    assert relative_error(final, want_final) <= 1e-5

@@ -70,6 +70,12 @@ struct CPUPipelineOptions : public PassPipelineOptions<CPUPipelineOptions> {
       llvm::cl::desc("The derived backward with parallel gradients: a pass "
                      "per input's gradient (hla-chunk's split-gradients)"),
       llvm::cl::init(false)};
+  PassOptions::Option<AutoSwitch> hoistChunkWork{
+      *this, "hoist-chunk-work",
+      llvm::cl::desc("Fused chunk loops: the work the carried state does "
+                     "not reach in a pass parallel over chunks "
+                     "(hla-hoist-chunk-work): auto (off here), on or off"),
+      llvm::cl::init(AutoSwitch::Auto), modeValues<AutoSwitch>()};
   PassOptions::Option<int64_t> scanThreads{
       *this, "scan-threads",
       llvm::cl::desc("Threads the auto scan schedule and the segmented form "
@@ -182,6 +188,13 @@ struct CUDAPipelineOptions : public PassPipelineOptions<CUDAPipelineOptions> {
       *this, "parallel-gradients",
       llvm::cl::desc("The derived backward: the tokens' gradients in a pass "
                      "parallel over chunks (hla-chunk's parallel-gradients): "
+                     "auto (with register tiles), on or off"),
+      llvm::cl::init(AutoSwitch::Auto), modeValues<AutoSwitch>()};
+  PassOptions::Option<AutoSwitch> hoistChunkWork{
+      *this, "hoist-chunk-work",
+      llvm::cl::desc("Persistent kernels: the chunk loop's work that the "
+                     "carried state does not reach in a kernel parallel "
+                     "over chunks (hla-hoist-chunk-work, bf16 operands): "
                      "auto (with register tiles), on or off"),
       llvm::cl::init(AutoSwitch::Auto), modeValues<AutoSwitch>()};
   PassOptions::Option<bool> splitGradients{

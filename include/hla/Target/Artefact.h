@@ -75,6 +75,9 @@ struct ArtefactOptions {
   /// The derived backward: the tokens' gradients in a pass of their own,
   /// parallel over chunks (auto: on CUDA register tiles; off on the CPU).
   AutoSwitch parallelGradients = AutoSwitch::Auto;
+  /// Fused chunk loops: the work the state does not reach in a pass
+  /// parallel over chunks (auto: on CUDA register tiles; off on the CPU).
+  AutoSwitch hoistChunkWork = AutoSwitch::Auto;
   /// With parallel gradients: a pass per input's gradient.
   bool splitGradients = false;
   /// CUDA register tiles: warpgroups per block, each holding its share of

@@ -274,9 +274,14 @@ def register_tile_cases():
     # KDA: β a vector of tokens, Γ's reference rows read from its exact f32
     # copy, the pair bands reduced by each thread (PlaceTiles.cpp); ragged
     # tails, a single token, grouped heads, 32-column value tiles, causal
-    # isolation on (poisoned tokens) and off, decays to exactly zero. Its
-    # kernels spill (120 bytes per thread with isolation): kept so.
+    # isolation on (poisoned tokens) and off, decays to exactly zero. With
+    # register tiles the persistent schedule moves the work the state does
+    # not reach into a kernel parallel over chunks (hoist-chunk-work=auto);
+    # the -fused cases keep it in the loop. The kernels may spill: kept so.
     kda = dict(tiles, flags=["--cuda-allow-spills"])
+    fused = dict(kda, flags=kda["flags"] + ["--hoist-chunk-work=off"])
+    for T in [65, 300]:
+        cases.append(case(f"kda-tiles-fused-T{T}", "kda", T, B=2, hq=2, hkv=1, **fused))
     for T in [1, 63, 65, 300]:
         cases.append(case(f"kda-tiles-T{T}", "kda", T, B=2, hq=2, hkv=1, **kda))
     cases.append(case("kda-tiles-T200-noiso", "kda", 200, B=2,
@@ -289,6 +294,11 @@ def register_tile_cases():
     # spilling register tiles over the phases, in the schedule they spilled
     # in (few blocks here: the segmented one).
     cases.append(case("kda-auto-d64", "kda", 300, B=1, hq=2, hkv=2, d=64, dv=64,
+                      dtype="bf16", tol=1e-2, chunk=0, schedule="auto", poison=True))
+    # With 40 (sequence, head) pairs, between a quarter and a half of the
+    # SMs, the search hoists the state-free work into a kernel parallel
+    # over chunks (ragged tail, poisoned tokens).
+    cases.append(case("kda-auto-hoisted", "kda", 200, B=1, hq=40, hkv=40, d=64, dv=64,
                       dtype="bf16", tol=1e-2, chunk=0, schedule="auto", poison=True))
     cases.append(case("ahla-tiles-d128-vt32", "ahla", 200, B=1, value_tile=32, **wide))
     cases.append(case("ahla-tiles-d128-vt16-noiso", "ahla", 130, B=2, value_tile=16,

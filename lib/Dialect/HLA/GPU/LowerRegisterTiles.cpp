@@ -34,6 +34,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -44,6 +45,7 @@
 
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/SaveAndRestore.h"
 
 #include <functional>
 
@@ -114,7 +116,26 @@ TileEmitter::cloneBody(linalg::GenericOp op, llvm::ArrayRef<Value> ivs,
       if (!mapping.contains(operand) &&
           !op.getRegion().isAncestor(operand.getParentRegion()))
         mapping.map(operand, scalar(operand));
-    b.clone(inner, mapping);
+    Operation *clone = b.clone(inner, mapping);
+    // In a reduction computed by each thread of a pass parallel over
+    // chunks (KDA's pair bands: an exponential per element and reduced
+    // index, 131k per chunk), the hardware's exp2 (2 instructions, not
+    // libdevice's 9; its relative error near 1e-7, beside bf16's 4e-3:
+    // register tiles hold bf16 kernels only) and fused multiply-adds: KDA
+    // 4x16x4096 hoisted 0.995 ms against 1.065. Not in chunk loops, whose
+    // kernels sit at the register limit: there the same code ran slower
+    // (fused 8x16x8192: 3.45 against 2.99; H100, 2026-12-06).
+    auto fastmath = dyn_cast<arith::ArithFastMathInterface>(clone);
+    if (fastmath && approximateMath) {
+      arith::FastMathFlagsAttr given = fastmath.getFastMathFlagsAttr();
+      arith::FastMathFlags flags =
+          (given ? given.getValue() : arith::FastMathFlags::none) |
+          arith::FastMathFlags::contract;
+      if (isa<math::ExpOp>(clone))
+        flags = flags | arith::FastMathFlags::afn;
+      clone->setAttr(fastmath.getFastMathAttrName(),
+                     arith::FastMathFlagsAttr::get(b.getContext(), flags));
+    }
   }
   llvm::SmallVector<Value> results;
   for (Value v : body.getTerminator()->getOperands())
@@ -291,6 +312,9 @@ void TileEmitter::emitElementwise(linalg::GenericOp op) {
 }
 
 void TileEmitter::emitThreadReduction(linalg::GenericOp op) {
+  llvm::SaveAndRestore approximate(
+      approximateMath, plan.forall.getBody()->getOps<scf::ForOp>().empty() &&
+                           !op->getParentOfType<scf::ForOp>());
   AffineMap outMap = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
   Value result = op.getResult(0);
   int64_t cols = columns(result), slots = slotsOf(result);
@@ -304,10 +328,30 @@ void TileEmitter::emitThreadReduction(linalg::GenericOp op) {
       reduced.push_back(d);
   llvm::SmallVector<Value> ivs(op.getNumLoops());
   llvm::SmallVector<scf::ForOp> loops;
+  // Where every input is a 2-D tile read along the innermost reduced
+  // dimension as its columns, that loop steps by 8 and each input's 8
+  // columns are read at once (16 bytes of a token row, two 16-byte words
+  // of an exact copy), not one element per step: KDA's bands read four
+  // tiles per step.
+  unsigned inner = reduced.back();
+  bool byEight =
+      ranges[inner] % 8 == 0 &&
+      llvm::all_of(op.getDpsInputOperands(), [&](OpOperand *operand) {
+        AffineMap map = op.getMatchingIndexingMap(operand);
+        if (map.getNumResults() != 2 ||
+            map.getResult(1) != b.getAffineDimExpr(inner) ||
+            map.getResult(0).isFunctionOfDim(inner))
+          return false;
+        Placement p = plan.of(operand->get());
+        return p == Placement::Expr ||
+               (p == Placement::Frag &&
+                plan.stagedIndex(operand->get(), /*exact=*/true));
+      });
   OpBuilder::InsertionGuard guard(b);
   for (unsigned d : reduced) {
-    auto loop =
-        scf::ForOp::create(b, loc, index(0), index(ranges[d]), index(1), acc);
+    int64_t step = byEight && d == inner ? 8 : 1;
+    auto loop = scf::ForOp::create(b, loc, index(0), index(ranges[d]),
+                                   index(step), acc);
     b.setInsertionPointToStart(loop.getBody());
     ivs[d] = loop.getInductionVar();
     acc.assign(loop.getRegionIterArgs().begin(),
@@ -319,11 +363,31 @@ void TileEmitter::emitThreadReduction(linalg::GenericOp op) {
     llvm::SmallVector<Value> at = ivs;
     at[outMap.getDimPosition(0)] = slotRow(i, cols);
     at[outMap.getDimPosition(1)] = slotCol(i, cols);
-    next.push_back(cloneBody(op, at, [&](OpOperand &operand) -> Value {
-      if (op.isDpsInit(&operand))
-        return acc[i];
-      return evalOperand(op, operand, at);
-    })[0]);
+    if (!byEight) {
+      next.push_back(cloneBody(op, at, [&](OpOperand &operand) -> Value {
+        if (op.isDpsInit(&operand))
+          return acc[i];
+        return evalOperand(op, operand, at);
+      })[0]);
+      continue;
+    }
+    llvm::DenseMap<OpOperand *, llvm::SmallVector<Value>> eight;
+    for (OpOperand *operand : op.getDpsInputOperands()) {
+      llvm::SmallVector<Value> rc =
+          applyMap(op.getMatchingIndexingMap(operand), at);
+      eight[operand] = readRow8(operand->get(), rc[0], rc[1]);
+    }
+    Value sum = acc[i];
+    for (int64_t j = 0; j < 8; ++j) {
+      llvm::SmallVector<Value> atJ = at;
+      atJ[inner] = arith::AddIOp::create(b, loc, at[inner], index(j));
+      sum = cloneBody(op, atJ, [&](OpOperand &operand) -> Value {
+        if (op.isDpsInit(&operand))
+          return sum;
+        return eight[&operand][j];
+      })[0];
+    }
+    next.push_back(sum);
   }
   for (scf::ForOp loop : llvm::reverse(loops)) {
     scf::YieldOp::create(b, loc, next);
@@ -342,8 +406,11 @@ void TileEmitter::emitLoop(scf::ForOp loop) {
   for (auto [i, l] : llvm::enumerate(plan.landing))
     if (l.tokens->getParentOp() == loop)
       landings.push_back(i);
-  for (unsigned l : landings)
-    issueLanding(l, loop, scalar(loop.getLowerBound()), index(0));
+  for (unsigned l : landings) {
+    IRMapping first;
+    first.map(loop.getInductionVar(), scalar(loop.getLowerBound()));
+    issueLanding(l, loop.getBody(), first, index(0));
+  }
   if (!landings.empty())
     NVVM::CpAsyncCommitGroupOp::create(b, loc);
   llvm::SmallVector<Value> inits;
@@ -407,7 +474,9 @@ void TileEmitter::emitLoop(scf::ForOp loop) {
       b.setInsertionPoint(ahead.thenBlock()->getTerminator());
       Value other = arith::MulIOp::create(
           b, loc, arith::SubIOp::create(b, loc, index(1), parity), index(size));
-      issueLanding(l, loop, next, other);
+      IRMapping ahead;
+      ahead.map(loop.getInductionVar(), next);
+      issueLanding(l, loop.getBody(), ahead, other);
     }
     NVVM::CpAsyncCommitGroupOp::create(b, loc);
   }
@@ -811,6 +880,22 @@ void TileEmitter::run() {
                         workgroupSpace(ctx)),
         window, index(l.offset), ValueRange{}));
 
+  // A pass with no chunk loop: its token rows are copied into their
+  // buffers first, then read from shared memory wherever they are needed.
+  llvm::SmallVector<unsigned> upFront;
+  for (auto [i, l] : llvm::enumerate(plan.landing))
+    if (l.tokens->getParentOp() == forall.getOperation())
+      upFront.push_back(i);
+  for (unsigned l : upFront) {
+    IRMapping none;
+    issueLanding(l, forall.getBody(), none, index(0));
+    landingCurrent[l] = index(0);
+  }
+  if (!upFront.empty()) {
+    NVVM::CpAsyncCommitGroupOp::create(b, loc);
+    NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
+    barrier();
+  }
   emitBlock(*forall.getBody());
   for (Operation &op : forall.getTerminator().getYieldingOps()) {
     auto insert = dyn_cast<tensor::ParallelInsertSliceOp>(op);
@@ -828,6 +913,11 @@ void TileEmitter::run() {
                               indicesAt(insert.getMixedOffsets(),
                                         insert.getDroppedDims(), Value(),
                                         Value()));
+      continue;
+    }
+    if (plan.of(insert.getSource()) == Placement::Expr &&
+        insert.getSourceType().getRank() == 1) {
+      emitVectorStore(insert);
       continue;
     }
     if (plan.of(insert.getSource()) != Placement::Rows)
@@ -905,15 +995,24 @@ struct HLAGPULowerRegisterTilesPass
       transposeProductReads(candidate);
       sinkIntoBranches(candidate);
       std::string why;
-      std::optional<TilePlan> plan = planRegisterTiles(candidate, why);
-      if (plan) {
-        orderForRegisterPressure(*plan);
-        // Copies share bytes only where they must: sharing adds waits and
-        // barriers before rewrites (hla2 with isolation at 32 value
-        // columns then spills 8 bytes).
-        if (plan->sharedBytes > maxSharedMemory)
-          shareSharedMemory(*plan);
-      }
+      auto place = [&](bool landUpFront) {
+        std::optional<TilePlan> plan =
+            planRegisterTiles(candidate, why, landUpFront);
+        if (plan) {
+          orderForRegisterPressure(*plan);
+          // Copies share bytes only where they must: sharing adds waits
+          // and barriers before rewrites (hla2 with isolation at 32 value
+          // columns then spills 8 bytes).
+          if (plan->sharedBytes > maxSharedMemory)
+            shareSharedMemory(*plan);
+        }
+        return plan;
+      };
+      std::optional<TilePlan> plan = place(/*landUpFront=*/true);
+      // Token rows read from global memory where they are needed, where
+      // their buffers would not fit.
+      if (plan && plan->sharedBytes > maxSharedMemory)
+        plan = place(/*landUpFront=*/false);
       if (plan && plan->sharedBytes > maxSharedMemory) {
         why = llvm::formatv("its tiles' shared-memory copies and buffers "
                             "need {0} bytes, more than the {1} of a block",

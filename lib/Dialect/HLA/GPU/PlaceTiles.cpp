@@ -52,8 +52,9 @@ namespace {
 
 class Placer {
 public:
-  Placer(scf::ForallOp forall, TilePlan &plan, std::string &why)
-      : forall(forall), plan(plan), why(why) {}
+  Placer(scf::ForallOp forall, TilePlan &plan, std::string &why,
+         bool landUpFront)
+      : forall(forall), plan(plan), why(why), landUpFront(landUpFront) {}
 
   LogicalResult run();
 
@@ -89,6 +90,7 @@ private:
   scf::ForallOp forall;
   TilePlan &plan;
   std::string &why;
+  bool landUpFront;
 };
 
 } // namespace
@@ -124,16 +126,17 @@ std::optional<Placement> Placer::of(Value v) {
 
 /// Whether `slice` reads one f32 state an earlier kernel wrote (a run's
 /// summary, the state entering a chunk that the backward's first pass
-/// saved): a single element, or a matrix of static rows at any offset of
-/// the source's next-to-last dimension and all of its last, every other
-/// dimension a single index. (float32 tokens are a window of the time
-/// dimension: they stay exact on the phase mapper.)
+/// saved, a tile stacked by hla-hoist-chunk-work's pass): a single element,
+/// a vector of all of the source's last dimension, or a matrix of static
+/// rows at any offset of the source's next-to-last dimension and all of its
+/// last, every other dimension a single index. (float32 tokens are a window of
+/// the time dimension: they stay exact on the phase mapper.)
 static bool isEarlierKernelState(tensor::ExtractSliceOp slice) {
   auto source = cast<RankedTensorType>(slice.getSourceType());
   int64_t rank = source.getRank(), kept = slice.getType().getRank();
   if (isa<BlockArgument>(slice.getSource()) ||
       !source.getElementType().isF32() || !source.hasStaticShape() ||
-      !slice.hasUnitStride() || (kept != 0 && kept != 2) || rank < kept)
+      !slice.hasUnitStride() || kept > 2 || rank < kept)
     return false;
   llvm::SmallVector<OpFoldResult> offsets = slice.getMixedOffsets();
   llvm::SmallVector<OpFoldResult> sizes = slice.getMixedSizes();
@@ -152,9 +155,9 @@ static bool isEarlierKernelState(tensor::ExtractSliceOp slice) {
   return true;
 }
 
-/// The token insertion whose bf16 values `tile` holds: the insertion
+/// The token insertion (or stacked tile) whose bf16 values `tile` holds:
 /// itself, or its elements widened (exactly) to f32.
-static tensor::InsertSliceOp tokensOf(Value tile) {
+static Operation *tokensOf(Value tile) {
   if (auto generic = tile.getDefiningOp<linalg::GenericOp>()) {
     Block &body = generic.getRegion().front();
     auto widen =
@@ -166,7 +169,10 @@ static tensor::InsertSliceOp tokensOf(Value tile) {
       return nullptr;
     tile = generic.getDpsInputOperand(0)->get();
   }
-  return tile.getDefiningOp<tensor::InsertSliceOp>();
+  Operation *def = tile.getDefiningOp();
+  return isa_and_nonnull<tensor::InsertSliceOp, tensor::ExtractSliceOp>(def)
+             ? def
+             : nullptr;
 }
 
 void Placer::stage(Value tile) {
@@ -175,7 +181,7 @@ void Placer::stage(Value tile) {
   auto type = cast<RankedTensorType>(tile.getType());
   TilePlan::Staged copy{tile, type.getDimSize(0), type.getDimSize(1),
                         plan.sharedBytes, std::nullopt};
-  if (tensor::InsertSliceOp tokens = tokensOf(tile))
+  if (Operation *tokens = tokensOf(tile))
     for (auto [i, l] : llvm::enumerate(plan.landing))
       if (l.tokens == tokens)
         copy.landing = i;
@@ -548,6 +554,18 @@ LogicalResult Placer::placeOp(Operation *op) {
       plan.placement[extract] = extract.getType().hasStaticShape()
                                     ? Placement::Expr
                                     : Placement::GlobalSlice;
+      // In a chunk loop, a whole tile of an earlier kernel's stack (what
+      // hla-hoist-chunk-work's pass computed for the chunk) is copied a
+      // chunk ahead, like token rows.
+      RankedTensorType tile = extract.getType();
+      if (isa<scf::ForOp>(extract->getParentOp()) && tile.hasStaticShape() &&
+          !isa<BlockArgument>(extract.getSource()) &&
+          tile.getDimSize(1) % 8 == 0 && extract.hasUnitStride()) {
+        plan.landing.push_back({extract, tile.getDimSize(0), tile.getDimSize(1),
+                                plan.sharedBytes});
+        plan.sharedBytes +=
+            llvm::alignTo(2 * plan.landing.back().bufferBytes(), int64_t(128));
+      }
       return success();
     }
     if (p == Placement::Rows) {
@@ -590,16 +608,22 @@ LogicalResult Placer::placeOp(Operation *op) {
             insert.getDestType().getDimSize(1)) {
       plan.placement[insert] = Placement::Expr;
       // In a chunk loop, rows of 16-byte multiples into a zero tile are
-      // copied one chunk ahead.
+      // copied one chunk ahead (two buffers); in a pass with no chunk loop,
+      // into one buffer before the pass's work, so that every read of them
+      // is from shared memory.
       auto fill = insert.getDest().getDefiningOp<linalg::FillOp>();
       RankedTensorType tile = insert.getDestType();
-      if (isa<scf::ForOp>(insert->getParentOp()) && fill &&
+      bool inLoop = isa<scf::ForOp>(insert->getParentOp());
+      bool upFront = landUpFront &&
+                     insert->getParentOp() == forall.getOperation() &&
+                     forall.getBody()->getOps<scf::ForOp>().empty();
+      if ((inLoop || upFront) && fill &&
           matchPattern(fill.value(), m_AnyZeroFloat()) &&
           tile.getElementType().isBF16() && tile.getDimSize(1) % 8 == 0) {
         plan.landing.push_back(
             {insert, tile.getDimSize(0), tile.getDimSize(1), plan.sharedBytes});
-        plan.sharedBytes +=
-            llvm::alignTo(2 * plan.landing.back().bufferBytes(), int64_t(128));
+        plan.sharedBytes += llvm::alignTo(
+            (inLoop ? 2 : 1) * plan.landing.back().bufferBytes(), int64_t(128));
       }
       return success();
     }
@@ -676,6 +700,12 @@ LogicalResult Placer::run() {
     Placement source = insert ? plan.of(insert.getSource()) : Placement::Empty;
     if (insert && source == Placement::ScalarTensor)
       continue; // a 0-d state, stored by one thread
+    // A vector (KDA's decay row at a chunk's end, stacked for a later
+    // kernel): an element per thread.
+    if (insert && source == Placement::Expr &&
+        insert.getSourceType().getRank() == 1 &&
+        insert.getSourceType().hasStaticShape())
+      continue;
     if (insert && insert.hasUnitStride() &&
         (source == Placement::Prefix || source == Placement::Frag ||
          source == Placement::Expr)) {
@@ -999,10 +1029,11 @@ LogicalResult mlir::hla::gpumap::chooseWarpgroups(TilePlan &plan,
 }
 
 std::optional<TilePlan>
-mlir::hla::gpumap::planRegisterTiles(scf::ForallOp forall, std::string &why) {
+mlir::hla::gpumap::planRegisterTiles(scf::ForallOp forall, std::string &why,
+                                     bool landUpFront) {
   TilePlan plan;
   plan.forall = forall;
-  if (failed(Placer(forall, plan, why).run()))
+  if (failed(Placer(forall, plan, why, landUpFront).run()))
     return std::nullopt;
   return plan;
 }

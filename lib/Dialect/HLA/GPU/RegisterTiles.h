@@ -112,9 +112,10 @@ struct TilePlan {
   llvm::SmallVector<Staged> staged;
   /// Token rows read inside a chunk loop, copied a chunk ahead (cp.async)
   /// into two `rows` x `cols` bf16 buffers at `offset`, each laid out as a
-  /// Staged copy: the insertion of the rows into a zero tile.
+  /// Staged copy: the insertion of the rows into a zero tile, or a whole
+  /// bf16 tile of an earlier kernel's stack (tensor.extract_slice).
   struct Landing {
-    tensor::InsertSliceOp tokens;
+    Operation *tokens;
     int64_t rows, cols, offset;
     int64_t bufferBytes() const { return cols / 8 * groupBytes(rows); }
   };
@@ -175,9 +176,12 @@ bool isSum(linalg::GenericOp op);
 void transposeProductReads(scf::ForallOp forall);
 
 /// Places every tile of `forall`'s body; on failure `why` says what could
-/// not be placed.
+/// not be placed. With `landUpFront`, a pass with no chunk loop copies its
+/// token rows into shared memory before its work (else they are read from
+/// global memory where they are needed).
 std::optional<TilePlan> planRegisterTiles(scf::ForallOp forall,
-                                          std::string &why);
+                                          std::string &why,
+                                          bool landUpFront = true);
 
 /// Moves the side-effect free ops whose results only one region of an
 /// scf.if reads into that region (upstream's control-flow sinking).

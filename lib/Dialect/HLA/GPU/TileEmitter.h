@@ -136,6 +136,10 @@ private:
   llvm::SmallVector<Value> indicesAt(llvm::ArrayRef<OpFoldResult> offsets,
                                      const llvm::SmallBitVector &dropped,
                                      Value row, Value col);
+  /// Whether cloneBody gives its clones approximate exponentials and
+  /// contracted multiply-adds (inside reductions computed by each thread
+  /// of a pass parallel over chunks).
+  bool approximateMath = false;
   llvm::SmallVector<Value> cloneBody(linalg::GenericOp op,
                                      llvm::ArrayRef<Value> ivs,
                                      llvm::function_ref<Value(OpOperand &)> in);
@@ -150,6 +154,9 @@ private:
   /// Element (row, col) of exact copy `staged` (made before the op
   /// reading it: prepareExactReads).
   Value exactAt(unsigned staged, Value row, Value col);
+  /// Elements (row, col0 .. col0 + 7) of a tile: a fragment's from its
+  /// exact copy (two vector loads), an on-demand tile's by evalRow8.
+  llvm::SmallVector<Value> readRow8(Value tile, Value row, Value col0);
   /// Makes the exact copies that emitting `op` or evaluating `tiles` reads
   /// (a fragment's row as a vector, a fragment read away from its own
   /// positions), with the barrier before they are read: outside the loops
@@ -165,6 +172,8 @@ private:
   void emitContraction(linalg::GenericOp op);
   void emitRows(tensor::InsertSliceOp op);
   void emitRows(tensor::ParallelInsertSliceOp op);
+  /// An on-demand vector into a later kernel's stack, an element a thread.
+  void emitVectorStore(tensor::ParallelInsertSliceOp op);
   /// Stores rows [0, length) of `tile` at `indices(row, col)` of `buffer`.
   void emitTileRows(
       Value tile, Value length, Value buffer,
@@ -195,7 +204,7 @@ private:
     unknownState = s.unknownState;
   }
   /// The landing buffer pair of a token insertion, if it has one.
-  std::optional<unsigned> landingOf(tensor::InsertSliceOp insert) {
+  std::optional<unsigned> landingOf(Operation *insert) {
     for (auto [i, l] : llvm::enumerate(plan.landing))
       if (l.tokens == insert)
         return i;
@@ -203,7 +212,7 @@ private:
   }
   /// The landing buffer pair holding `insert`'s rows where they are read
   /// now (inside its chunk loop, copied ahead), if any.
-  std::optional<unsigned> landedIn(tensor::InsertSliceOp insert) {
+  std::optional<unsigned> landedIn(Operation *insert) {
     std::optional<unsigned> l = landingOf(insert);
     if (l && landingCurrent.count(*l))
       return l;
@@ -211,7 +220,7 @@ private:
   }
   /// `v` (a scalar of `loop`'s body) recomputed with the induction variable
   /// mapped as in `mapping`.
-  Value cloneAt(Value v, scf::ForOp loop, IRMapping &mapping);
+  Value cloneAt(Value v, Block *body, IRMapping &mapping);
   /// Element (row, col) of a shared-memory tile of `rows` rows laid out
   /// as TilePlan::Staged says: (col / 8) groupBytes(rows) / 2 + 8 row +
   /// col % 8.
@@ -241,7 +250,7 @@ private:
                     llvm::function_ref<void(Value, Value, Value)> use);
   /// Starts copying the token rows of landing pair `l` for the chunk whose
   /// induction variable is `iv` into its buffer at element `base`.
-  void issueLanding(unsigned l, scf::ForOp loop, Value iv, Value base);
+  void issueLanding(unsigned l, Block *body, IRMapping &mapping, Value base);
 
   /// Makes the shared-memory copies `needed` (and those of later
   /// contractions of `op`'s block that are ready).

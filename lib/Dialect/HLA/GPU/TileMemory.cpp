@@ -125,6 +125,35 @@ Value TileEmitter::evalOperand(linalg::GenericOp op, OpOperand &operand,
   return evalAt(operand.get(), at[0], at.size() == 2 ? at[1] : Value());
 }
 
+llvm::SmallVector<Value> TileEmitter::readRow8(Value tile, Value row,
+                                               Value col0) {
+  std::optional<unsigned> exact = plan.of(tile) == Placement::Frag
+                                      ? plan.stagedIndex(tile, /*exact=*/true)
+                                      : std::nullopt;
+  if (!exact)
+    return evalRow8(tile, row, col0);
+  // Two 16-byte words of the exact copy: its rows are a multiple of 4
+  // elements apart and col0 is a multiple of 8.
+  const TilePlan::Staged &s = plan.staged[*exact];
+  readSince.insert(*exact);
+  Value at = arith::AddIOp::create(
+      b, loc,
+      arith::MulIOp::create(b, loc, row,
+                            index(TilePlan::Staged::exactStride(s.cols))),
+      col0);
+  auto quad = VectorType::get({4}, b.getF32Type());
+  llvm::SmallVector<Value> values;
+  for (int64_t half = 0; half < 2; ++half) {
+    Value word = vector::LoadOp::create(
+        b, loc, quad, stagedViews[*exact],
+        ValueRange{arith::AddIOp::create(b, loc, at, index(4 * half))},
+        /*nontemporal=*/false, /*alignment=*/llvm::MaybeAlign(16));
+    for (int64_t j = 0; j < 4; ++j)
+      values.push_back(vector::ExtractOp::create(b, loc, word, j));
+  }
+  return values;
+}
+
 Value TileEmitter::exactAt(unsigned staged, Value row, Value col) {
   const TilePlan::Staged &s = plan.staged[staged];
   readSince.insert(staged);
@@ -619,6 +648,25 @@ void TileEmitter::emitRows(tensor::ParallelInsertSliceOp op) {
   });
 }
 
+void TileEmitter::emitVectorStore(tensor::ParallelInsertSliceOp op) {
+  Value vector = op.getSource();
+  prepareExactReads(nullptr, {vector});
+  Value buffer = buffers[op.getDest()];
+  Type element = cast<MemRefType>(buffer.getType()).getElementType();
+  int64_t length = op.getSourceType().getDimSize(0);
+  auto elements = scf::ForOp::create(b, loc, threadId, index(length),
+                                     index(plan.threads()));
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(elements.getBody()->getTerminator());
+  Value at = elements.getInductionVar();
+  Value value = evalAt(vector, at, Value());
+  if (value.getType() != element)
+    value = arith::TruncFOp::create(b, loc, element, value);
+  memref::StoreOp::create(
+      b, loc, value, buffer,
+      indicesAt(op.getMixedOffsets(), op.getDroppedDims(), at, Value()));
+}
+
 void TileEmitter::emitTileRows(
     Value tile, Value length, Value buffer,
     llvm::function_ref<llvm::SmallVector<Value>(Value, Value)> indices) {
@@ -680,33 +728,35 @@ void TileEmitter::emitTileRows(
   });
 }
 
-Value TileEmitter::cloneAt(Value v, scf::ForOp loop, IRMapping &mapping) {
+Value TileEmitter::cloneAt(Value v, Block *body, IRMapping &mapping) {
   if (Value mapped = mapping.lookupOrNull(v))
     return mapped;
   Operation *def = v.getDefiningOp();
-  if (!def || def->getBlock() != loop.getBody())
+  if (!def || def->getBlock() != body)
     return scalar(v);
   for (Value operand : def->getOperands())
-    mapping.map(operand, cloneAt(operand, loop, mapping));
+    mapping.map(operand, cloneAt(operand, body, mapping));
   b.clone(*def, mapping);
   return mapping.lookup(v);
 }
 
-void TileEmitter::issueLanding(unsigned l, scf::ForOp loop, Value iv,
+void TileEmitter::issueLanding(unsigned l, Block *body, IRMapping &mapping,
                                Value base) {
   const TilePlan::Landing &landing = plan.landing[l];
-  tensor::InsertSliceOp insert = landing.tokens;
-  auto slice = insert.getSource().getDefiningOp<tensor::ExtractSliceOp>();
-  IRMapping mapping;
-  mapping.map(loop.getInductionVar(), iv);
+  // Token rows into a zero tile, or a whole tile of a stack.
+  auto insert = dyn_cast<tensor::InsertSliceOp>(landing.tokens);
+  auto slice = insert
+                   ? insert.getSource().getDefiningOp<tensor::ExtractSliceOp>()
+                   : cast<tensor::ExtractSliceOp>(landing.tokens);
   llvm::SmallVector<OpFoldResult> offsets;
   for (OpFoldResult offset : slice.getMixedOffsets())
     offsets.push_back(
         isa<Value>(offset)
-            ? OpFoldResult(cloneAt(cast<Value>(offset), loop, mapping))
+            ? OpFoldResult(cloneAt(cast<Value>(offset), body, mapping))
             : offset);
-  OpFoldResult size = insert.getMixedSizes()[0];
-  Value length = isa<Value>(size) ? cloneAt(cast<Value>(size), loop, mapping)
+  OpFoldResult size = insert ? insert.getMixedSizes()[0]
+                             : OpFoldResult(b.getIndexAttr(landing.rows));
+  Value length = isa<Value>(size) ? cloneAt(cast<Value>(size), body, mapping)
                                   : scalar(size);
   // Consecutive threads take consecutive 16 bytes of a row (coalesced).
   int64_t groups = landing.cols / 8;

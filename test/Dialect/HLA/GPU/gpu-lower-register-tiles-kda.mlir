@@ -12,8 +12,9 @@
 //   * the pair sums within blocks of 16 tokens, the decay's exponential
 //     inside the sum over d (A_kk's and A_qk's bands), are reductions that
 //     each thread computes for its own elements: one loop over d carrying
-//     its four elements of the 64 x 16 band, reading k from its landing
-//     buffer and Γ from its exact copy; each band gets an exact copy too (20
+//     its four elements of the 64 x 16 band, eight values of d a step,
+//     reading k from its landing buffer and Γ from its exact copy (16-byte
+//     words); each band gets an exact copy too (20
 //     columns apart), read at (r, s mod 16) by the elementwise op that
 //     merges it with the pairs across blocks.
 // 25 contractions per chunk: Γ, 12 of the triangular solve by doubling, W
@@ -24,11 +25,13 @@
 // CHECK: gpu.launch
 // CHECK-DAG: memref.view {{.*}} to memref<4352xf32, #gpu.address_space<workgroup>>
 // CHECK-DAG: memref.view {{.*}} to memref<1280xf32, #gpu.address_space<workgroup>>
-// A band: every thread's four elements carried over d, Γ read from its
-// exact copy.
-// CHECK: scf.for %{{.*}} = %{{.*}} to %c64{{.*}} iter_args({{.*}}) -> (f32, f32, f32, f32)
-// CHECK: memref.load %{{.*}} : memref<4352xf32, #gpu.address_space<workgroup>>
-// CHECK: math.exp
+// A band: every thread's four elements carried over d, eight values of d
+// a step, Γ's eight read from its exact copy as two 16-byte words; in a
+// chunk loop its exponentials are libdevice's (approximations only in
+// passes parallel over chunks: gpu-lower-register-tiles-kda-hoisted.mlir).
+// CHECK: scf.for %{{.*}} = %{{.*}} to %c64{{.*}} step %c8{{.*}} iter_args({{.*}}) -> (f32, f32, f32, f32)
+// CHECK: vector.load %{{.*}} : memref<4352xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+// CHECK: math.exp %{{.*}} : f32
 // The band's exact copy, a barrier, its reads at (r, s mod 16).
 // CHECK: memref.store %{{.*}} : memref<1280xf32, #gpu.address_space<workgroup>>
 // CHECK: gpu.barrier

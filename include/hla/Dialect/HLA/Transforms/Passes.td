@@ -532,6 +532,69 @@ def HLAAccumulateTileProductsPass : Pass<"hla-accumulate-tile-products"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def HLAHoistChunkWorkPass : Pass<"hla-hoist-chunk-work"> {
+  let summary = "Move a chunk loop's work that does not read the carried "
+                "state into a pass parallel over chunks";
+  let description = [{
+    A fused chunk loop (`scf.forall` over sequences and heads holding one
+    `scf.for` over chunks that carries the state) runs all of a chunk's
+    work in sequence, chunk after chunk, although much of it does not read
+    the carried state: KDA's cumulative decay, pair products, triangular
+    solve, W and U are 21 of its 25 products per chunk. This pass moves
+    that work out: the ops of the loop body that the carried values do not
+    reach and whose slice holds a reduction are cloned into a new
+    `scf.forall` over (the sequences and heads, the chunks), which writes
+    each value the loop still reads into a stack, a 2-D tile's rows at
+    `[sequence and head indices..., chunk · rows, 0]` of
+    `[..., chunks · rows, cols]`, a vector at `[..., chunk, 0]` of
+    `[..., chunks, n]`; the loop reads
+    the chunk's rows of the stack instead. What the state does not reach
+    but costs no reduction (token rows, masks, index arithmetic) stays in
+    the loop. A loop is split only when at least `min-products` reductions
+    move and
+    at least twice as many move as stay (the sequential part is then a
+    third of the loop's products or less). With `bf16-operands`, a tile that only
+    contractions read (as inputs) is stacked in bf16, as tensor cores would
+    read it anyway; otherwise stacks keep the tile's type. The values are
+    those the loop computed, rows past a sequence's end included.
+
+    ```mlir
+    scf.forall (%b, %h) in (B, H) {
+      scf.for %c = 0 to N iter_args(%s = %s0) {
+        %w = <work not reading %s>
+        %y = <work reading %s and %w>
+      }
+    }
+    // becomes
+    %stack = scf.forall (%b, %h, %c) in (B, H, N) shared_outs(%t = %e) {
+      %w = <work not reading %s>
+      scf.forall.in_parallel {
+        tensor.parallel_insert_slice %w into %t[%b, %h, %c * R, 0] ...
+      }
+    }
+    scf.forall (%b, %h) in (B, H) {
+      scf.for %c = 0 to N iter_args(%s = %s0) {
+        %w = tensor.extract_slice %stack[%b, %h, %c * R, 0] ...
+        %y = <work reading %s and %w>
+      }
+    }
+    ```
+  }];
+  let options = [
+    Option<"minProducts", "min-products", "int64_t", "8",
+           "Split a loop only when at least this many reductions move out">,
+    Option<"bf16Operands", "bf16-operands", "bool", "false",
+           "Stack tiles read only by contractions in bf16">,
+    Option<"report", "report", "bool", "false",
+           "Remark on each loop split: reductions moved and staying, tiles "
+           "stacked">,
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def HLASplitTileSumsPass : Pass<"hla-split-tile-sums"> {
   let summary = "Add the terms of a tile sum one at a time";
   let description = [{

@@ -1,0 +1,339 @@
+//===- HoistChunkWork.cpp - A chunk loop's state-free work, in parallel ---===//
+//
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// hla-hoist-chunk-work (Passes.td): the work of a fused chunk loop that the
+// carried state does not reach moves into a pass parallel over chunks,
+// which stacks the tiles the loop still reads; the loop reads them back.
+// Only the loop's sequential part stays sequential: KDA's decays, pairs,
+// triangular solve, W and U run with every chunk in parallel, and the loop
+// keeps the products with the state.
+//
+//===----------------------------------------------------------------------===//
+
+#include "hla/Dialect/HLA/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/IR/LinalgInterfaces.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Transforms/RegionUtils.h"
+
+#include "llvm/ADT/SetVector.h"
+#include "llvm/Support/FormatVariadic.h"
+
+namespace mlir::hla {
+#define GEN_PASS_DEF_HLAHOISTCHUNKWORKPASS
+#include "hla/Dialect/HLA/Transforms/Passes.h.inc"
+} // namespace mlir::hla
+
+using namespace mlir;
+using namespace mlir::hla;
+
+namespace {
+
+/// Whether `op` reduces (a contraction, a pair sum): the work worth moving.
+bool isReduction(Operation *op) {
+  auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
+  return linalgOp && linalgOp.getNumReductionLoops() > 0;
+}
+
+/// The values `op` reads, its nested regions' included (those defined
+/// outside it).
+llvm::SmallVector<Value> valuesRead(Operation *op) {
+  llvm::SetVector<Value> read(op->operand_begin(), op->operand_end());
+  getUsedValuesDefinedAbove(op->getRegions(), read);
+  return read.takeVector();
+}
+
+/// A chunk loop of a forall and how it splits.
+struct Split {
+  scf::ForallOp forall;
+  scf::ForOp loop;
+  /// Ops of the loop body that no carried value reaches.
+  llvm::DenseSet<Operation *> free;
+  /// The ops of the forall (before the loop) and of the loop body that the
+  /// parallel pass clones, in order.
+  llvm::SmallVector<Operation *> cloned;
+  /// The free tiles the rest of the loop reads, each stacked.
+  llvm::SmallVector<Value> stacked;
+  llvm::SmallVector<bool> inBF16;
+  int64_t moved = 0, staying = 0;
+};
+
+class HoistChunkWork
+    : public hla::impl::HLAHoistChunkWorkPassBase<HoistChunkWork> {
+public:
+  using HLAHoistChunkWorkPassBase::HLAHoistChunkWorkPassBase;
+
+  void runOnOperation() override {
+    llvm::SmallVector<scf::ForallOp> foralls;
+    getOperation()->walk([&](scf::ForallOp forall) {
+      if (!forall->getParentOfType<scf::ForallOp>())
+        foralls.push_back(forall);
+    });
+    for (scf::ForallOp forall : foralls) {
+      std::optional<Split> split = analyse(forall);
+      if (!split)
+        continue;
+      if (report)
+        forall.emitRemark(llvm::formatv(
+            "hla-hoist-chunk-work: {0} reductions moved to a pass parallel "
+            "over chunks, {1} staying; {2} tiles stacked ({3} in bf16)",
+            split->moved, split->staying, split->stacked.size(),
+            llvm::count(split->inBF16, true)));
+      rewrite(*split);
+    }
+  }
+
+private:
+  std::optional<Split> analyse(scf::ForallOp forall) const;
+  void rewrite(Split &split) const;
+};
+
+std::optional<Split> HoistChunkWork::analyse(scf::ForallOp forall) const {
+  Split split;
+  split.forall = forall;
+  for (Operation &op : forall.getBody()->without_terminator()) {
+    auto loop = dyn_cast<scf::ForOp>(&op);
+    if (!loop || loop.getNumRegionIterArgs() == 0)
+      continue;
+    if (split.loop)
+      return std::nullopt; // one chunk loop per forall
+    split.loop = loop;
+  }
+  scf::ForOp loop = split.loop;
+  if (!loop || !isZeroInteger(loop.getLowerBound()) ||
+      getConstantIntValue(loop.getStep()) != 1 ||
+      !getConstantIntValue(loop.getUpperBound()) ||
+      llvm::any_of(forall.getMixedUpperBound(),
+                   [](OpFoldResult ub) { return !getConstantIntValue(ub); }))
+    return std::nullopt;
+
+  // What the carried values reach; the rest is free.
+  llvm::DenseSet<Value> reached(loop.getRegionIterArgs().begin(),
+                                loop.getRegionIterArgs().end());
+  llvm::DenseSet<Value> heavy;
+  Block *body = loop.getBody();
+  for (Operation &op : body->without_terminator()) {
+    llvm::SmallVector<Value> read = valuesRead(&op);
+    if (llvm::any_of(read, [&](Value v) { return reached.contains(v); })) {
+      reached.insert(op.result_begin(), op.result_end());
+      continue;
+    }
+    split.free.insert(&op);
+    if (isReduction(&op) ||
+        llvm::any_of(read, [&](Value v) { return heavy.contains(v); }))
+      heavy.insert(op.result_begin(), op.result_end());
+  }
+
+  // The heavy free tiles the rest reads.
+  for (Operation &op : body->without_terminator()) {
+    if (!split.free.contains(&op))
+      continue;
+    for (Value result : op.getResults()) {
+      auto type = dyn_cast<RankedTensorType>(result.getType());
+      if (!heavy.contains(result) || !type || type.getRank() < 1 ||
+          type.getRank() > 2 || !type.hasStaticShape())
+        continue;
+      bool readByRest = false, onlyContractions = true;
+      for (OpOperand &use : result.getUses()) {
+        Operation *reader = body->findAncestorOpInBlock(*use.getOwner());
+        if (split.free.contains(reader))
+          continue;
+        readByRest = true;
+        auto generic = dyn_cast<linalg::GenericOp>(use.getOwner());
+        onlyContractions &= generic &&
+                            linalg::isaContractionOpInterface(generic) &&
+                            generic.isDpsInput(&use);
+      }
+      if (!readByRest)
+        continue;
+      split.stacked.push_back(result);
+      split.inBF16.push_back(bf16Operands && onlyContractions &&
+                             type.getElementType().isF32());
+    }
+  }
+  if (split.stacked.empty())
+    return std::nullopt;
+
+  // What the parallel pass computes: the stacked tiles' slice in the loop
+  // body and the forall's ops before the loop.
+  llvm::DenseSet<Operation *> needed;
+  llvm::SmallVector<Value> worklist(split.stacked.begin(), split.stacked.end());
+  while (!worklist.empty()) {
+    Value v = worklist.pop_back_val();
+    if (llvm::is_contained(forall.getRegionIterArgs(), v))
+      return std::nullopt; // reads the output being written
+    Operation *def = v.getDefiningOp();
+    if (!def || !forall->isProperAncestor(def) || def == loop.getOperation())
+      continue; // an induction variable, or from outside the forall
+    if (def->getBlock() != forall.getBody() && def->getBlock() != body)
+      continue; // inside an op already needed
+    if (!needed.insert(def).second)
+      continue;
+    llvm::append_range(worklist, valuesRead(def));
+  }
+  for (Operation &op : forall.getBody()->without_terminator())
+    if (needed.contains(&op))
+      split.cloned.push_back(&op);
+  for (Operation &op : body->without_terminator())
+    if (needed.contains(&op)) {
+      split.cloned.push_back(&op);
+      split.moved += isReduction(&op);
+    }
+  for (Operation &op : body->without_terminator())
+    if (isReduction(&op) && !needed.contains(&op))
+      ++split.staying;
+  if (split.moved < minProducts || split.moved < 2 * split.staying)
+    return std::nullopt;
+  return split;
+}
+
+/// A tile with every element converted by `convert` (extf or truncf) into
+/// `element`.
+template <typename ConvertOp>
+Value convertTile(OpBuilder &b, Location loc, Value tile, Type element) {
+  auto type = cast<RankedTensorType>(tile.getType());
+  Value empty = tensor::EmptyOp::create(b, loc, type.getShape(), element);
+  AffineMap identity = b.getMultiDimIdentityMap(type.getRank());
+  llvm::SmallVector<utils::IteratorType> parallel(
+      type.getRank(), utils::IteratorType::parallel);
+  return linalg::GenericOp::create(
+             b, loc, empty.getType(), tile, empty,
+             llvm::ArrayRef<AffineMap>{identity, identity}, parallel,
+             [&](OpBuilder &nb, Location nloc, ValueRange args) {
+               Value converted = ConvertOp::create(nb, nloc, element, args[0]);
+               linalg::YieldOp::create(nb, nloc, converted);
+             })
+      .getResult(0);
+}
+
+/// A stack's last dimensions for tiles of `type`: [chunks · rows, cols]
+/// for a 2-D tile, [chunks, n] for a vector.
+llvm::SmallVector<int64_t> stackRowsShape(RankedTensorType type,
+                                          int64_t chunks) {
+  if (type.getRank() == 1)
+    return {chunks, type.getDimSize(0)};
+  return {chunks * type.getDimSize(0), type.getDimSize(1)};
+}
+
+/// Where chunk `chunk`'s tile of `type` is in its stack, for the forall
+/// indices `outer`.
+struct StackSlice {
+  llvm::SmallVector<OpFoldResult> offsets, sizes, strides;
+};
+StackSlice stackSlice(OpBuilder &b, Location loc, ValueRange outer, Value chunk,
+                      RankedTensorType type) {
+  StackSlice at;
+  at.offsets = getAsOpFoldResult(outer);
+  at.sizes.assign(outer.size(), b.getIndexAttr(1));
+  int64_t rows = type.getRank() == 1 ? 1 : type.getDimSize(0);
+  at.offsets.push_back(
+      rows == 1
+          ? chunk
+          : arith::MulIOp::create(b, loc, chunk,
+                                  arith::ConstantIndexOp::create(b, loc, rows))
+                .getResult());
+  at.offsets.push_back(b.getIndexAttr(0));
+  at.sizes.push_back(b.getIndexAttr(rows));
+  at.sizes.push_back(b.getIndexAttr(type.getDimSize(type.getRank() - 1)));
+  at.strides.assign(outer.size() + 2, b.getIndexAttr(1));
+  return at;
+}
+
+void HoistChunkWork::rewrite(Split &split) const {
+  scf::ForallOp forall = split.forall;
+  scf::ForOp loop = split.loop;
+  Location loc = loop.getLoc();
+  OpBuilder b(forall);
+  int64_t chunks = *getConstantIntValue(loop.getUpperBound());
+  llvm::SmallVector<int64_t> extents;
+  for (OpFoldResult ub : forall.getMixedUpperBound())
+    extents.push_back(*getConstantIntValue(ub));
+
+  // Stack k: [forall extents..., chunks * rows, cols].
+  llvm::SmallVector<Value> stacks;
+  for (auto [tile, bf16] : llvm::zip(split.stacked, split.inBF16)) {
+    auto type = cast<RankedTensorType>(tile.getType());
+    llvm::SmallVector<int64_t> shape(extents);
+    llvm::append_range(shape, stackRowsShape(type, chunks));
+    stacks.push_back(tensor::EmptyOp::create(
+        b, loc, shape, bf16 ? b.getBF16Type() : type.getElementType()));
+  }
+  llvm::SmallVector<OpFoldResult> bounds(forall.getMixedUpperBound());
+  bounds.push_back(b.getIndexAttr(chunks));
+  auto parallel = scf::ForallOp::create(b, loc, bounds, stacks,
+                                        /*mapping=*/std::nullopt);
+
+  // Its body: the moved work, for the chunk of its last index.
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(parallel.getTerminator());
+    IRMapping mapping;
+    llvm::SmallVector<Value> ivs = parallel.getInductionVars();
+    for (auto [from, to] : llvm::zip(forall.getInductionVars(), ivs))
+      mapping.map(from, to);
+    mapping.map(loop.getInductionVar(), ivs.back());
+    for (Operation *op : split.cloned)
+      b.clone(*op, mapping);
+    b.setInsertionPointToEnd(parallel.getTerminator().getBody());
+    for (auto [k, tile] : llvm::enumerate(split.stacked)) {
+      auto type = cast<RankedTensorType>(tile.getType());
+      Value value = mapping.lookup(tile);
+      {
+        OpBuilder::InsertionGuard inner(b);
+        b.setInsertionPoint(parallel.getTerminator());
+        if (split.inBF16[k])
+          value = convertTile<arith::TruncFOp>(b, loc, value, b.getBF16Type());
+      }
+      OpBuilder::InsertionGuard inner(b);
+      b.setInsertionPoint(parallel.getTerminator());
+      StackSlice at =
+          stackSlice(b, loc, ValueRange(ivs).drop_back(), ivs.back(), type);
+      b.setInsertionPointToEnd(parallel.getTerminator().getBody());
+      tensor::ParallelInsertSliceOp::create(b, loc, value,
+                                            parallel.getRegionIterArgs()[k],
+                                            at.offsets, at.sizes, at.strides);
+    }
+  }
+
+  // The loop reads the chunk's rows of each stack.
+  Block *body = loop.getBody();
+  b.setInsertionPointToStart(body);
+  for (auto [k, tile] : llvm::enumerate(split.stacked)) {
+    auto type = cast<RankedTensorType>(tile.getType());
+    StackSlice at = stackSlice(b, loc, forall.getInductionVars(),
+                               loop.getInductionVar(), type);
+    auto sliceType = RankedTensorType::get(
+        type.getShape(),
+        split.inBF16[k] ? b.getBF16Type() : type.getElementType());
+    Value read =
+        tensor::ExtractSliceOp::create(b, loc, sliceType, parallel.getResult(k),
+                                       at.offsets, at.sizes, at.strides);
+    if (split.inBF16[k])
+      read = convertTile<arith::ExtFOp>(b, loc, read, type.getElementType());
+    tile.replaceUsesWithIf(read, [&](OpOperand &use) {
+      Operation *reader = body->findAncestorOpInBlock(*use.getOwner());
+      return reader && !split.free.contains(reader);
+    });
+  }
+
+  // The moved work, now unread in the loop, goes.
+  llvm::SmallVector<Operation *> moved;
+  for (Operation &op : body->without_terminator())
+    if (split.free.contains(&op))
+      moved.push_back(&op);
+  for (Operation *op : llvm::reverse(moved))
+    if (op->use_empty() && isMemoryEffectFree(op))
+      op->erase();
+}
+
+} // namespace
