@@ -213,7 +213,8 @@ void mlir::hla::buildCUDAKernelMapping(OpPassManager &pm,
   bool hoist = options.hoistChunkWork == AutoSwitch::On ||
                (options.hoistChunkWork == AutoSwitch::Auto &&
                 options.generator == ChunkLoopGenerator::Tiles);
-  if (hoist && chunking.form == ChunkForm::Fused) {
+  hoist = hoist && chunking.form == ChunkForm::Fused;
+  if (hoist) {
     HLAHoistChunkWorkPassOptions hoisting;
     hoisting.bf16Operands = true;
     pm.addPass(createHLAHoistChunkWorkPass(hoisting));
@@ -234,10 +235,10 @@ void mlir::hla::buildCUDAKernelMapping(OpPassManager &pm,
   // Chunk loops whose tiles fit in registers -> kernels with the tiles as
   // values (before bufferization, so that they never get buffers).
   if (options.generator != ChunkLoopGenerator::Phases)
-    pm.addNestedPass<func::FuncOp>(createHLAGPULowerRegisterTilesPass(
-        HLAGPULowerRegisterTilesPassOptions{options.generator, /*report=*/false,
-                                            options.maxSharedMemory,
-                                            options.warpgroups}));
+    pm.addNestedPass<func::FuncOp>(
+        createHLAGPULowerRegisterTilesPass(HLAGPULowerRegisterTilesPassOptions{
+            options.generator, /*report=*/false, options.maxSharedMemory,
+            options.warpgroups, /*landF32Stacks=*/hoist}));
   // Their kernels outlined now: bufferization's deallocation refuses the
   // NVVM ops of a launch body (ops of unknown effects), not the launch.
   pm.addPass(createGpuKernelOutliningPass());

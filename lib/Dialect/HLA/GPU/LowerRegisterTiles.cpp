@@ -468,7 +468,9 @@ void TileEmitter::emitLoop(scf::ForOp loop) {
                                        scalar(loop.getUpperBound()));
     auto ahead = scf::IfOp::create(b, loc, more, /*withElseRegion=*/false);
     for (unsigned l : landings) {
-      int64_t size = plan.landing[l].bufferBytes() / 2; // elements
+      // One buffer's elements.
+      int64_t size =
+          plan.landing[l].bufferBytes() / plan.landing[l].elementBytes();
       landingCurrent[l] = arith::MulIOp::create(b, loc, parity, index(size));
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPoint(ahead.thenBlock()->getTerminator());
@@ -876,7 +878,8 @@ void TileEmitter::run() {
   for (const TilePlan::Landing &l : plan.landing)
     landingViews.push_back(memref::ViewOp::create(
         b, loc,
-        MemRefType::get({l.bufferBytes()}, b.getBF16Type(), AffineMap(),
+        MemRefType::get({2 * l.bufferBytes() / l.elementBytes()},
+                        l.f32 ? b.getF32Type() : b.getBF16Type(), AffineMap(),
                         workgroupSpace(ctx)),
         window, index(l.offset), ValueRange{}));
 
@@ -995,9 +998,8 @@ struct HLAGPULowerRegisterTilesPass
       transposeProductReads(candidate);
       sinkIntoBranches(candidate);
       std::string why;
-      auto place = [&](bool landUpFront) {
-        std::optional<TilePlan> plan =
-            planRegisterTiles(candidate, why, landUpFront);
+      auto place = [&](ExtraLandings extra) {
+        std::optional<TilePlan> plan = planRegisterTiles(candidate, why, extra);
         if (plan) {
           orderForRegisterPressure(*plan);
           // Copies share bytes only where they must: sharing adds waits
@@ -1008,11 +1010,12 @@ struct HLAGPULowerRegisterTilesPass
         }
         return plan;
       };
-      std::optional<TilePlan> plan = place(/*landUpFront=*/true);
-      // Token rows read from global memory where they are needed, where
-      // their buffers would not fit.
+      std::optional<TilePlan> plan =
+          place(ExtraLandings{/*upFront=*/true, landF32Stacks});
+      // Tiles read from global memory where they are needed, where their
+      // buffers would not fit.
       if (plan && plan->sharedBytes > maxSharedMemory)
-        plan = place(/*landUpFront=*/false);
+        plan = place(ExtraLandings{/*upFront=*/false, /*f32Stacks=*/false});
       if (plan && plan->sharedBytes > maxSharedMemory) {
         why = llvm::formatv("its tiles' shared-memory copies and buffers "
                             "need {0} bytes, more than the {1} of a block",

@@ -53,8 +53,8 @@ namespace {
 class Placer {
 public:
   Placer(scf::ForallOp forall, TilePlan &plan, std::string &why,
-         bool landUpFront)
-      : forall(forall), plan(plan), why(why), landUpFront(landUpFront) {}
+         ExtraLandings extra)
+      : forall(forall), plan(plan), why(why), extra(extra) {}
 
   LogicalResult run();
 
@@ -90,7 +90,7 @@ private:
   scf::ForallOp forall;
   TilePlan &plan;
   std::string &why;
-  bool landUpFront;
+  ExtraLandings extra;
 };
 
 } // namespace
@@ -183,7 +183,7 @@ void Placer::stage(Value tile) {
                         plan.sharedBytes, std::nullopt};
   if (Operation *tokens = tokensOf(tile))
     for (auto [i, l] : llvm::enumerate(plan.landing))
-      if (l.tokens == tokens)
+      if (l.tokens == tokens && !l.f32)
         copy.landing = i;
   plan.staged.push_back(copy);
   plan.sharedBytes += llvm::alignTo(copy.bytes(), 128);
@@ -516,6 +516,19 @@ LogicalResult Placer::placeOp(Operation *op) {
       plan.placement[extract] = extract.getType().getRank() == 0
                                     ? Placement::ScalarTensor
                                     : Placement::Expr;
+      // With land-f32-stacks, in a chunk loop, such a tile (a chunk's of
+      // hla-hoist-chunk-work's stacks: KDA's U) is copied a chunk ahead,
+      // row-major, rather than read from global memory inside the state's
+      // chain. (Off by default: the segmented form's run summaries and the
+      // backward's states, read the same way, have not been measured so.)
+      RankedTensorType tile = extract.getType();
+      if (extra.f32Stacks && isa<scf::ForOp>(extract->getParentOp()) &&
+          tile.getRank() == 2 && tile.getDimSize(1) % 4 == 0) {
+        TilePlan::Landing rows{extract, tile.getDimSize(0), tile.getDimSize(1),
+                               plan.sharedBytes, /*f32=*/true};
+        plan.landing.push_back(rows);
+        plan.sharedBytes += llvm::alignTo(2 * rows.bufferBytes(), int64_t(128));
+      }
       return success();
     }
     std::optional<Placement> p = of(extract.getSource());
@@ -614,7 +627,7 @@ LogicalResult Placer::placeOp(Operation *op) {
       auto fill = insert.getDest().getDefiningOp<linalg::FillOp>();
       RankedTensorType tile = insert.getDestType();
       bool inLoop = isa<scf::ForOp>(insert->getParentOp());
-      bool upFront = landUpFront &&
+      bool upFront = extra.upFront &&
                      insert->getParentOp() == forall.getOperation() &&
                      forall.getBody()->getOps<scf::ForOp>().empty();
       if ((inLoop || upFront) && fill &&
@@ -1030,10 +1043,10 @@ LogicalResult mlir::hla::gpumap::chooseWarpgroups(TilePlan &plan,
 
 std::optional<TilePlan>
 mlir::hla::gpumap::planRegisterTiles(scf::ForallOp forall, std::string &why,
-                                     bool landUpFront) {
+                                     ExtraLandings extra) {
   TilePlan plan;
   plan.forall = forall;
-  if (failed(Placer(forall, plan, why, landUpFront).run()))
+  if (failed(Placer(forall, plan, why, extra).run()))
     return std::nullopt;
   return plan;
 }

@@ -113,11 +113,18 @@ struct TilePlan {
   /// Token rows read inside a chunk loop, copied a chunk ahead (cp.async)
   /// into two `rows` x `cols` bf16 buffers at `offset`, each laid out as a
   /// Staged copy: the insertion of the rows into a zero tile, or a whole
-  /// bf16 tile of an earlier kernel's stack (tensor.extract_slice).
+  /// bf16 tile of an earlier kernel's stack (tensor.extract_slice). A
+  /// whole f32 tile of a stack (`f32`) lands row-major instead, rows
+  /// Staged::exactStride(cols) elements apart, for elementwise reads.
   struct Landing {
     Operation *tokens;
     int64_t rows, cols, offset;
-    int64_t bufferBytes() const { return cols / 8 * groupBytes(rows); }
+    bool f32 = false;
+    int64_t bufferBytes() const {
+      return f32 ? rows * Staged::exactStride(cols) * 4
+                 : cols / 8 * groupBytes(rows);
+    }
+    int64_t elementBytes() const { return f32 ? 4 : 2; }
   };
   llvm::SmallVector<Landing> landing;
   /// Shared-memory words of each whole-tile reduction (one per warp).
@@ -175,13 +182,22 @@ bool isSum(linalg::GenericOp op);
 /// and the transposed read are computed again transposed too.
 void transposeProductReads(scf::ForallOp forall);
 
+/// The tiles copied into shared memory beyond a chunk loop's token rows and
+/// bf16 stack tiles (those are always).
+struct ExtraLandings {
+  /// A pass with no chunk loop copies its token rows before its work (else
+  /// they are read from global memory where they are needed).
+  bool upFront = true;
+  /// A chunk loop's whole f32 tiles of earlier kernels' stacks, a chunk
+  /// ahead (else read from global memory where they are needed).
+  bool f32Stacks = false;
+};
+
 /// Places every tile of `forall`'s body; on failure `why` says what could
-/// not be placed. With `landUpFront`, a pass with no chunk loop copies its
-/// token rows into shared memory before its work (else they are read from
-/// global memory where they are needed).
+/// not be placed.
 std::optional<TilePlan> planRegisterTiles(scf::ForallOp forall,
                                           std::string &why,
-                                          bool landUpFront = true);
+                                          ExtraLandings extra = {});
 
 /// Moves the side-effect free ops whose results only one region of an
 /// scf.if reads into that region (upstream's control-flow sinking).

@@ -121,9 +121,11 @@ private:
   /// 16-byte load where the buffer starts on a 16-byte boundary, else eight.
   llvm::SmallVector<Value> loadRow8(Value buffer,
                                     llvm::ArrayRef<Value> indices);
-  /// The same as eight loads (zeros where `inside`, if given, is false).
-  llvm::SmallVector<Value>
-  loadElements8(Value buffer, llvm::ArrayRef<Value> indices, Value inside);
+  /// The same as `count` (8 or 4) loads (zeros where `inside`, if given, is
+  /// false).
+  llvm::SmallVector<Value> loadElements8(Value buffer,
+                                         llvm::ArrayRef<Value> indices,
+                                         Value inside, int64_t count = 8);
   /// Whether global `buffer` starts on a 16-byte boundary (computed once at
   /// the kernel's start: rows of 8-element multiples keep it).
   Value alignedOf(Value buffer);
@@ -235,8 +237,17 @@ private:
   }
   /// Element (row, col) of landing pair `l`'s current buffer.
   Value landingIndex(unsigned l, Value row, Value col) {
-    return arith::AddIOp::create(b, loc, landingCurrent[l],
-                                 groupedIndex(plan.landing[l].rows, row, col));
+    const TilePlan::Landing &landing = plan.landing[l];
+    Value within =
+        landing.f32
+            ? arith::AddIOp::create(
+                  b, loc,
+                  arith::MulIOp::create(
+                      b, loc, row,
+                      index(TilePlan::Staged::exactStride(landing.cols))),
+                  col)
+            : groupedIndex(landing.rows, row, col);
+    return arith::AddIOp::create(b, loc, landingCurrent[l], within);
   }
   /// The block over `tile`'s rows, 8 columns at a time (consecutive
   /// threads on consecutive rows), each thread kRowGroupsInFlight groups at

@@ -42,6 +42,9 @@ Value TileEmitter::evalAt(Value tile, Value row, Value col) {
   if (auto copy = dyn_cast<linalg::CopyOp>(def))
     return evalAt(copy.getInputs()[0], row, col);
   if (auto slice = dyn_cast<tensor::ExtractSliceOp>(def)) {
+    if (std::optional<unsigned> l = landedIn(slice))
+      return memref::LoadOp::create(b, loc, landingViews[*l],
+                                    ValueRange{landingIndex(*l, row, col)});
     if (plan.of(slice.getSource()) == Placement::Frag) {
       // A fragment's row, from its exact copy.
       llvm::SmallVector<Value> at = sliceIndices(slice, row, col);
@@ -241,6 +244,31 @@ llvm::SmallVector<Value> TileEmitter::evalRow8(Value tile, Value row,
           b, loc, inside, loaded[j], evalAt(insert.getDest(), row, colAt(j))));
     return values;
   }
+  auto landedSlice = dyn_cast_or_null<tensor::ExtractSliceOp>(def);
+  if (std::optional<unsigned> l =
+          landedSlice ? landedIn(landedSlice) : std::nullopt) {
+    // An f32 tile landed row-major: two 16-byte words.
+    if (plan.landing[*l].f32) {
+      auto quad = VectorType::get({4}, b.getF32Type());
+      for (int64_t half = 0; half < 2; ++half) {
+        Value word = vector::LoadOp::create(
+            b, loc, quad, landingViews[*l],
+            ValueRange{landingIndex(*l, row, colAt(4 * half))},
+            /*nontemporal=*/false, /*alignment=*/llvm::MaybeAlign(16));
+        for (int64_t j = 0; j < 4; ++j)
+          values.push_back(vector::ExtractOp::create(b, loc, word, j));
+      }
+      return values;
+    }
+    auto type = VectorType::get({8}, b.getBF16Type());
+    Value vec = vector::LoadOp::create(b, loc, type, landingViews[*l],
+                                       ValueRange{landingIndex(*l, row, col0)},
+                                       /*nontemporal=*/false,
+                                       /*alignment=*/llvm::MaybeAlign(16));
+    for (int64_t j = 0; j < 8; ++j)
+      values.push_back(vector::ExtractOp::create(b, loc, vec, j));
+    return values;
+  }
   if (auto slice = dyn_cast_or_null<tensor::ExtractSliceOp>(def))
     return rowLoad(slice, row, col0, [&] {
       return loadRow8(buffers[slice.getSource()],
@@ -298,6 +326,8 @@ void TileEmitter::prefetchRow8(Value tile, Value row, Value col0) {
     return;
   }
   if (auto slice = dyn_cast_or_null<tensor::ExtractSliceOp>(def)) {
+    if (landedIn(slice))
+      return; // in shared memory already
     rowLoads[{slice, row, col0}] =
         loadRow8(buffers[slice.getSource()], sliceIndices(slice, row, col0));
     return;
@@ -368,10 +398,10 @@ Value TileEmitter::alignedOf(Value buffer) {
 
 llvm::SmallVector<Value>
 TileEmitter::loadElements8(Value buffer, llvm::ArrayRef<Value> indices,
-                           Value inside) {
+                           Value inside, int64_t count) {
   Type element = cast<MemRefType>(buffer.getType()).getElementType();
   llvm::SmallVector<Value> elements;
-  for (int64_t j = 0; j < 8; ++j) {
+  for (int64_t j = 0; j < count; ++j) {
     llvm::SmallVector<Value> at(indices);
     at.back() = arith::AddIOp::create(b, loc, at.back(), index(j));
     Value v = memref::LoadOp::create(b, loc, buffer, at);
@@ -758,8 +788,10 @@ void TileEmitter::issueLanding(unsigned l, Block *body, IRMapping &mapping,
                              : OpFoldResult(b.getIndexAttr(landing.rows));
   Value length = isa<Value>(size) ? cloneAt(cast<Value>(size), body, mapping)
                                   : scalar(size);
-  // Consecutive threads take consecutive 16 bytes of a row (coalesced).
-  int64_t groups = landing.cols / 8;
+  // Consecutive threads take consecutive 16 bytes of a row (coalesced):
+  // 8 bf16 or 4 f32 values.
+  int64_t perCopy = 16 / landing.elementBytes();
+  int64_t groups = landing.cols / perCopy;
   auto copies = scf::ForOp::create(
       b, loc, threadId, index(landing.rows * groups), index(plan.threads()));
   OpBuilder::InsertionGuard guard(b);
@@ -767,14 +799,23 @@ void TileEmitter::issueLanding(unsigned l, Block *body, IRMapping &mapping,
   Value unit = copies.getInductionVar();
   Value row = arith::DivUIOp::create(b, loc, unit, index(groups));
   Value col = arith::MulIOp::create(
-      b, loc, arith::RemUIOp::create(b, loc, unit, index(groups)), index(8));
+      b, loc, arith::RemUIOp::create(b, loc, unit, index(groups)),
+      index(perCopy));
   Value inside =
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row, length);
   Value safeRow = arith::SelectOp::create(b, loc, inside, row, index(0));
   // Rows past the chunk's end: nothing read, 16 zero bytes written.
-  Value elements = arith::SelectOp::create(b, loc, inside, index(8), index(0));
-  Value at =
-      arith::AddIOp::create(b, loc, base, groupedIndex(landing.rows, row, col));
+  Value elements =
+      arith::SelectOp::create(b, loc, inside, index(perCopy), index(0));
+  Value within =
+      landing.f32 ? arith::AddIOp::create(
+                        b, loc,
+                        arith::MulIOp::create(
+                            b, loc, row,
+                            index(TilePlan::Staged::exactStride(landing.cols))),
+                        col)
+                  : groupedIndex(landing.rows, row, col);
+  Value at = arith::AddIOp::create(b, loc, base, within);
   Value source = buffers[slice.getSource()];
   llvm::SmallVector<Value> from =
       indicesAt(offsets, slice.getDroppedDims(), safeRow, col);
@@ -786,14 +827,16 @@ void TileEmitter::issueLanding(unsigned l, Block *body, IRMapping &mapping,
   b.setInsertionPoint(aligned.thenBlock()->getTerminator());
   nvgpu::DeviceAsyncCopyOp::create(
       b, loc, nvgpu::DeviceAsyncTokenType::get(b.getContext()), landingViews[l],
-      ValueRange{at}, source, from, b.getIndexAttr(8), elements,
+      ValueRange{at}, source, from, b.getIndexAttr(perCopy), elements,
       b.getUnitAttr());
   b.setInsertionPoint(aligned.elseBlock()->getTerminator());
-  llvm::SmallVector<Value> values = loadElements8(source, from, inside);
+  llvm::SmallVector<Value> values =
+      loadElements8(source, from, inside, perCopy);
+  Type element = landing.f32 ? b.getF32Type() : b.getBF16Type();
   vector::StoreOp::create(
       b, loc,
       vector::FromElementsOp::create(
-          b, loc, VectorType::get({8}, b.getBF16Type()), values),
+          b, loc, VectorType::get({perCopy}, element), values),
       landingViews[l], ValueRange{at}, /*nontemporal=*/false,
       /*alignment=*/llvm::MaybeAlign(16));
 }

@@ -200,7 +200,11 @@ def HLAGPULowerRegisterTilesPass : Pass<"hla-gpu-lower-register-tiles",
     Option<"warpgroups", "warpgroups", "int64_t", "0",
            "Warpgroups per block, each holding its share of every "
            "fragment's columns: 1, 2, or 0 (auto: 2 where one warpgroup "
-           "would hold more than 128 fragment registers per thread)">
+           "would hold more than 128 fragment registers per thread)">,
+    Option<"landF32Stacks", "land-f32-stacks", "bool", "false",
+           "Copy a chunk loop's whole f32 tiles of an earlier kernel's "
+           "stack (hla-hoist-chunk-work's, such as KDA's U) a chunk ahead "
+           "into shared memory, not read from global memory where needed">
   ];
   let dependentDialects = [
     "::mlir::gpu::GPUDialect", "::mlir::arith::ArithDialect",
