@@ -237,18 +237,32 @@ private:
   }
   /// Element (row, col) of landing pair `l`'s current buffer.
   Value landingIndex(unsigned l, Value row, Value col) {
-    const TilePlan::Landing &landing = plan.landing[l];
-    Value within =
-        landing.f32
-            ? arith::AddIOp::create(
-                  b, loc,
-                  arith::MulIOp::create(
-                      b, loc, row,
-                      index(TilePlan::Staged::exactStride(landing.cols))),
-                  col)
-            : groupedIndex(landing.rows, row, col);
-    return arith::AddIOp::create(b, loc, landingCurrent[l], within);
+    return arith::AddIOp::create(b, loc, landingCurrent[l],
+                                 landingOffset(l, row, col));
   }
+  /// Element (row, col) within one buffer of landing pair `l`: grouped as
+  /// a Staged copy (bf16), or row-major, rows exactStride(cols) apart (f32).
+  Value landingOffset(unsigned l, Value row, Value col) {
+    const TilePlan::Landing &landing = plan.landing[l];
+    if (!landing.f32)
+      return groupedIndex(landing.rows, row, col);
+    return rowMajorIndex(landing.cols, row, col);
+  }
+  /// Element (row, col) of a row-major f32 copy of a tile of `cols`
+  /// columns (an exact copy, an f32 landing buffer).
+  Value rowMajorIndex(int64_t cols, Value row, Value col) {
+    return arith::AddIOp::create(
+        b, loc,
+        arith::MulIOp::create(b, loc, row,
+                              index(TilePlan::Staged::exactStride(cols))),
+        col);
+  }
+  /// Eight f32 values from `view` at `at`, `at` + 1, ... (two 16-byte
+  /// words; `at` a multiple of 4).
+  llvm::SmallVector<Value> loadQuads(Value view, Value at);
+  /// Eight consecutive values of row `row` from landing pair `l`'s current
+  /// buffer, from column `col0` (a multiple of 8).
+  llvm::SmallVector<Value> landedRow8(unsigned l, Value row, Value col0);
   /// The block over `tile`'s rows, 8 columns at a time (consecutive
   /// threads on consecutive rows), each thread kRowGroupsInFlight groups at
   /// a time: the global loads of all of them are issued (prefetchRow8)

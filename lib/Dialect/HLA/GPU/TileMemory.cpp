@@ -137,18 +137,17 @@ llvm::SmallVector<Value> TileEmitter::readRow8(Value tile, Value row,
     return evalRow8(tile, row, col0);
   // Two 16-byte words of the exact copy: its rows are a multiple of 4
   // elements apart and col0 is a multiple of 8.
-  const TilePlan::Staged &s = plan.staged[*exact];
   readSince.insert(*exact);
-  Value at = arith::AddIOp::create(
-      b, loc,
-      arith::MulIOp::create(b, loc, row,
-                            index(TilePlan::Staged::exactStride(s.cols))),
-      col0);
+  return loadQuads(stagedViews[*exact],
+                   rowMajorIndex(plan.staged[*exact].cols, row, col0));
+}
+
+llvm::SmallVector<Value> TileEmitter::loadQuads(Value view, Value at) {
   auto quad = VectorType::get({4}, b.getF32Type());
   llvm::SmallVector<Value> values;
   for (int64_t half = 0; half < 2; ++half) {
     Value word = vector::LoadOp::create(
-        b, loc, quad, stagedViews[*exact],
+        b, loc, quad, view,
         ValueRange{arith::AddIOp::create(b, loc, at, index(4 * half))},
         /*nontemporal=*/false, /*alignment=*/llvm::MaybeAlign(16));
     for (int64_t j = 0; j < 4; ++j)
@@ -157,14 +156,25 @@ llvm::SmallVector<Value> TileEmitter::readRow8(Value tile, Value row,
   return values;
 }
 
+llvm::SmallVector<Value> TileEmitter::landedRow8(unsigned l, Value row,
+                                                 Value col0) {
+  // An f32 tile landed row-major: two 16-byte words.
+  if (plan.landing[l].f32)
+    return loadQuads(landingViews[l], landingIndex(l, row, col0));
+  auto type = VectorType::get({8}, b.getBF16Type());
+  Value vec = vector::LoadOp::create(b, loc, type, landingViews[l],
+                                     ValueRange{landingIndex(l, row, col0)},
+                                     /*nontemporal=*/false,
+                                     /*alignment=*/llvm::MaybeAlign(16));
+  llvm::SmallVector<Value> values;
+  for (int64_t j = 0; j < 8; ++j)
+    values.push_back(vector::ExtractOp::create(b, loc, vec, j));
+  return values;
+}
+
 Value TileEmitter::exactAt(unsigned staged, Value row, Value col) {
-  const TilePlan::Staged &s = plan.staged[staged];
   readSince.insert(staged);
-  Value at = arith::AddIOp::create(
-      b, loc,
-      arith::MulIOp::create(b, loc, row,
-                            index(TilePlan::Staged::exactStride(s.cols))),
-      col);
+  Value at = rowMajorIndex(plan.staged[staged].cols, row, col);
   return memref::LoadOp::create(b, loc, stagedViews[staged], ValueRange{at});
 }
 
@@ -225,48 +235,15 @@ llvm::SmallVector<Value> TileEmitter::evalRow8(Value tile, Value row,
   auto colAt = [&](int64_t j) -> Value {
     return arith::AddIOp::create(b, loc, col0, index(j));
   };
-  auto insertForLanding = dyn_cast_or_null<tensor::InsertSliceOp>(def);
-  if (std::optional<unsigned> l =
-          insertForLanding ? landedIn(insertForLanding) : std::nullopt) {
-    auto type = VectorType::get({8}, b.getBF16Type());
-    Value vec = vector::LoadOp::create(b, loc, type, landingViews[*l],
-                                       ValueRange{landingIndex(*l, row, col0)},
-                                       /*nontemporal=*/false,
-                                       /*alignment=*/llvm::MaybeAlign(16));
-    for (int64_t j = 0; j < 8; ++j)
-      values.push_back(vector::ExtractOp::create(b, loc, vec, j));
-    return values;
-  }
+  // Token rows or a stack's tile copied ahead.
+  if (isa_and_nonnull<tensor::InsertSliceOp, tensor::ExtractSliceOp>(def))
+    if (std::optional<unsigned> l = landedIn(def))
+      return landedRow8(*l, row, col0);
   if (auto insert = dyn_cast_or_null<tensor::InsertSliceOp>(def)) {
     auto [loaded, inside] = tokenRow8(insert, row, col0);
     for (int64_t j = 0; j < 8; ++j)
       values.push_back(arith::SelectOp::create(
           b, loc, inside, loaded[j], evalAt(insert.getDest(), row, colAt(j))));
-    return values;
-  }
-  auto landedSlice = dyn_cast_or_null<tensor::ExtractSliceOp>(def);
-  if (std::optional<unsigned> l =
-          landedSlice ? landedIn(landedSlice) : std::nullopt) {
-    // An f32 tile landed row-major: two 16-byte words.
-    if (plan.landing[*l].f32) {
-      auto quad = VectorType::get({4}, b.getF32Type());
-      for (int64_t half = 0; half < 2; ++half) {
-        Value word = vector::LoadOp::create(
-            b, loc, quad, landingViews[*l],
-            ValueRange{landingIndex(*l, row, colAt(4 * half))},
-            /*nontemporal=*/false, /*alignment=*/llvm::MaybeAlign(16));
-        for (int64_t j = 0; j < 4; ++j)
-          values.push_back(vector::ExtractOp::create(b, loc, word, j));
-      }
-      return values;
-    }
-    auto type = VectorType::get({8}, b.getBF16Type());
-    Value vec = vector::LoadOp::create(b, loc, type, landingViews[*l],
-                                       ValueRange{landingIndex(*l, row, col0)},
-                                       /*nontemporal=*/false,
-                                       /*alignment=*/llvm::MaybeAlign(16));
-    for (int64_t j = 0; j < 8; ++j)
-      values.push_back(vector::ExtractOp::create(b, loc, vec, j));
     return values;
   }
   if (auto slice = dyn_cast_or_null<tensor::ExtractSliceOp>(def))
@@ -807,15 +784,7 @@ void TileEmitter::issueLanding(unsigned l, Block *body, IRMapping &mapping,
   // Rows past the chunk's end: nothing read, 16 zero bytes written.
   Value elements =
       arith::SelectOp::create(b, loc, inside, index(perCopy), index(0));
-  Value within =
-      landing.f32 ? arith::AddIOp::create(
-                        b, loc,
-                        arith::MulIOp::create(
-                            b, loc, row,
-                            index(TilePlan::Staged::exactStride(landing.cols))),
-                        col)
-                  : groupedIndex(landing.rows, row, col);
-  Value at = arith::AddIOp::create(b, loc, base, within);
+  Value at = arith::AddIOp::create(b, loc, base, landingOffset(l, row, col));
   Value source = buffers[slice.getSource()];
   llvm::SmallVector<Value> from =
       indicesAt(offsets, slice.getDroppedDims(), safeRow, col);
