@@ -77,6 +77,10 @@ private:
   void stage(Value tile);
   /// Gives fragment `tile` an exact copy (TilePlan::Staged).
   void stageExact(Value tile);
+  /// Registers `buffers` landing buffers (2: a chunk ahead, 1: before the
+  /// work) for the rows `tokens` reads into `tile`.
+  void land(Operation *tokens, RankedTensorType tile, int64_t buffers,
+            bool f32 = false);
   LogicalResult placeThreadReduction(linalg::GenericOp op);
   /// Whether a tile of `type` can be a fragment.
   static bool fragmentShape(Type type) {
@@ -187,6 +191,15 @@ void Placer::stage(Value tile) {
         copy.landing = i;
   plan.staged.push_back(copy);
   plan.sharedBytes += llvm::alignTo(copy.bytes(), 128);
+}
+
+void Placer::land(Operation *tokens, RankedTensorType tile, int64_t buffers,
+                  bool f32) {
+  TilePlan::Landing landing{tokens, tile.getDimSize(0), tile.getDimSize(1),
+                            plan.sharedBytes, f32};
+  plan.landing.push_back(landing);
+  plan.sharedBytes +=
+      llvm::alignTo(buffers * landing.bufferBytes(), int64_t(128));
 }
 
 void Placer::stageExact(Value tile) {
@@ -524,10 +537,7 @@ LogicalResult Placer::placeOp(Operation *op) {
       RankedTensorType tile = extract.getType();
       if (extra.f32Stacks && isa<scf::ForOp>(extract->getParentOp()) &&
           tile.getRank() == 2 && tile.getDimSize(1) % 4 == 0) {
-        TilePlan::Landing rows{extract, tile.getDimSize(0), tile.getDimSize(1),
-                               plan.sharedBytes, /*f32=*/true};
-        plan.landing.push_back(rows);
-        plan.sharedBytes += llvm::alignTo(2 * rows.bufferBytes(), int64_t(128));
+        land(extract, tile, /*buffers=*/2, /*f32=*/true);
       }
       return success();
     }
@@ -574,10 +584,7 @@ LogicalResult Placer::placeOp(Operation *op) {
       if (isa<scf::ForOp>(extract->getParentOp()) && tile.hasStaticShape() &&
           !isa<BlockArgument>(extract.getSource()) &&
           tile.getDimSize(1) % 8 == 0 && extract.hasUnitStride()) {
-        plan.landing.push_back({extract, tile.getDimSize(0), tile.getDimSize(1),
-                                plan.sharedBytes});
-        plan.sharedBytes +=
-            llvm::alignTo(2 * plan.landing.back().bufferBytes(), int64_t(128));
+        land(extract, tile, /*buffers=*/2);
       }
       return success();
     }
@@ -633,10 +640,7 @@ LogicalResult Placer::placeOp(Operation *op) {
       if ((inLoop || upFront) && fill &&
           matchPattern(fill.value(), m_AnyZeroFloat()) &&
           tile.getElementType().isBF16() && tile.getDimSize(1) % 8 == 0) {
-        plan.landing.push_back(
-            {insert, tile.getDimSize(0), tile.getDimSize(1), plan.sharedBytes});
-        plan.sharedBytes += llvm::alignTo(
-            (inLoop ? 2 : 1) * plan.landing.back().bufferBytes(), int64_t(128));
+        land(insert, tile, /*buffers=*/inLoop ? 2 : 1);
       }
       return success();
     }

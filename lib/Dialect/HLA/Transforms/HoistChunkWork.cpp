@@ -284,25 +284,23 @@ void HoistChunkWork::rewrite(Split &split) const {
     mapping.map(loop.getInductionVar(), ivs.back());
     for (Operation *op : split.cloned)
       b.clone(*op, mapping);
-    b.setInsertionPointToEnd(parallel.getTerminator().getBody());
-    for (auto [k, tile] : llvm::enumerate(split.stacked)) {
-      auto type = cast<RankedTensorType>(tile.getType());
+    // Each tile (truncated where stacked in bf16) and where it goes.
+    llvm::SmallVector<Value> values;
+    llvm::SmallVector<StackSlice> places;
+    for (auto [tile, bf16] : llvm::zip(split.stacked, split.inBF16)) {
       Value value = mapping.lookup(tile);
-      {
-        OpBuilder::InsertionGuard inner(b);
-        b.setInsertionPoint(parallel.getTerminator());
-        if (split.inBF16[k])
-          value = convertTile<arith::TruncFOp>(b, loc, value, b.getBF16Type());
-      }
-      OpBuilder::InsertionGuard inner(b);
-      b.setInsertionPoint(parallel.getTerminator());
-      StackSlice at =
-          stackSlice(b, loc, ValueRange(ivs).drop_back(), ivs.back(), type);
-      b.setInsertionPointToEnd(parallel.getTerminator().getBody());
+      if (bf16)
+        value = convertTile<arith::TruncFOp>(b, loc, value, b.getBF16Type());
+      values.push_back(value);
+      places.push_back(stackSlice(b, loc, ValueRange(ivs).drop_back(),
+                                  ivs.back(),
+                                  cast<RankedTensorType>(tile.getType())));
+    }
+    b.setInsertionPointToEnd(parallel.getTerminator().getBody());
+    for (auto [k, value, at] : llvm::enumerate(values, places))
       tensor::ParallelInsertSliceOp::create(b, loc, value,
                                             parallel.getRegionIterArgs()[k],
                                             at.offsets, at.sizes, at.strides);
-    }
   }
 
   // The loop reads the chunk's rows of each stack.
