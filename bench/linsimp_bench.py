@@ -38,12 +38,15 @@ SHAPES = [(1, 16, 2048), (4, 16, 2048), (1, 16, 16384)]
 D = 64
 FEATURES_WINDOWS = [(64, 64), (256, 64), (64, 16), (256, 16)]
 VARIANTS = {
-    "auto": [],  # the search's choice (chunk 16, rows halved from 64 while scratch is needed)
-    "c16": ["--chunk-size=16"],
-    "c16-r16": ["--chunk-size=16", "--linsimp-anchor-rows=16"],
-    "c16-r32": ["--chunk-size=16", "--linsimp-anchor-rows=32"],
-    "c32": ["--chunk-size=32"],
-    "c16-seg": ["--chunk-size=16", "--cuda-schedule=segmented"],
+    "auto": [],  # the search's choice
+    # The persistent loop keeping M and a, its rows (the anchor window, one
+    # offset a pass) on register tiles in a pass parallel over chunks.
+    "tiles": ["--cuda-schedule=persistent", "--chunk-size=64", "--linsimp-anchor-rows=64",
+              "--hoist-chunk-work=on"],
+    "tiles-spill": ["--cuda-schedule=persistent", "--chunk-size=64", "--linsimp-anchor-rows=64",
+                    "--hoist-chunk-work=on", "--cuda-allow-spills=true"],
+    # (The phases' variants of 2026-12-03, chunk 16 to 32 and 16 to 64 rows
+    # per pass, are in bench/RESULTS.md; the search picks among them.)
 }
 BEFORE = "before-c16"
 

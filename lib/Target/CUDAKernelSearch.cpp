@@ -253,6 +253,15 @@ private:
     module.getBodyRegion().takeBody(built->getBodyRegion());
     module->setAttrs(built.get()->getAttrDictionary());
   }
+  /// Whether a kernel of `built` runs on register tiles: blocks of one
+  /// warpgroup, 128 threads (the phases' are 256).
+  static bool rowsOnTiles(ModuleOp built) {
+    bool found = false;
+    built.walk([&](gpu::LaunchFuncOp launch) {
+      found |= getConstantIntValue(launch.getBlockSizeX()) == 128;
+    });
+    return found;
+  }
   /// Whether `built` (the module by default) streams state through
   /// device-memory scratch.
   bool usesDeviceScratch(ModuleOp built = nullptr) {
@@ -371,6 +380,36 @@ bool KernelSearch::tryRegisterTiles() {
     pipeline.hoistChunkWork = hoisted ? AutoSwitch::On : AutoSwitch::Off;
     if (hoisted && requested.valueTile == -1)
       pipeline.valueTile = 0;
+  }
+  // LinSimp's rows (its anchor window, W passes of four products a chunk
+  // at one offset a pass) on register tiles in a pass parallel over
+  // chunks, its light state (M, a) kept by a persistent loop on the phases
+  // (hla-hoist-chunk-work's readout split), where register tiles take the
+  // rows (not from an initial state's float32 anchors): 1x16x2048, m = 64,
+  // W = 64, 0.715 ms against 2.55 on the phases' segmented form; 1x16x16384,
+  // m = 256, 25.7 against 115 (H100, 2026-12-06). The rows' kernel sits at
+  // the register limit and may spill a few bytes: allowed, as those
+  // numbers were measured so.
+  if (linSimp && requested.hoistChunkWork == AutoSwitch::Auto &&
+      schedule == KernelSchedule::Auto) {
+    pipeline.generator = ChunkLoopGenerator::Auto;
+    pipeline.schedule = KernelSchedule::Persistent;
+    pipeline.hoistChunkWork = AutoSwitch::On;
+    int64_t anchorRows = pipeline.anchorRows;
+    if (requested.anchorRows == 0)
+      pipeline.anchorRows = pipeline.chunkSize;
+    if (tryTiles() && rowsOnTiles(*trial) &&
+        succeeded(generateKernels(*trial))) {
+      hoisted = true;
+      adopt(std::move(trial));
+      return true;
+    }
+    pipeline.hoistChunkWork = requested.hoistChunkWork;
+    pipeline.anchorRows = anchorRows;
+    pipeline.generator = ChunkLoopGenerator::Phases;
+    pipeline.schedule = schedule;
+    pipeline.chunkSize = chunk;
+    return false;
   }
   bool placed = tryTiles();
   if (hoisted && !placed) {

@@ -14,6 +14,14 @@ from .codegen_util import (compile_graph, linsimp_graph, relative_error, run_exe
                            to_bf16)
 
 
+def hoisted_or(form):
+    """hla-opt's flags for a chunked form, "hoisted" the fused one with its
+    output rows in a pass parallel over chunks (one offset per pass)."""
+    if form == "hoisted":
+        return ("--chunk-form=fused", "--hoist-chunk-work=on", "--linsimp-anchor-rows=8")
+    return (f"--chunk-form={form}",)
+
+
 def make_inputs(rng, B, T, hq, hkv, d, dv, std=0.5):
     # Small-norm q, k, r: the regime where favor features are accurate and
     # their exponents stay moderate (SEMANTICS.md §5).
@@ -77,7 +85,36 @@ def test_forms_and_state(tmp_path, form):
         assert relative_error(got, w) <= 1e-5
 
 
-@pytest.mark.parametrize("form", ["phased", "fused"])
+@pytest.mark.parametrize("T,chunk,window,rows,stable", [(1, 8, 4, 8, True), (17, 16, 4, 16, False),
+                                                    (50, 8, 20, 8, True), (70, 16, 20, 32, True),
+                                                    (150, 64, 64, 64, True)])
+def test_hoisted_readout(tmp_path, T, chunk, window, rows, stable):
+    """The fused form with its output rows (the anchor window) in a pass
+    parallel over chunks after the loop, which keeps only M and a and
+    stacks them per chunk (--hoist-chunk-work=on): grouped heads, state in
+    and out, ragged tails, one and two offsets per pass, the stabilised and
+    plain features."""
+    rng = np.random.default_rng(T + chunk + window)
+    B, hq, hkv, d, dv, m = 2, 4, 2, 8, 4, 16
+    q, k, v, r, u = make_inputs(rng, B, T, hq, hkv, d, dv)
+    omega = random_features(m, d, seed=T).astype(np.float32)
+    prev = make_inputs(rng, B, 9, hq, hkv, d, dv)
+    _, state = ref.linsimp(*prev, omega=omega, window=window, output_final_state=True)
+    state = [s.astype(np.float32) for s in state]
+    extra = ("--chunk-form=fused", "--hoist-chunk-work=on", f"--linsimp-anchor-rows={rows}")
+    extra += () if stable else ("--linsimp-stable-features=0",)
+    exe = compile_graph(linsimp_graph(B, T, hq, hkv, d, dv, m, window, state=True),
+                        chunk=chunk, extra=extra)
+    outs = run_exe(exe, [q, k, v, r, u, omega, *state], tmp_path)
+    want, final = ref.linsimp(q, k, v, r, u, omega=omega, window=window,
+                              initial_state=tuple(state), output_final_state=True)
+    assert relative_error(outs[0], want) <= 1e-5
+    assert len(outs) == 6
+    for got, w in zip(outs[1:], final):
+        assert relative_error(got, w) <= 1e-5
+
+
+@pytest.mark.parametrize("form", ["phased", "fused", "hoisted"])
 def test_packed_sequences(tmp_path, form):
     """Packed sequences (one of them empty, one shorter than the window):
     every window stays inside its sequence, each sequence starts from its
@@ -95,7 +132,7 @@ def test_packed_sequences(tmp_path, form):
     q, k, v, r, u = make_inputs(rng, 1, T, hq, hkv, d, dv)
     exe = compile_graph(linsimp_graph(1, T, hq, hkv, d, dv, m, window, state=True,
                                       cu_seqlens=len(cu)),
-                        chunk=8, extra=(f"--chunk-form={form}",))
+                        chunk=8, extra=hoisted_or(form))
     outs = run_exe(exe, [q, k, v, r, u, omega, *state, cu], tmp_path)
     want, final = ref.linsimp(q, k, v, r, u, omega=omega, window=window,
                               initial_state=tuple(state), output_final_state=True,

@@ -60,6 +60,18 @@ def linsimp_cases():
     cases.append(case("linsimp-c32-W16-segmented", "linsimp", 130, chunk=32, B=2, hq=2,
                       hkv=1, d=16, dv=8, m=64, window=16, state=True, schedule="segmented",
                       segments=2))
+    # The anchor window on register tiles (issue 13): the persistent loop
+    # keeps M and a and stacks them per chunk, a pass parallel over chunks
+    # computes the rows (--hoist-chunk-work; W = 1 is too little to move).
+    for T, window, m, state, stable in [(1, 16, 64, False, True), (65, 1, 64, False, True),
+                                        (150, 16, 64, True, True), (300, 64, 64, False, True),
+                                        (130, 20, 64, False, False), (200, 64, 256, False, True)]:
+        flags = ["--hoist-chunk-work=on", "--linsimp-anchor-rows=64", "--cuda-allow-spills=true"]
+        flags += [] if stable else ["--linsimp-stable-features=0"]
+        cases.append(case(f"linsimp-tiles-T{T}-W{window}-m{m}" + ("" if stable else "-plain"),
+                          "linsimp", T, chunk=64, B=2, hq=2, hkv=1, d=64, dv=64, m=m,
+                          window=window, dtype="bf16", tol=1e-2, state=state,
+                          schedule="persistent", flags=flags))
     # The seed model's layer shape: d = 64, m = 256, W = 64, bf16.
     cases.append(case("linsimp-bf16", "linsimp", 300, chunk=16, B=1, hq=2, hkv=2,
                       d=64, dv=64, m=256, window=64, dtype="bf16", tol=1e-2))

@@ -48,6 +48,7 @@
 #include "llvm/Support/SaveAndRestore.h"
 
 #include <functional>
+#include <limits>
 
 namespace mlir::hla {
 #define GEN_PASS_DEF_HLAGPULOWERREGISTERTILESPASS
@@ -305,10 +306,99 @@ void TileEmitter::emitElementwise(linalg::GenericOp op) {
       if (it != fragmentInputs.end() &&
           op.getMatchingIndexingMap(&operand) == outMap)
         return it->second[i];
+      if (plan.of(operand.get()) == Placement::RowVector)
+        return rowVectors[operand.get()][rowSlot(i, cols)];
       return evalOperand(op, operand, ivs);
     })[0]);
   }
   setFragment(op.getResult(0), f);
+}
+
+llvm::SmallVector<Value> TileEmitter::rowValues(Value vector) {
+  if (plan.of(vector) == Placement::RowVector)
+    return rowVectors.lookup(vector);
+  int64_t rows = cast<RankedTensorType>(vector.getType()).getDimSize(0);
+  llvm::SmallVector<Value> values;
+  for (int64_t t = 0; t < rowVectorSlots(rows); ++t)
+    values.push_back(plan.of(vector) == Placement::ScalarTensor
+                         ? zeroDim(vector)
+                         : evalAt(vector, rowOfSlot(t), Value()));
+  return values;
+}
+
+void TileEmitter::emitRowVectorOp(linalg::GenericOp op) {
+  int64_t rows =
+      cast<RankedTensorType>(op.getResult(0).getType()).getDimSize(0);
+  llvm::SmallVector<Value> values;
+  for (int64_t t = 0; t < rowVectorSlots(rows); ++t) {
+    llvm::SmallVector<Value> ivs = {rowOfSlot(t)};
+    values.push_back(cloneBody(op, ivs, [&](OpOperand &operand) -> Value {
+      if (plan.of(operand.get()) == Placement::RowVector)
+        return rowVectors[operand.get()][t];
+      return evalOperand(op, operand, ivs);
+    })[0]);
+  }
+  rowVectors[op.getResult(0)] = values;
+}
+
+void TileEmitter::emitRowReduction(linalg::GenericOp op) {
+  AffineMap outMap = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
+  unsigned rowLoop = outMap.getDimPosition(0), colLoop = 1 - rowLoop;
+  llvm::SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  int64_t rows = ranges[rowLoop], cols = ranges[colLoop];
+  Block &body = op.getRegion().front();
+  Operation *fold = body.getTerminator()->getOperand(0).getDefiningOp();
+  bool sum = isa<arith::AddFOp>(fold);
+  Type type =
+      cast<RankedTensorType>(op.getResult(0).getType()).getElementType();
+  auto combine = [&](Value x, Value y) -> Value {
+    if (sum)
+      return arith::AddFOp::create(b, loc, x, y);
+    return arith::MaximumFOp::create(b, loc, x, y);
+  };
+  // Each thread folds its elements of each of its rows from the fold's
+  // identity, in slot order.
+  Value identity = arith::ConstantOp::create(
+      b, loc,
+      sum ? b.getFloatAttr(type, 0.0)
+          : b.getFloatAttr(type, -std::numeric_limits<double>::infinity()));
+  llvm::SmallVector<Value> partial(rowVectorSlots(rows), identity);
+  llvm::DenseMap<Value, llvm::SmallVector<Value>> fragmentInputs;
+  for (OpOperand *input : op.getDpsInputOperands())
+    if (plan.of(input->get()) == Placement::Frag)
+      fragmentInputs[input->get()] = elements(input->get());
+  for (int64_t i = 0; i < plan.slots(rows, cols); ++i) {
+    int64_t t = rowSlot(i, cols);
+    llvm::SmallVector<Value> ivs(2);
+    ivs[rowLoop] = slotRow(i, cols);
+    ivs[colLoop] = slotCol(i, cols);
+    partial[t] = cloneBody(op, ivs, [&](OpOperand &operand) -> Value {
+      if (op.isDpsInit(&operand))
+        return partial[t];
+      auto it = fragmentInputs.find(operand.get());
+      if (it != fragmentInputs.end())
+        return it->second[i];
+      if (plan.of(operand.get()) == Placement::RowVector)
+        return rowVectors[operand.get()][t];
+      return evalOperand(op, operand, ivs);
+    })[0];
+  }
+  // The four threads of a row (lanes 4r .. 4r + 3) combine theirs; the
+  // row's running value joins last.
+  Value width = arith::ConstantIntOp::create(b, loc, 32, 32);
+  llvm::SmallVector<Value> init = rowValues(op.getDpsInitOperand(0)->get());
+  llvm::SmallVector<Value> values;
+  for (auto [t, value] : llvm::enumerate(partial)) {
+    for (int64_t offset : {1, 2})
+      value =
+          combine(value, gpu::ShuffleOp::create(
+                             b, loc, value,
+                             arith::ConstantIntOp::create(b, loc, offset, 32),
+                             width, gpu::ShuffleMode::XOR)
+                             .getShuffleResult());
+    values.push_back(combine(init[t], value));
+  }
+  rowVectors[op.getResult(0)] = values;
 }
 
 void TileEmitter::emitThreadReduction(linalg::GenericOp op) {
@@ -399,8 +489,30 @@ void TileEmitter::emitThreadReduction(linalg::GenericOp op) {
   setFragment(result, f);
 }
 
+void TileEmitter::stageLoopInvariants(scf::ForOp loop) {
+  llvm::SmallVector<unsigned> invariant;
+  for (auto generic : loop.getBody()->getOps<linalg::GenericOp>()) {
+    if (!matchContraction(generic) ||
+        plan.of(generic.getResult(0)) != Placement::Frag)
+      continue;
+    for (OpOperand *input : generic.getDpsInputOperands()) {
+      Value tile = input->get();
+      std::optional<unsigned> i = plan.stagedIndex(tile);
+      if (!i || plan.staged[*i].landing || materialized.contains(*i) ||
+          loop->isAncestor(tile.getParentBlock()->getParentOp()) ||
+          llvm::is_contained(invariant, *i))
+        continue;
+      invariant.push_back(*i);
+    }
+  }
+  for (unsigned i : invariant)
+    materialize(i);
+}
+
 void TileEmitter::emitLoop(scf::ForOp loop) {
   waitAll();
+  // Tiles made before the loop that its products read: copied once, here.
+  stageLoopInvariants(loop);
   // Token rows copied a chunk ahead: the first chunk's before the loop.
   llvm::SmallVector<unsigned> landings;
   for (auto [i, l] : llvm::enumerate(plan.landing))
@@ -417,12 +529,14 @@ void TileEmitter::emitLoop(scf::ForOp loop) {
   llvm::SmallVector<std::pair<unsigned, int64_t>> carried; // arg, elements
   for (auto [i, init] : llvm::enumerate(loop.getInitArgs())) {
     Placement p = plan.of(loop.getRegionIterArgs()[i]);
-    if (p != Placement::Frag && p != Placement::ScalarTensor)
+    if (p != Placement::Frag && p != Placement::ScalarTensor &&
+        p != Placement::RowVector)
       continue;
     // A 0-d value (a decay's running product) is one scalar.
     llvm::SmallVector<Value> values =
-        p == Placement::Frag ? elements(init)
-                             : llvm::SmallVector<Value>{zeroDim(init)};
+        p == Placement::Frag        ? elements(init)
+        : p == Placement::RowVector ? rowValues(init)
+                                    : llvm::SmallVector<Value>{zeroDim(init)};
     carried.push_back({unsigned(i), int64_t(values.size())});
     llvm::append_range(inits, values);
   }
@@ -440,6 +554,12 @@ void TileEmitter::emitLoop(scf::ForOp loop) {
     Value iterArg = loop.getRegionIterArgs()[arg];
     if (plan.of(iterArg) == Placement::ScalarTensor) {
       reduced[iterArg] = body->getArgument(1 + next++);
+      continue;
+    }
+    if (plan.of(iterArg) == Placement::RowVector) {
+      auto &values = rowVectors[iterArg];
+      for (int64_t j = 0; j < count; ++j)
+        values.push_back(body->getArgument(1 + next++));
       continue;
     }
     Fragment f = Fragment::of(iterArg);
@@ -488,8 +608,11 @@ void TileEmitter::emitLoop(scf::ForOp loop) {
   auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
   llvm::SmallVector<Value> yielded;
   for (auto [arg, count] : carried) {
-    if (plan.of(loop.getRegionIterArgs()[arg]) == Placement::ScalarTensor)
+    Placement p = plan.of(loop.getRegionIterArgs()[arg]);
+    if (p == Placement::ScalarTensor)
       yielded.push_back(zeroDim(yield.getOperand(arg)));
+    else if (p == Placement::RowVector)
+      llvm::append_range(yielded, rowValues(yield.getOperand(arg)));
     else
       llvm::append_range(yielded, elements(yield.getOperand(arg)));
   }
@@ -503,6 +626,12 @@ void TileEmitter::emitLoop(scf::ForOp loop) {
   for (auto [arg, count] : carried) {
     if (plan.of(loop.getResult(arg)) == Placement::ScalarTensor) {
       reduced[loop.getResult(arg)] = newLoop.getResult(next++);
+      continue;
+    }
+    if (plan.of(loop.getResult(arg)) == Placement::RowVector) {
+      auto &values = rowVectors[loop.getResult(arg)];
+      for (int64_t j = 0; j < count; ++j)
+        values.push_back(newLoop.getResult(next++));
       continue;
     }
     Fragment f = Fragment::of(loop.getResult(arg));
@@ -732,6 +861,12 @@ void TileEmitter::emitOp(Operation *op) {
       prepareExactReads(generic);
       return emitReduction(generic);
     }
+    if (plan.of(generic.getResult(0)) == Placement::RowVector) {
+      prepareExactReads(generic);
+      if (generic.getNumReductionLoops() > 0)
+        return emitRowReduction(generic);
+      return emitRowVectorOp(generic);
+    }
     if (plan.of(generic.getResult(0)) != Placement::Frag)
       return;
     prepareExactReads(generic);
@@ -744,6 +879,10 @@ void TileEmitter::emitOp(Operation *op) {
   if (auto copy = dyn_cast<linalg::CopyOp>(op)) {
     if (plan.of(copy.getResult(0)) == Placement::ScalarTensor) {
       reduced[copy.getResult(0)] = zeroDim(copy.getInputs()[0]);
+      return;
+    }
+    if (plan.of(copy.getResult(0)) == Placement::RowVector) {
+      rowVectors[copy.getResult(0)] = rowValues(copy.getInputs()[0]);
       return;
     }
     auto it = fragmentOf.find(copy.getInputs()[0]);
@@ -806,6 +945,27 @@ void TileEmitter::run() {
     buffers[source] = bufferization::ToBufferOp::create(
         b, loc, MemRefType::get(type.getShape(), type.getElementType()), source,
         /*read_only=*/true);
+  });
+  // Whole 2-D tensors of global memory read as tiles where they are
+  // needed: arguments widened outside the loops, earlier kernels' results
+  // that contractions read.
+  forall.getBody()->walk([&](linalg::GenericOp generic) {
+    for (Value operand : generic->getOperands()) {
+      Value whole = operand;
+      if (isWidenedArgument(operand))
+        whole = operand.getDefiningOp<linalg::GenericOp>()
+                    .getDpsInputOperand(0)
+                    ->get();
+      else if (plan.of(operand) != Placement::Scalar ||
+               !isa_and_nonnull<scf::ForallOp>(operand.getDefiningOp()))
+        continue;
+      auto type = cast<RankedTensorType>(whole.getType());
+      if (buffers.count(whole) || type.getRank() != 2)
+        continue;
+      buffers[whole] = bufferization::ToBufferOp::create(
+          b, loc, MemRefType::get(type.getShape(), type.getElementType()),
+          whole, /*read_only=*/true);
+    }
   });
   llvm::SmallVector<Value> results;
   for (auto [init, arg] :

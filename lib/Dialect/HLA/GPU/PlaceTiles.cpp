@@ -82,6 +82,20 @@ private:
   void land(Operation *tokens, RankedTensorType tile, int64_t buffers,
             bool f32 = false);
   LogicalResult placeThreadReduction(linalg::GenericOp op);
+  LogicalResult placeRowReduction(linalg::GenericOp op);
+  /// Whether `loop` reads tokens or stacks (a chunk loop, not a loop over
+  /// tiles read before it: LinSimp's anchor window).
+  bool readsTokens(scf::ForOp loop);
+  /// A vector op (one loop, no reduction): on-demand where its inputs are,
+  /// a row vector where it reads one.
+  LogicalResult placeVectorOp(linalg::GenericOp op);
+  /// Whether a vector of `type` can be a row vector.
+  static bool rowVectorShape(Type type) {
+    auto t = dyn_cast<RankedTensorType>(type);
+    return t && t.getRank() == 1 && t.hasStaticShape() &&
+           t.getDimSize(0) % kFragmentRows == 0 &&
+           t.getDimSize(0) <= kMaxFragmentRows;
+  }
   /// Whether a tile of `type` can be a fragment.
   static bool fragmentShape(Type type) {
     auto t = dyn_cast<RankedTensorType>(type);
@@ -98,6 +112,25 @@ private:
 };
 
 } // namespace
+
+/// Whether `v` is a function's 2-D static argument widened elementwise
+/// (extf) by a linalg.generic outside any loop.
+bool mlir::hla::gpumap::isWidenedArgument(Value v) {
+  auto generic = v.getDefiningOp<linalg::GenericOp>();
+  if (!generic || !isa<FunctionOpInterface>(generic->getParentOp()) ||
+      generic.getNumDpsInputs() != 1 || generic.getNumReductionLoops() != 0 ||
+      !llvm::all_of(generic.getIndexingMapsArray(),
+                    [](AffineMap m) { return m.isIdentity(); }))
+    return false;
+  auto arg = dyn_cast<BlockArgument>(generic.getDpsInputOperand(0)->get());
+  auto type = dyn_cast<RankedTensorType>(v.getType());
+  Block &body = generic.getRegion().front();
+  auto widen =
+      body.getTerminator()->getOperand(0).getDefiningOp<arith::ExtFOp>();
+  return arg && isa<FunctionOpInterface>(arg.getOwner()->getParentOp()) &&
+         type && type.getRank() == 2 && type.hasStaticShape() && widen &&
+         widen.getIn() == body.getArgument(0);
+}
 
 std::optional<Placement> Placer::of(Value v) {
   auto it = plan.placement.find(v);
@@ -125,6 +158,10 @@ std::optional<Placement> Placer::of(Value v) {
     if (auto dense = dyn_cast<DenseElementsAttr>(constant.getValue()))
       if (dense.isSplat() && cast<ShapedType>(v.getType()).getRank() == 2)
         return Placement::Expr;
+  // A 2-D argument widened to f32 for every loop (LinSimp's Ω): read from
+  // the argument where it is needed.
+  if (isWidenedArgument(v))
+    return Placement::Expr;
   return std::nullopt;
 }
 
@@ -177,6 +214,14 @@ static Operation *tokensOf(Value tile) {
   return isa_and_nonnull<tensor::InsertSliceOp, tensor::ExtractSliceOp>(def)
              ? def
              : nullptr;
+}
+
+bool Placer::readsTokens(scf::ForOp loop) {
+  bool found = false;
+  loop.walk([&](tensor::ExtractSliceOp slice) {
+    found |= of(slice.getSource()) == Placement::Global;
+  });
+  return found;
 }
 
 void Placer::stage(Value tile) {
@@ -264,7 +309,12 @@ LogicalResult Placer::placeContraction(linalg::GenericOp op,
   unsigned mLoop = mapC.getDimPosition(0), nLoop = mapC.getDimPosition(1);
   for (OpOperand *input : op.getDpsInputOperands()) {
     std::optional<Placement> p = of(input->get());
-    if (!p || (*p != Placement::Expr && *p != Placement::Frag))
+    // A whole 2-D tensor of global memory (LinSimp's Ω as f32, converted by
+    // a kernel of its own) is copied like an on-demand tile.
+    auto type = cast<RankedTensorType>(input->get().getType());
+    bool wholeGlobal =
+        p == Placement::Global && type.getRank() == 2 && type.hasStaticShape();
+    if (!p || (*p != Placement::Expr && *p != Placement::Frag && !wholeGlobal))
       return refuse(op, "a contraction operand that is not a tile");
     AffineMap map = op.getMatchingIndexingMap(input);
     bool isA = map.isFunctionOfDim(mLoop);
@@ -307,22 +357,13 @@ LogicalResult Placer::placeGeneric(linalg::GenericOp op) {
   if (op.getNumReductionLoops() == op.getNumLoops() &&
       cast<RankedTensorType>(op.getResult(0).getType()).getRank() == 0)
     return placeReduction(op);
+  if (op.getNumLoops() == 2 && op.getNumReductionLoops() == 1 &&
+      cast<RankedTensorType>(op.getResult(0).getType()).getRank() == 1)
+    return placeRowReduction(op);
   if (op.getNumReductionLoops() != 0)
     return placeThreadReduction(op);
-  // A vector of on-demand values (decay powers of a chunk's tokens).
-  if (op.getNumLoops() == 1) {
-    for (OpOperand &operand : op->getOpOperands()) {
-      auto type = dyn_cast<RankedTensorType>(operand.get().getType());
-      bool read = !op.isDpsInit(&operand) ||
-                  !op.getMatchingBlockArgument(&operand).use_empty();
-      if (!type || !type.hasStaticShape() || type.getRank() > 1 ||
-          (read && of(operand.get()) != Placement::Expr &&
-           of(operand.get()) != Placement::ScalarTensor))
-        return refuse(op, "a vector op on other than on-demand vectors");
-    }
-    plan.placement[op.getResult(0)] = Placement::Expr;
-    return success();
-  }
+  if (op.getNumLoops() == 1)
+    return placeVectorOp(op);
   if (op.getNumLoops() != 2)
     return refuse(op, "an elementwise op of more than two dimensions");
   for (OpOperand &operand : op->getOpOperands()) {
@@ -335,6 +376,15 @@ LogicalResult Placer::placeGeneric(linalg::GenericOp op) {
         of(operand.get()) == Placement::Expr && !op.isDpsInit(&operand) &&
         op.getMatchingIndexingMap(&operand).isProjectedPermutation())
       continue;
+    // A row vector along the output's rows.
+    if (of(operand.get()) == Placement::RowVector) {
+      AffineMap outMap = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
+      if (op.isDpsInit(&operand) ||
+          op.getMatchingIndexingMap(&operand) !=
+              outMap.getSubMap(llvm::ArrayRef<unsigned>{0}))
+        return refuse(op, "a row vector read along other than the rows");
+      continue;
+    }
     // A tile read through a map of its own (a narrower tile repeated:
     // KDA's band of pairs within blocks of tokens).
     if (type && type.getRank() == 2 && type.hasStaticShape() &&
@@ -357,6 +407,10 @@ LogicalResult Placer::placeGeneric(linalg::GenericOp op) {
     std::optional<Placement> p = of(operand.get());
     if (p == Placement::ScalarTensor)
       continue;
+    if (p == Placement::RowVector) {
+      readsFragment = true;
+      continue;
+    }
     if (!p || (*p != Placement::Expr && *p != Placement::Frag))
       return refuse(op, "an elementwise op reading a non-tile");
     if (*p == Placement::Frag) {
@@ -374,6 +428,107 @@ LogicalResult Placer::placeGeneric(linalg::GenericOp op) {
                       "columns");
   plan.placement[op.getResult(0)] =
       readsFragment ? Placement::Frag : Placement::Expr;
+  return success();
+}
+
+/// Whether `op` folds with `arith.addf` or `arith.maximumf` (`out op
+/// f(inputs)`, f not reading `out`): partial folds of a row's elements
+/// combine in any order.
+static bool isRowFold(linalg::GenericOp op) {
+  Block &body = op.getRegion().front();
+  Operation *fold = body.getTerminator()->getOperand(0).getDefiningOp();
+  if (!isa_and_nonnull<arith::AddFOp, arith::MaximumFOp>(fold))
+    return false;
+  Value out = body.getArguments().back();
+  if (fold->getOperand(0) != out && fold->getOperand(1) != out)
+    return false;
+  Value term =
+      fold->getOperand(0) == out ? fold->getOperand(1) : fold->getOperand(0);
+  llvm::SmallVector<Value> work = {term};
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    if (v == out)
+      return false;
+    if (Operation *def = v.getDefiningOp(); def && def->getBlock() == &body)
+      llvm::append_range(work, def->getOperands());
+  }
+  return out.hasOneUse();
+}
+
+/// A reduction of a tile's rows into a row vector (a row's maximum, sum,
+/// sum of squares, product with a column vector): each thread folds its
+/// own elements of each of its rows, the four threads sharing a row
+/// combine theirs by shuffles.
+LogicalResult Placer::placeRowReduction(linalg::GenericOp op) {
+  if (!rowVectorShape(op.getResult(0).getType()))
+    return refuse(op, "a reduction into a vector that is not 64 to 256 rows");
+  if (!isRowFold(op))
+    return refuse(op, "a row reduction that is not a sum or a maximum");
+  AffineMap outMap = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
+  if (!outMap.isProjectedPermutation())
+    return refuse(op, "a row reduction whose result is not indexed by a "
+                      "loop");
+  unsigned rowLoop = outMap.getDimPosition(0);
+  unsigned colLoop = 1 - rowLoop;
+  int64_t cols = op.getStaticLoopRanges()[colLoop];
+  if (cols % 8 || cols > 256)
+    return refuse(op, "a row reduction over other than 8 to 256 columns");
+  AffineMap fragmentMap =
+      AffineMap::get(2, 0,
+                     {getAffineDimExpr(rowLoop, op.getContext()),
+                      getAffineDimExpr(colLoop, op.getContext())},
+                     op.getContext());
+  for (OpOperand &operand : op->getOpOperands()) {
+    bool read = !op.isDpsInit(&operand) ||
+                !op.getMatchingBlockArgument(&operand).use_empty();
+    if (!read)
+      continue;
+    std::optional<Placement> p = of(operand.get());
+    AffineMap map = op.getMatchingIndexingMap(&operand);
+    if (p == Placement::ScalarTensor)
+      continue;
+    if (p == Placement::RowVector && map == outMap)
+      continue;
+    if (p == Placement::Frag && map == fragmentMap && !op.isDpsInit(&operand))
+      continue;
+    auto type = dyn_cast<RankedTensorType>(operand.get().getType());
+    if (p == Placement::Expr && type && type.hasStaticShape() &&
+        map.isProjectedPermutation())
+      continue;
+    return refuse(op, "a row reduction reading other than fragments along "
+                      "their rows, on-demand tiles, row vectors and scalars");
+  }
+  ++plan.rowReductions;
+  plan.placement[op.getResult(0)] = Placement::RowVector;
+  return success();
+}
+
+LogicalResult Placer::placeVectorOp(linalg::GenericOp op) {
+  bool rows = false;
+  for (OpOperand &operand : op->getOpOperands()) {
+    auto type = dyn_cast<RankedTensorType>(operand.get().getType());
+    bool read = !op.isDpsInit(&operand) ||
+                !op.getMatchingBlockArgument(&operand).use_empty();
+    if (!type || !type.hasStaticShape() || type.getRank() > 1)
+      return refuse(op, "a vector op on other than vectors");
+    if (!read)
+      continue;
+    std::optional<Placement> p = of(operand.get());
+    if (p == Placement::RowVector) {
+      rows = true;
+      continue;
+    }
+    if (p != Placement::Expr && p != Placement::ScalarTensor)
+      return refuse(op, "a vector op on other than on-demand and row vectors");
+  }
+  if (rows && (!rowVectorShape(op.getResult(0).getType()) ||
+               !llvm::all_of(op.getIndexingMapsArray(),
+                             [](AffineMap m) { return m.isIdentity(); })))
+    return refuse(op, "a row vector op not element by element");
+  // A vector of on-demand values (decay powers of a chunk's tokens), or of
+  // rows' values.
+  plan.placement[op.getResult(0)] =
+      rows ? Placement::RowVector : Placement::Expr;
   return success();
 }
 
@@ -395,8 +550,13 @@ LogicalResult Placer::placeReduction(linalg::GenericOp op) {
   }
   if (of(op.getDpsInitOperand(0)->get()) != Placement::ScalarTensor)
     return refuse(op, "a reduction into an unknown value");
+  // Other folds (causal isolation's search for the first non-finite
+  // token, a rare path) are one thread's, reading fragments from exact
+  // copies.
   if (fragments && !isSum(op))
-    return refuse(op, "a reduction of fragments that is not a sum");
+    for (OpOperand *input : op.getDpsInputOperands())
+      if (of(input->get()) == Placement::Frag)
+        stageExact(input->get());
   plan.reductionScratch[op] = plan.sharedBytes;
   plan.sharedBytes += 128;
   plan.placement[op.getResult(0)] = Placement::ScalarTensor;
@@ -450,10 +610,18 @@ LogicalResult Placer::placeLoop(scf::ForOp loop) {
       plan.placement[arg] = plan.placement[result] = Placement::ScalarTensor;
       continue;
     }
+    // A vector of 64 to 256 values: a row vector (a running maximum or
+    // sum of each row); its readers check that they read it so.
+    if ((p == Placement::Expr || p == Placement::RowVector) &&
+        rowVectorShape(init.getType())) {
+      plan.placement[arg] = plan.placement[result] = Placement::RowVector;
+      continue;
+    }
     if ((p != Placement::Expr && p != Placement::Frag) ||
         !fragmentShape(init.getType()))
       return refuse(loop, "a carried tensor that is neither output rows, a "
-                          "0-d value nor a tile of 64 to 256 rows");
+                          "0-d value, a row vector nor a tile of 64 to 256 "
+                          "rows");
     plan.placement[arg] = plan.placement[result] = Placement::Frag;
   }
   if (failed(placeBlock(*loop.getBody())))
@@ -466,8 +634,9 @@ LogicalResult Placer::placeLoop(scf::ForOp loop) {
     if (carried == Placement::Rows
             ? p != Placement::Rows ||
                   plan.rowsSlice[value] != plan.rowsSlice[arg]
-        : carried == Placement::ScalarTensor
-            ? p != Placement::ScalarTensor
+        : carried == Placement::ScalarTensor ? p != Placement::ScalarTensor
+        : carried == Placement::RowVector
+            ? p != Placement::RowVector && p != Placement::Expr
             : p != Placement::Frag && p != Placement::Expr)
       return refuse(loop, "a carried value that changes placement");
   }
@@ -517,7 +686,7 @@ LogicalResult Placer::placeOp(Operation *op) {
   if (auto copy = dyn_cast<linalg::CopyOp>(op)) {
     std::optional<Placement> p = of(copy.getInputs()[0]);
     if (p != Placement::Frag && p != Placement::Expr &&
-        p != Placement::ScalarTensor)
+        p != Placement::ScalarTensor && p != Placement::RowVector)
       return refuse(op, "a copy of a non-tile");
     plan.placement[copy.getResult(0)] = *p;
     return success();
@@ -558,6 +727,17 @@ LogicalResult Placer::placeOp(Operation *op) {
         extract.getSourceType().getRank() == 2 &&
         extract.getDroppedDims().test(0)) {
       stageExact(extract.getSource());
+      plan.placement[extract] = Placement::Expr;
+      return success();
+    }
+    // A window of an on-demand tile or vector (LinSimp's anchor rows of one
+    // offset, from the chunk's rows and the halo before it): read where it
+    // is needed, at the window's offset.
+    if (p == Placement::Expr && extract.hasUnitStride() &&
+        !llvm::all_of(extract.getMixedOffsets(),
+                      [](OpFoldResult o) { return isZeroInteger(o); }) &&
+        extract.getType().hasStaticShape() &&
+        extract.getType().getRank() == extract.getSourceType().getRank()) {
       plan.placement[extract] = Placement::Expr;
       return success();
     }
@@ -621,9 +801,9 @@ LogicalResult Placer::placeOp(Operation *op) {
     }
     if (!insert.hasUnitStride() || insert.getSourceType().getRank() != 2)
       return refuse(op, "a strided or non-2-D slice");
+    // (At any row: a chunk's tokens after a halo of earlier ones.)
     if (global && dest == Placement::Expr &&
-        llvm::all_of(insert.getMixedOffsets(),
-                     [](OpFoldResult o) { return isZeroInteger(o); }) &&
+        isZeroInteger(insert.getMixedOffsets()[1]) &&
         getConstantIntValue(insert.getMixedSizes()[1]) ==
             insert.getDestType().getDimSize(1)) {
       plan.placement[insert] = Placement::Expr;
@@ -634,9 +814,11 @@ LogicalResult Placer::placeOp(Operation *op) {
       auto fill = insert.getDest().getDefiningOp<linalg::FillOp>();
       RankedTensorType tile = insert.getDestType();
       bool inLoop = isa<scf::ForOp>(insert->getParentOp());
-      bool upFront = extra.upFront &&
-                     insert->getParentOp() == forall.getOperation() &&
-                     forall.getBody()->getOps<scf::ForOp>().empty();
+      bool upFront =
+          extra.upFront && insert->getParentOp() == forall.getOperation() &&
+          !isa<BlockArgument>(insert.getDest()) &&
+          llvm::none_of(forall.getBody()->getOps<scf::ForOp>(),
+                        [&](scf::ForOp loop) { return readsTokens(loop); });
       if ((inLoop || upFront) && fill &&
           matchPattern(fill.value(), m_AnyZeroFloat()) &&
           tile.getElementType().isBF16() && tile.getDimSize(1) % 8 == 0) {
@@ -785,6 +967,9 @@ std::string TilePlan::summary() const {
                               "reductions by thread",
                               exactCopies(), threadReductions)
                     .str()
+              : std::string()) +
+         (rowReductions
+              ? llvm::formatv(", {0} reductions of rows", rowReductions).str()
               : std::string());
 }
 
@@ -1025,6 +1210,16 @@ LogicalResult mlir::hla::gpumap::chooseWarpgroups(TilePlan &plan,
                                                   std::string &why) {
   int64_t count =
       requested ? requested : (plan.peakFragmentRegisters > 128 ? 2 : 1);
+  // A row's elements are all one warpgroup's (the threads sharing a row
+  // combine by shuffles): a row reduction keeps the block to one.
+  if (plan.rowReductions && count > 1) {
+    if (requested) {
+      why = "a reduction of rows needs all of a row's columns in one "
+            "warpgroup";
+      return failure();
+    }
+    count = 1;
+  }
   for (auto &[value, p] : plan.placement) {
     if (p != Placement::Frag)
       continue;

@@ -56,6 +56,10 @@ enum class Placement {
   /// (tensor.from_elements, a fill), or a reduction of whole tiles by the
   /// block.
   ScalarTensor,
+  /// A vector indexed by fragment rows (a row's maximum or sum; 64 to 256
+  /// of them), in registers: each thread holds the values of the rows its
+  /// fragment slots are in, two per 64-row block (rowSlot).
+  RowVector,
 };
 
 /// The threads of one block: one warpgroup.
@@ -64,6 +68,9 @@ constexpr int64_t kTileThreads = 128;
 constexpr int64_t kFragmentRows = 64;
 /// The most rows of a fragment (row blocks of kFragmentRows).
 constexpr int64_t kMaxFragmentRows = 256;
+/// Values a thread holds of a row vector of `rows` rows: two rows of each
+/// row block (wgmma's accumulator rows of a thread are r and r + 8).
+inline int64_t rowVectorSlots(int64_t rows) { return 2 * rows / kFragmentRows; }
 /// 16-byte row groups of a tile a thread loads from global memory before
 /// it uses any (their latencies overlap; each holds up to 8 registers).
 constexpr int64_t kRowGroupsInFlight = 4;
@@ -135,6 +142,8 @@ struct TilePlan {
   int64_t contractions = 0;
   /// Reductions computed by each thread for its own elements.
   int64_t threadReductions = 0;
+  /// Reductions of tiles' rows into row vectors.
+  int64_t rowReductions = 0;
   /// The most fragment registers per thread of one warpgroup alive at once
   /// in a chunk loop's body, in the order orderForRegisterPressure chose.
   int64_t peakFragmentRegisters = 0;
@@ -174,6 +183,11 @@ struct TilePlan {
 /// reading `out`, so that partial sums can be added in any order.
 bool isSum(linalg::GenericOp op);
 
+/// Whether `v` is a function's 2-D static argument widened elementwise
+/// (extf) outside every loop (LinSimp's Ω as f32): an on-demand tile of
+/// the argument.
+bool isWidenedArgument(Value v);
+
 /// Rewrites elementwise reads of a contraction's result in the other
 /// orientation (hla2's masked (QKᵀ)ᵀ) into reads of the same product
 /// computed with its output transposed: a fragment's transpose is a round
@@ -185,7 +199,9 @@ void transposeProductReads(scf::ForallOp forall);
 /// The tiles copied into shared memory beyond a chunk loop's token rows and
 /// bf16 stack tiles (those are always).
 struct ExtraLandings {
-  /// A pass with no chunk loop copies its token rows before its work (else
+  /// A pass with no chunk loop (no loop of it reads tokens: LinSimp's
+  /// anchor window reads tiles made before it) copies its token rows
+  /// before its work (else
   /// they are read from global memory where they are needed).
   bool upFront = true;
   /// A chunk loop's whole f32 tiles of earlier kernels' stacks, a chunk

@@ -89,6 +89,20 @@ private:
         arith::MulIOp::create(b, loc, warpgroup,
                               index(cols / plan.warpgroups)));
   }
+  /// The row-vector value of fragment slot `i` of a tile of `cols`
+  /// columns: its row's (two rows of each 64-row block per thread).
+  int64_t rowSlot(int64_t i, int64_t cols) {
+    int64_t perBlock = plan.slots(kFragmentRows, cols);
+    return 2 * (i / perBlock) + (i % perBlock / 2) % 2;
+  }
+  /// The row of a thread's row-vector value `t`.
+  Value rowOfSlot(int64_t t) {
+    int64_t offset = (t / 2) * kFragmentRows + (t % 2) * 8;
+    return offset ? arith::AddIOp::create(b, loc, rowLo, index(offset)) : rowLo;
+  }
+  /// A vector's values at the thread's rows: a row vector's own, an
+  /// on-demand vector's or a 0-d value's computed there.
+  llvm::SmallVector<Value> rowValues(Value vector);
   static int64_t columns(Value tile) {
     return cast<RankedTensorType>(tile.getType()).getDimSize(1);
   }
@@ -167,6 +181,13 @@ private:
   /// `map`'s results at the loop position `ivs`.
   llvm::SmallVector<Value> applyMap(AffineMap map, llvm::ArrayRef<Value> ivs);
   void emitThreadReduction(linalg::GenericOp op);
+  /// A reduction of rows into a row vector (Placer::placeRowReduction).
+  void emitRowReduction(linalg::GenericOp op);
+  /// An elementwise op of vectors, one of them a row vector.
+  void emitRowVectorOp(linalg::GenericOp op);
+  /// Makes the shared-memory copies that `loop`'s contractions read of
+  /// tiles computed before it, once, before it.
+  void stageLoopInvariants(scf::ForOp loop);
 
   void emitBlock(Block &block);
   void emitOp(Operation *op);
@@ -328,6 +349,8 @@ private:
   llvm::SmallVector<Value> landingViews;
   llvm::DenseMap<unsigned, Value> landingCurrent;
   llvm::DenseMap<Value, Value> reduced; // whole-tile reductions' values
+  /// Row vectors' values (rowSlot order).
+  llvm::DenseMap<Value, llvm::SmallVector<Value>> rowVectors;
   Value window;
   llvm::DenseSet<unsigned> materialized, readSince, writtenSince;
   bool unknownState = false;

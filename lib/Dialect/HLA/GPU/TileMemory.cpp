@@ -31,8 +31,18 @@ static bool isIdentityElementwise(linalg::GenericOp generic) {
                                  [](AffineMap m) { return m.isIdentity(); });
 }
 
+/// The row `insert` puts its source's first row at (0 for tokens at a
+/// tile's top; LinSimp's anchor rows come after a halo).
+static OpFoldResult insertedRow(tensor::InsertSliceOp insert) {
+  return insert.getMixedOffsets()[0];
+}
+
 Value TileEmitter::evalAt(Value tile, Value row, Value col) {
   Operation *def = tile.getDefiningOp();
+  // A whole tensor of global memory (an argument, an earlier kernel's
+  // result).
+  if (Value buffer = buffers.lookup(tile))
+    return memref::LoadOp::create(b, loc, buffer, ValueRange{row, col});
   if (auto constant = dyn_cast_or_null<arith::ConstantOp>(def)) {
     auto dense = cast<DenseElementsAttr>(constant.getValue());
     return arith::ConstantOp::create(b, loc, dense.getSplatValue<TypedAttr>());
@@ -51,6 +61,11 @@ Value TileEmitter::evalAt(Value tile, Value row, Value col) {
       return exactAt(*plan.stagedIndex(slice.getSource(), /*exact=*/true),
                      at[0], at[1]);
     }
+    if (plan.of(slice.getSource()) == Placement::Expr) {
+      // A window of an on-demand tile.
+      llvm::SmallVector<Value> at = sliceIndices(slice, row, col);
+      return evalAt(slice.getSource(), at[0], at.size() > 1 ? at[1] : Value());
+    }
     return memref::LoadOp::create(b, loc, buffers[slice.getSource()],
                                   sliceIndices(slice, row, col));
   }
@@ -60,12 +75,16 @@ Value TileEmitter::evalAt(Value tile, Value row, Value col) {
       return memref::LoadOp::create(b, loc, landingViews[*l],
                                     ValueRange{landingIndex(*l, row, col)});
     }
-    // Token rows [0, len) of the chunk, the destination's elements below.
+    // Token rows [0, len) of the chunk at the insertion's row, the
+    // destination's elements elsewhere (a row above it wraps around: not
+    // below len either).
     auto slice = insert.getSource().getDefiningOp<tensor::ExtractSliceOp>();
     Value length = scalar(insert.getMixedSizes()[0]);
-    Value inside =
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row, length);
-    Value safeRow = arith::SelectOp::create(b, loc, inside, row, index(0));
+    Value tokenRow =
+        arith::SubIOp::create(b, loc, row, scalar(insertedRow(insert)));
+    Value inside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                         tokenRow, length);
+    Value safeRow = arith::SelectOp::create(b, loc, inside, tokenRow, index(0));
     Value loaded = memref::LoadOp::create(b, loc, buffers[slice.getSource()],
                                           sliceIndices(slice, safeRow, col));
     return arith::SelectOp::create(b, loc, inside, loaded,
@@ -246,11 +265,25 @@ llvm::SmallVector<Value> TileEmitter::evalRow8(Value tile, Value row,
           b, loc, inside, loaded[j], evalAt(insert.getDest(), row, colAt(j))));
     return values;
   }
-  if (auto slice = dyn_cast_or_null<tensor::ExtractSliceOp>(def))
-    return rowLoad(slice, row, col0, [&] {
-      return loadRow8(buffers[slice.getSource()],
-                      sliceIndices(slice, row, col0));
-    });
+  if (Value buffer = buffers.lookup(tile)) // a whole tensor
+    return loadRow8(buffer, {row, col0});
+  if (auto slice = dyn_cast_or_null<tensor::ExtractSliceOp>(def)) {
+    if (plan.of(slice.getSource()) == Placement::Expr) {
+      // A window of an on-demand tile: its rows, 8 columns at a time where
+      // the window starts on a group of 8.
+      std::optional<int64_t> colOffset =
+          getConstantIntValue(slice.getMixedOffsets().back());
+      if (slice.getType().getRank() == 2 && colOffset && *colOffset % 8 == 0) {
+        llvm::SmallVector<Value> at = sliceIndices(slice, row, col0);
+        return evalRow8(slice.getSource(), at[0], at[1]);
+      }
+    } else {
+      return rowLoad(slice, row, col0, [&] {
+        return loadRow8(buffers[slice.getSource()],
+                        sliceIndices(slice, row, col0));
+      });
+    }
+  }
   auto generic = dyn_cast_or_null<linalg::GenericOp>(def);
   if (isIdentityElementwise(generic)) {
     llvm::DenseMap<Value, llvm::SmallVector<Value>> inputs;
@@ -274,10 +307,12 @@ std::pair<llvm::SmallVector<Value>, Value>
 TileEmitter::tokenRow8(tensor::InsertSliceOp insert, Value row, Value col0) {
   auto slice = insert.getSource().getDefiningOp<tensor::ExtractSliceOp>();
   Value length = scalar(insert.getMixedSizes()[0]);
-  Value inside =
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row, length);
+  Value tokenRow =
+      arith::SubIOp::create(b, loc, row, scalar(insertedRow(insert)));
+  Value inside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                       tokenRow, length);
   llvm::SmallVector<Value> loaded = rowLoad(insert, row, col0, [&] {
-    Value safeRow = arith::SelectOp::create(b, loc, inside, row, index(0));
+    Value safeRow = arith::SelectOp::create(b, loc, inside, tokenRow, index(0));
     return loadRow8(buffers[slice.getSource()],
                     sliceIndices(slice, safeRow, col0));
   });
@@ -303,8 +338,8 @@ void TileEmitter::prefetchRow8(Value tile, Value row, Value col0) {
     return;
   }
   if (auto slice = dyn_cast_or_null<tensor::ExtractSliceOp>(def)) {
-    if (landedIn(slice))
-      return; // in shared memory already
+    if (landedIn(slice) || plan.of(slice.getSource()) == Placement::Expr)
+      return; // in shared memory already, or a window of a tile
     rowLoads[{slice, row, col0}] =
         loadRow8(buffers[slice.getSource()], sliceIndices(slice, row, col0));
     return;
@@ -761,10 +796,13 @@ void TileEmitter::issueLanding(unsigned l, Block *body, IRMapping &mapping,
         isa<Value>(offset)
             ? OpFoldResult(cloneAt(cast<Value>(offset), body, mapping))
             : offset);
+  auto valueAt = [&](OpFoldResult v) {
+    return isa<Value>(v) ? cloneAt(cast<Value>(v), body, mapping) : scalar(v);
+  };
   OpFoldResult size = insert ? insert.getMixedSizes()[0]
                              : OpFoldResult(b.getIndexAttr(landing.rows));
-  Value length = isa<Value>(size) ? cloneAt(cast<Value>(size), body, mapping)
-                                  : scalar(size);
+  Value length = valueAt(size);
+  Value firstRow = insert ? valueAt(insertedRow(insert)) : index(0);
   // Consecutive threads take consecutive 16 bytes of a row (coalesced):
   // 8 bf16 or 4 f32 values.
   int64_t perCopy = 16 / landing.elementBytes();
@@ -778,10 +816,12 @@ void TileEmitter::issueLanding(unsigned l, Block *body, IRMapping &mapping,
   Value col = arith::MulIOp::create(
       b, loc, arith::RemUIOp::create(b, loc, unit, index(groups)),
       index(perCopy));
-  Value inside =
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row, length);
-  Value safeRow = arith::SelectOp::create(b, loc, inside, row, index(0));
-  // Rows past the chunk's end: nothing read, 16 zero bytes written.
+  // The tile's rows outside the tokens' (past the chunk's end, or in the
+  // halo before a sequence's start): nothing read, 16 zero bytes written.
+  Value tokenRow = arith::SubIOp::create(b, loc, row, firstRow);
+  Value inside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                       tokenRow, length);
+  Value safeRow = arith::SelectOp::create(b, loc, inside, tokenRow, index(0));
   Value elements =
       arith::SelectOp::create(b, loc, inside, index(perCopy), index(0));
   Value at = arith::AddIOp::create(b, loc, base, landingOffset(l, row, col));

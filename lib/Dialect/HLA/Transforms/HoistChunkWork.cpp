@@ -13,6 +13,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "HoistChunkWork.h"
+
 #include "hla/Dialect/HLA/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -53,6 +55,27 @@ llvm::SmallVector<Value> valuesRead(Operation *op) {
   return read.takeVector();
 }
 
+/// The forall's one chunk loop (an scf.for carrying values, from 0 by 1 to
+/// a static bound; the forall's bounds static too), or null.
+scf::ForOp chunkLoopOf(scf::ForallOp forall) {
+  scf::ForOp found;
+  for (Operation &op : forall.getBody()->without_terminator()) {
+    auto loop = dyn_cast<scf::ForOp>(&op);
+    if (!loop || loop.getNumRegionIterArgs() == 0)
+      continue;
+    if (found)
+      return nullptr; // one chunk loop per forall
+    found = loop;
+  }
+  if (!found || !isZeroInteger(found.getLowerBound()) ||
+      getConstantIntValue(found.getStep()) != 1 ||
+      !getConstantIntValue(found.getUpperBound()) ||
+      llvm::any_of(forall.getMixedUpperBound(),
+                   [](OpFoldResult ub) { return !getConstantIntValue(ub); }))
+    return nullptr;
+  return found;
+}
+
 /// A chunk loop of a forall and how it splits.
 struct Split {
   scf::ForallOp forall;
@@ -81,8 +104,22 @@ public:
     });
     for (scf::ForallOp forall : foralls) {
       std::optional<Split> split = analyse(forall);
-      if (!split)
+      if (!split) {
+        Location where = forall.getLoc();
+        scf::ForOp loop = chunkLoopOf(forall);
+        std::optional<ReadoutReport> readout =
+            loop ? hoistChunkReadout(forall, loop, minProducts) : std::nullopt;
+        if (readout && report)
+          mlir::emitRemark(
+              where,
+              llvm::formatv(
+                  "hla-hoist-chunk-work: output rows ({0} reductions a chunk) "
+                  "moved to a pass parallel over chunks after the loop, the "
+                  "state's {1} staying; {2} states stacked",
+                  readout->readoutReductions, readout->stateReductions,
+                  readout->stacked));
         continue;
+      }
       if (report)
         forall.emitRemark(llvm::formatv(
             "hla-hoist-chunk-work: {0} reductions moved to a pass parallel "
@@ -101,20 +138,9 @@ private:
 std::optional<Split> HoistChunkWork::analyse(scf::ForallOp forall) const {
   Split split;
   split.forall = forall;
-  for (Operation &op : forall.getBody()->without_terminator()) {
-    auto loop = dyn_cast<scf::ForOp>(&op);
-    if (!loop || loop.getNumRegionIterArgs() == 0)
-      continue;
-    if (split.loop)
-      return std::nullopt; // one chunk loop per forall
-    split.loop = loop;
-  }
+  split.loop = chunkLoopOf(forall);
   scf::ForOp loop = split.loop;
-  if (!loop || !isZeroInteger(loop.getLowerBound()) ||
-      getConstantIntValue(loop.getStep()) != 1 ||
-      !getConstantIntValue(loop.getUpperBound()) ||
-      llvm::any_of(forall.getMixedUpperBound(),
-                   [](OpFoldResult ub) { return !getConstantIntValue(ub); }))
+  if (!loop)
     return std::nullopt;
 
   // What the carried values reach; the rest is free.

@@ -25,11 +25,11 @@ func.func @f32(%q: tensor<1x128x2x64xf32>, %k: tensor<1x128x2x64xf32>, %v: tenso
 // -----
 
 // d = 96: the state's 96 rows are not whole 64-row wgmma blocks.
-// AUTO: remark: left to hla-gpu-map-chunk-loops: scf.for: a carried tensor that is neither output rows, a 0-d value nor a tile of 64 to 256 rows
+// AUTO: remark: left to hla-gpu-map-chunk-loops: scf.for: a carried tensor that is neither output rows, a 0-d value, a row vector nor a tile of 64 to 256 rows
 // KEPT-LABEL: func.func @d96
 // KEPT: scf.forall
 func.func @d96(%q: tensor<1x128x2x96xbf16>, %k: tensor<1x128x2x96xbf16>, %v: tensor<1x128x2x64xbf16>) -> tensor<1x128x2x64xbf16> {
-  // expected-error @below {{hla-gpu-lower-register-tiles: cannot keep this loop's tiles in registers: scf.for: a carried tensor that is neither output rows, a 0-d value nor a tile of 64 to 256 rows}}
+  // expected-error @below {{hla-gpu-lower-register-tiles: cannot keep this loop's tiles in registers: scf.for: a carried tensor that is neither output rows, a 0-d value, a row vector nor a tile of 64 to 256 rows}}
   %o = hla.linear_attention %q, %k, %v : (tensor<1x128x2x96xbf16>, tensor<1x128x2x96xbf16>, tensor<1x128x2x64xbf16>) -> tensor<1x128x2x64xbf16>
   return %o : tensor<1x128x2x64xbf16>
 }

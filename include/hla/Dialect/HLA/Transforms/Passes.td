@@ -534,7 +534,7 @@ def HLAAccumulateTileProductsPass : Pass<"hla-accumulate-tile-products"> {
 
 def HLAHoistChunkWorkPass : Pass<"hla-hoist-chunk-work"> {
   let summary = "Move a chunk loop's work that does not read the carried "
-                "state into a pass parallel over chunks";
+                "state, or its output rows, into a pass parallel over chunks";
   let description = [{
     A fused chunk loop (`scf.forall` over sequences and heads holding one
     `scf.for` over chunks that carries the state) runs all of a chunk's
@@ -579,6 +579,16 @@ def HLAHoistChunkWorkPass : Pass<"hla-hoist-chunk-work"> {
       }
     }
     ```
+
+    A loop that does not split so may split the other way: where its output
+    rows run at least `min-products` reductions per chunk (a nested loop's
+    body counted once per iteration) and four times as many as its state
+    (LinSimp's anchor window: W / G passes of four products, against two
+    for the state), the loop keeps only the state, writing the state
+    entering each chunk into stacks laid out as above, and a new
+    `scf.forall` over (the sequences and heads, the chunks) after it
+    computes each chunk's rows from its stacked state and writes them into
+    the output. The loop's other results (final states) stay its forall's.
   }];
   let options = [
     Option<"minProducts", "min-products", "int64_t", "8",
