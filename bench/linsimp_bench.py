@@ -38,15 +38,14 @@ SHAPES = [(1, 16, 2048), (4, 16, 2048), (1, 16, 16384)]
 D = 64
 FEATURES_WINDOWS = [(64, 64), (256, 64), (64, 16), (256, 16)]
 VARIANTS = {
-    "auto": [],  # the search's choice
-    # The persistent loop keeping M and a, its rows (the anchor window, one
-    # offset a pass) on register tiles in a pass parallel over chunks.
+    "auto": [],  # the search's choice: the rows on register tiles where they fit
+    # The same pinned: the persistent loop keeping M and a, its rows (the
+    # anchor window, one offset a pass) in a pass parallel over chunks.
     "tiles": ["--cuda-schedule=persistent", "--chunk-size=64", "--linsimp-anchor-rows=64",
-              "--hoist-chunk-work=on"],
-    "tiles-spill": ["--cuda-schedule=persistent", "--chunk-size=64", "--linsimp-anchor-rows=64",
-                    "--hoist-chunk-work=on", "--cuda-allow-spills=true"],
-    # (The phases' variants of 2026-12-03, chunk 16 to 32 and 16 to 64 rows
-    # per pass, are in bench/RESULTS.md; the search picks among them.)
+              "--hoist-chunk-work=on", "--cuda-allow-spills=true"],
+    # The phases' segmented form at 16-token chunks (the search's choice
+    # before 2026-12-06; its variants of 2026-12-03 are in bench/RESULTS.md).
+    "phases": ["--chunk-size=16", "--hoist-chunk-work=off"],
 }
 BEFORE = "before-c16"
 

@@ -308,6 +308,8 @@ void TileEmitter::emitElementwise(linalg::GenericOp op) {
         return it->second[i];
       if (plan.of(operand.get()) == Placement::RowVector)
         return rowVectors[operand.get()][rowSlot(i, cols)];
+      if (plan.of(operand.get()) == Placement::ColVector)
+        return colVectors[operand.get()][colSlot(i, cols)];
       return evalOperand(op, operand, ivs);
     })[0]);
   }
@@ -326,26 +328,42 @@ llvm::SmallVector<Value> TileEmitter::rowValues(Value vector) {
   return values;
 }
 
-void TileEmitter::emitRowVectorOp(linalg::GenericOp op) {
-  int64_t rows =
-      cast<RankedTensorType>(op.getResult(0).getType()).getDimSize(0);
+llvm::SmallVector<Value> TileEmitter::colValues(Value vector) {
+  if (plan.of(vector) == Placement::ColVector)
+    return colVectors.lookup(vector);
+  int64_t cols = cast<RankedTensorType>(vector.getType()).getDimSize(0);
   llvm::SmallVector<Value> values;
-  for (int64_t t = 0; t < rowVectorSlots(rows); ++t) {
-    llvm::SmallVector<Value> ivs = {rowOfSlot(t)};
+  for (int64_t c = 0; c < colVectorSlots(cols); ++c)
+    values.push_back(plan.of(vector) == Placement::ScalarTensor
+                         ? zeroDim(vector)
+                         : evalAt(vector, colOfSlot(c), Value()));
+  return values;
+}
+
+void TileEmitter::emitVectorOp(linalg::GenericOp op) {
+  Placement kind = plan.of(op.getResult(0));
+  bool rows = kind == Placement::RowVector;
+  int64_t n = cast<RankedTensorType>(op.getResult(0).getType()).getDimSize(0);
+  auto &own = rows ? rowVectors : colVectors;
+  llvm::SmallVector<Value> values;
+  for (int64_t t = 0; t < (rows ? rowVectorSlots(n) : colVectorSlots(n)); ++t) {
+    llvm::SmallVector<Value> ivs = {rows ? rowOfSlot(t) : colOfSlot(t)};
     values.push_back(cloneBody(op, ivs, [&](OpOperand &operand) -> Value {
-      if (plan.of(operand.get()) == Placement::RowVector)
-        return rowVectors[operand.get()][t];
+      if (plan.of(operand.get()) == kind)
+        return own[operand.get()][t];
       return evalOperand(op, operand, ivs);
     })[0]);
   }
-  rowVectors[op.getResult(0)] = values;
+  own[op.getResult(0)] = values;
 }
 
-void TileEmitter::emitRowReduction(linalg::GenericOp op) {
+void TileEmitter::emitVectorReduction(linalg::GenericOp op) {
   AffineMap outMap = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
-  unsigned rowLoop = outMap.getDimPosition(0), colLoop = 1 - rowLoop;
+  bool rows = plan.of(op.getResult(0)) == Placement::RowVector;
+  unsigned outLoop = outMap.getDimPosition(0);
+  unsigned rowLoop = rows ? outLoop : 1 - outLoop, colLoop = 1 - rowLoop;
   llvm::SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-  int64_t rows = ranges[rowLoop], cols = ranges[colLoop];
+  int64_t tileRows = ranges[rowLoop], cols = ranges[colLoop];
   Block &body = op.getRegion().front();
   Operation *fold = body.getTerminator()->getOperand(0).getDefiningOp();
   bool sum = isa<arith::AddFOp>(fold);
@@ -356,19 +374,23 @@ void TileEmitter::emitRowReduction(linalg::GenericOp op) {
       return arith::AddFOp::create(b, loc, x, y);
     return arith::MaximumFOp::create(b, loc, x, y);
   };
-  // Each thread folds its elements of each of its rows from the fold's
-  // identity, in slot order.
+  auto slotOf = [&](int64_t i) {
+    return rows ? rowSlot(i, cols) : colSlot(i, cols);
+  };
+  // Each thread folds its elements of each of its rows (columns) from the
+  // fold's identity, in slot order.
   Value identity = arith::ConstantOp::create(
       b, loc,
       sum ? b.getFloatAttr(type, 0.0)
           : b.getFloatAttr(type, -std::numeric_limits<double>::infinity()));
-  llvm::SmallVector<Value> partial(rowVectorSlots(rows), identity);
+  llvm::SmallVector<Value> partial(
+      rows ? rowVectorSlots(tileRows) : colVectorSlots(cols), identity);
   llvm::DenseMap<Value, llvm::SmallVector<Value>> fragmentInputs;
   for (OpOperand *input : op.getDpsInputOperands())
     if (plan.of(input->get()) == Placement::Frag)
       fragmentInputs[input->get()] = elements(input->get());
-  for (int64_t i = 0; i < plan.slots(rows, cols); ++i) {
-    int64_t t = rowSlot(i, cols);
+  for (int64_t i = 0; i < plan.slots(tileRows, cols); ++i) {
+    int64_t t = slotOf(i);
     llvm::SmallVector<Value> ivs(2);
     ivs[rowLoop] = slotRow(i, cols);
     ivs[colLoop] = slotCol(i, cols);
@@ -379,26 +401,93 @@ void TileEmitter::emitRowReduction(linalg::GenericOp op) {
       if (it != fragmentInputs.end())
         return it->second[i];
       if (plan.of(operand.get()) == Placement::RowVector)
-        return rowVectors[operand.get()][t];
+        return rowVectors[operand.get()][rowSlot(i, cols)];
+      if (plan.of(operand.get()) == Placement::ColVector)
+        return colVectors[operand.get()][colSlot(i, cols)];
       return evalOperand(op, operand, ivs);
     })[0];
   }
-  // The four threads of a row (lanes 4r .. 4r + 3) combine theirs; the
-  // row's running value joins last.
+  // The threads of a row (lanes 4r .. 4r + 3) or of a column in a warp
+  // (lanes c, c + 4, ..., c + 28) combine theirs by shuffles.
   Value width = arith::ConstantIntOp::create(b, loc, 32, 32);
-  llvm::SmallVector<Value> init = rowValues(op.getDpsInitOperand(0)->get());
-  llvm::SmallVector<Value> values;
-  for (auto [t, value] : llvm::enumerate(partial)) {
-    for (int64_t offset : {1, 2})
+  static constexpr int64_t rowLanes[] = {1, 2}, colLanes[] = {4, 8, 16};
+  llvm::ArrayRef<int64_t> lanes =
+      rows ? llvm::ArrayRef(rowLanes) : llvm::ArrayRef(colLanes);
+  for (Value &value : partial)
+    for (int64_t offset : lanes)
       value =
           combine(value, gpu::ShuffleOp::create(
                              b, loc, value,
                              arith::ConstantIntOp::create(b, loc, offset, 32),
                              width, gpu::ShuffleMode::XOR)
                              .getShuffleResult());
-    values.push_back(combine(init[t], value));
+  if (!rows) {
+    // A column's four warps: each warp's first four lanes write its
+    // partial values, every thread adds the four in warp order.
+    auto scratch = memref::ViewOp::create(
+        b, loc,
+        MemRefType::get({4 * cols}, type, AffineMap(),
+                        workgroupSpace(b.getContext())),
+        window, index(plan.reductionScratch.lookup(op)), ValueRange{});
+    barrier(); // the scratch's last readers are done
+    Value writer = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                         lane, index(4));
+    auto write = scf::IfOp::create(b, loc, writer, /*withElseRegion=*/false);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPoint(write.thenBlock()->getTerminator());
+      Value base = arith::MulIOp::create(b, loc, warpInGroup, index(cols));
+      for (auto [c, value] : llvm::enumerate(partial))
+        memref::StoreOp::create(
+            b, loc, value, scratch,
+            ValueRange{arith::AddIOp::create(b, loc, base, colOfSlot(c))});
+    }
+    barrier();
+    for (auto [c, value] : llvm::enumerate(partial)) {
+      Value total;
+      for (int64_t w = 0; w < 4; ++w) {
+        Value at = arith::AddIOp::create(b, loc, colOfSlot(c), index(w * cols));
+        Value part = memref::LoadOp::create(b, loc, scratch, ValueRange{at});
+        total = total ? combine(total, part) : part;
+      }
+      value = total;
+    }
   }
-  rowVectors[op.getResult(0)] = values;
+  // The running value joins last.
+  llvm::SmallVector<Value> init =
+      vectorValues(op.getDpsInitOperand(0)->get(), plan.of(op.getResult(0)));
+  llvm::SmallVector<Value> values;
+  for (auto [t, value] : llvm::enumerate(partial))
+    values.push_back(combine(init[t], value));
+  (rows ? rowVectors : colVectors)[op.getResult(0)] = values;
+}
+
+void TileEmitter::emitVectorRow(tensor::InsertSliceOp op) {
+  // The threads holding the vector's values first (lane 4r of each row, the
+  // first four lanes of the first warp for a column): each stores its
+  // values, one row of the output.
+  Value source = op.getSource();
+  bool rows = plan.of(source) == Placement::RowVector;
+  llvm::SmallVector<Value> values =
+      rows ? rowValues(source) : colValues(source);
+  tensor::ExtractSliceOp slice = plan.rowsSlice.lookup(op.getDest());
+  Value storer =
+      rows ? arith::CmpIOp::create(
+                 b, loc, arith::CmpIPredicate::eq,
+                 arith::RemUIOp::create(b, loc, lane, index(4)), index(0))
+           : arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, threadId,
+                                   index(4));
+  auto store = scf::IfOp::create(b, loc, storer, /*withElseRegion=*/false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(store.thenBlock()->getTerminator());
+  Value row = scalar(op.getMixedOffsets()[0]);
+  Value col0 = scalar(op.getMixedOffsets()[1]);
+  for (auto [t, value] : llvm::enumerate(values)) {
+    Value col =
+        arith::AddIOp::create(b, loc, col0, rows ? rowOfSlot(t) : colOfSlot(t));
+    memref::StoreOp::create(b, loc, value, buffers[slice.getSource()],
+                            sliceIndices(slice, row, col));
+  }
 }
 
 void TileEmitter::emitThreadReduction(linalg::GenericOp op) {
@@ -530,13 +619,13 @@ void TileEmitter::emitLoop(scf::ForOp loop) {
   for (auto [i, init] : llvm::enumerate(loop.getInitArgs())) {
     Placement p = plan.of(loop.getRegionIterArgs()[i]);
     if (p != Placement::Frag && p != Placement::ScalarTensor &&
-        p != Placement::RowVector)
+        p != Placement::RowVector && p != Placement::ColVector)
       continue;
     // A 0-d value (a decay's running product) is one scalar.
     llvm::SmallVector<Value> values =
-        p == Placement::Frag        ? elements(init)
-        : p == Placement::RowVector ? rowValues(init)
-                                    : llvm::SmallVector<Value>{zeroDim(init)};
+        p == Placement::Frag           ? elements(init)
+        : p == Placement::ScalarTensor ? llvm::SmallVector<Value>{zeroDim(init)}
+                                       : vectorValues(init, p);
     carried.push_back({unsigned(i), int64_t(values.size())});
     llvm::append_range(inits, values);
   }
@@ -556,8 +645,11 @@ void TileEmitter::emitLoop(scf::ForOp loop) {
       reduced[iterArg] = body->getArgument(1 + next++);
       continue;
     }
-    if (plan.of(iterArg) == Placement::RowVector) {
-      auto &values = rowVectors[iterArg];
+    if (plan.of(iterArg) == Placement::RowVector ||
+        plan.of(iterArg) == Placement::ColVector) {
+      auto &values =
+          (plan.of(iterArg) == Placement::RowVector ? rowVectors
+                                                    : colVectors)[iterArg];
       for (int64_t j = 0; j < count; ++j)
         values.push_back(body->getArgument(1 + next++));
       continue;
@@ -611,8 +703,8 @@ void TileEmitter::emitLoop(scf::ForOp loop) {
     Placement p = plan.of(loop.getRegionIterArgs()[arg]);
     if (p == Placement::ScalarTensor)
       yielded.push_back(zeroDim(yield.getOperand(arg)));
-    else if (p == Placement::RowVector)
-      llvm::append_range(yielded, rowValues(yield.getOperand(arg)));
+    else if (p == Placement::RowVector || p == Placement::ColVector)
+      llvm::append_range(yielded, vectorValues(yield.getOperand(arg), p));
     else
       llvm::append_range(yielded, elements(yield.getOperand(arg)));
   }
@@ -628,8 +720,11 @@ void TileEmitter::emitLoop(scf::ForOp loop) {
       reduced[loop.getResult(arg)] = newLoop.getResult(next++);
       continue;
     }
-    if (plan.of(loop.getResult(arg)) == Placement::RowVector) {
-      auto &values = rowVectors[loop.getResult(arg)];
+    if (plan.of(loop.getResult(arg)) == Placement::RowVector ||
+        plan.of(loop.getResult(arg)) == Placement::ColVector) {
+      auto &values = (plan.of(loop.getResult(arg)) == Placement::RowVector
+                          ? rowVectors
+                          : colVectors)[loop.getResult(arg)];
       for (int64_t j = 0; j < count; ++j)
         values.push_back(newLoop.getResult(next++));
       continue;
@@ -861,11 +956,12 @@ void TileEmitter::emitOp(Operation *op) {
       prepareExactReads(generic);
       return emitReduction(generic);
     }
-    if (plan.of(generic.getResult(0)) == Placement::RowVector) {
+    if (plan.of(generic.getResult(0)) == Placement::RowVector ||
+        plan.of(generic.getResult(0)) == Placement::ColVector) {
       prepareExactReads(generic);
       if (generic.getNumReductionLoops() > 0)
-        return emitRowReduction(generic);
-      return emitRowVectorOp(generic);
+        return emitVectorReduction(generic);
+      return emitVectorOp(generic);
     }
     if (plan.of(generic.getResult(0)) != Placement::Frag)
       return;
@@ -885,6 +981,10 @@ void TileEmitter::emitOp(Operation *op) {
       rowVectors[copy.getResult(0)] = rowValues(copy.getInputs()[0]);
       return;
     }
+    if (plan.of(copy.getResult(0)) == Placement::ColVector) {
+      colVectors[copy.getResult(0)] = colValues(copy.getInputs()[0]);
+      return;
+    }
     auto it = fragmentOf.find(copy.getInputs()[0]);
     if (it != fragmentOf.end())
       fragmentOf[copy.getResult(0)] = it->second;
@@ -893,7 +993,11 @@ void TileEmitter::emitOp(Operation *op) {
   if (auto insert = dyn_cast<tensor::InsertSliceOp>(op)) {
     if (plan.of(insert.getResult()) == Placement::Rows) {
       prepareExactReads(insert);
-      emitRows(insert);
+      Placement source = plan.of(insert.getSource());
+      if (source == Placement::RowVector || source == Placement::ColVector)
+        emitVectorRow(insert);
+      else
+        emitRows(insert);
     }
     return;
   }

@@ -312,7 +312,7 @@ void mlir::hla::gpumap::shareSharedMemory(TilePlan &plan) {
   }
   for (auto &[op, words] : plan.reductionScratch) {
     words = offset;
-    offset += 128;
+    offset += llvm::alignTo(TilePlan::scratchBytes(op), int64_t(128));
   }
   int64_t base = offset, end = offset;
   llvm::SmallVector<unsigned> order(plan.staged.size());

@@ -82,7 +82,7 @@ private:
   void land(Operation *tokens, RankedTensorType tile, int64_t buffers,
             bool f32 = false);
   LogicalResult placeThreadReduction(linalg::GenericOp op);
-  LogicalResult placeRowReduction(linalg::GenericOp op);
+  LogicalResult placeVectorReduction(linalg::GenericOp op);
   /// Whether `loop` reads tokens or stacks (a chunk loop, not a loop over
   /// tiles read before it: LinSimp's anchor window).
   bool readsTokens(scf::ForOp loop);
@@ -214,6 +214,43 @@ static Operation *tokensOf(Value tile) {
   return isa_and_nonnull<tensor::InsertSliceOp, tensor::ExtractSliceOp>(def)
              ? def
              : nullptr;
+}
+
+/// Whether the value `loop` yields for its carried value `i` is made from
+/// a reduction of a tile's columns (through copies and vector ops).
+static bool yieldsColumnVector(scf::ForOp loop, unsigned i) {
+  auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
+  llvm::SmallVector<Value> work = {yield.getOperand(i)};
+  llvm::DenseSet<Value> seen;
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    if (!seen.insert(v).second)
+      continue;
+    if (auto copy = v.getDefiningOp<linalg::CopyOp>()) {
+      work.push_back(copy.getInputs()[0]);
+      continue;
+    }
+    auto generic = v.getDefiningOp<linalg::GenericOp>();
+    if (!generic || generic->getBlock() != loop.getBody())
+      continue;
+    if (generic.getNumLoops() == 1) {
+      for (Value in : generic.getDpsInputs())
+        work.push_back(in);
+      continue;
+    }
+    AffineMap out =
+        generic.getMatchingIndexingMap(generic.getDpsInitOperand(0));
+    if (generic.getNumLoops() != 2 || generic.getNumReductionLoops() != 1 ||
+        out.getNumResults() != 1 || !out.isProjectedPermutation())
+      continue;
+    for (OpOperand *input : generic.getDpsInputOperands()) {
+      AffineMap map = generic.getMatchingIndexingMap(input);
+      if (map.getNumResults() == 2 && map.isProjectedPermutation() &&
+          map.getDimPosition(1) == out.getDimPosition(0))
+        return true;
+    }
+  }
+  return false;
 }
 
 bool Placer::readsTokens(scf::ForOp loop) {
@@ -359,7 +396,7 @@ LogicalResult Placer::placeGeneric(linalg::GenericOp op) {
     return placeReduction(op);
   if (op.getNumLoops() == 2 && op.getNumReductionLoops() == 1 &&
       cast<RankedTensorType>(op.getResult(0).getType()).getRank() == 1)
-    return placeRowReduction(op);
+    return placeVectorReduction(op);
   if (op.getNumReductionLoops() != 0)
     return placeThreadReduction(op);
   if (op.getNumLoops() == 1)
@@ -376,13 +413,16 @@ LogicalResult Placer::placeGeneric(linalg::GenericOp op) {
         of(operand.get()) == Placement::Expr && !op.isDpsInit(&operand) &&
         op.getMatchingIndexingMap(&operand).isProjectedPermutation())
       continue;
-    // A row vector along the output's rows.
-    if (of(operand.get()) == Placement::RowVector) {
+    // A row vector along the output's rows, a column vector along its
+    // columns.
+    if (of(operand.get()) == Placement::RowVector ||
+        of(operand.get()) == Placement::ColVector) {
       AffineMap outMap = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
+      unsigned along = of(operand.get()) == Placement::RowVector ? 0 : 1;
       if (op.isDpsInit(&operand) ||
           op.getMatchingIndexingMap(&operand) !=
-              outMap.getSubMap(llvm::ArrayRef<unsigned>{0}))
-        return refuse(op, "a row vector read along other than the rows");
+              outMap.getSubMap(llvm::ArrayRef<unsigned>{along}))
+        return refuse(op, "a row or column vector read across");
       continue;
     }
     // A tile read through a map of its own (a narrower tile repeated:
@@ -407,7 +447,7 @@ LogicalResult Placer::placeGeneric(linalg::GenericOp op) {
     std::optional<Placement> p = of(operand.get());
     if (p == Placement::ScalarTensor)
       continue;
-    if (p == Placement::RowVector) {
+    if (p == Placement::RowVector || p == Placement::ColVector) {
       readsFragment = true;
       continue;
     }
@@ -456,28 +496,47 @@ static bool isRowFold(linalg::GenericOp op) {
 }
 
 /// A reduction of a tile's rows into a row vector (a row's maximum, sum,
-/// sum of squares, product with a column vector): each thread folds its
-/// own elements of each of its rows, the four threads sharing a row
-/// combine theirs by shuffles.
-LogicalResult Placer::placeRowReduction(linalg::GenericOp op) {
-  if (!rowVectorShape(op.getResult(0).getType()))
-    return refuse(op, "a reduction into a vector that is not 64 to 256 rows");
+/// sum of squares, product with a column vector), or of its columns into a
+/// column vector (a column's sum): each thread folds its own elements of
+/// each of its rows or columns; the four threads of a row combine theirs by
+/// shuffles, the eight of a column in a warp by shuffles and the four warps
+/// through shared memory.
+LogicalResult Placer::placeVectorReduction(linalg::GenericOp op) {
+  auto result = cast<RankedTensorType>(op.getResult(0).getType());
   if (!isRowFold(op))
-    return refuse(op, "a row reduction that is not a sum or a maximum");
+    return refuse(op, "a reduction into a vector that is not a sum or a "
+                      "maximum");
   AffineMap outMap = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
   if (!outMap.isProjectedPermutation())
-    return refuse(op, "a row reduction whose result is not indexed by a "
-                      "loop");
-  unsigned rowLoop = outMap.getDimPosition(0);
+    return refuse(op, "a reduction into a vector not indexed by a loop");
+  unsigned outLoop = outMap.getDimPosition(0);
+  // The tile's orientation, from its 2-D inputs' maps.
+  std::optional<bool> alongRows;
+  for (OpOperand *input : op.getDpsInputOperands()) {
+    AffineMap map = op.getMatchingIndexingMap(input);
+    if (map.getNumResults() != 2 || !map.isProjectedPermutation())
+      continue;
+    bool rows = map.getDimPosition(0) == outLoop;
+    if (alongRows && *alongRows != rows)
+      return refuse(op, "a reduction reading tiles in both orientations");
+    alongRows = rows;
+  }
+  if (!alongRows)
+    return refuse(op, "a reduction into a vector reading no tile");
+  unsigned rowLoop = *alongRows ? outLoop : 1 - outLoop;
   unsigned colLoop = 1 - rowLoop;
-  int64_t cols = op.getStaticLoopRanges()[colLoop];
-  if (cols % 8 || cols > 256)
-    return refuse(op, "a row reduction over other than 8 to 256 columns");
-  AffineMap fragmentMap =
-      AffineMap::get(2, 0,
-                     {getAffineDimExpr(rowLoop, op.getContext()),
-                      getAffineDimExpr(colLoop, op.getContext())},
-                     op.getContext());
+  llvm::SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  if (!fragmentShape(RankedTensorType::get({ranges[rowLoop], ranges[colLoop]},
+                                           result.getElementType())))
+    return refuse(op, "a reduction of a tile that is not 64 to 256 rows by 8 "
+                      "to 256 columns");
+  MLIRContext *ctx = op.getContext();
+  AffineMap fragmentMap = AffineMap::get(
+      2, 0, {getAffineDimExpr(rowLoop, ctx), getAffineDimExpr(colLoop, ctx)},
+      ctx);
+  AffineMap rowMap = fragmentMap.getSubMap(llvm::ArrayRef<unsigned>{0});
+  AffineMap colMap = fragmentMap.getSubMap(llvm::ArrayRef<unsigned>{1});
+  Placement kind = *alongRows ? Placement::RowVector : Placement::ColVector;
   for (OpOperand &operand : op->getOpOperands()) {
     bool read = !op.isDpsInit(&operand) ||
                 !op.getMatchingBlockArgument(&operand).use_empty();
@@ -487,7 +546,8 @@ LogicalResult Placer::placeRowReduction(linalg::GenericOp op) {
     AffineMap map = op.getMatchingIndexingMap(&operand);
     if (p == Placement::ScalarTensor)
       continue;
-    if (p == Placement::RowVector && map == outMap)
+    if ((p == Placement::RowVector && map == rowMap) ||
+        (p == Placement::ColVector && map == colMap))
       continue;
     if (p == Placement::Frag && map == fragmentMap && !op.isDpsInit(&operand))
       continue;
@@ -495,16 +555,32 @@ LogicalResult Placer::placeRowReduction(linalg::GenericOp op) {
     if (p == Placement::Expr && type && type.hasStaticShape() &&
         map.isProjectedPermutation())
       continue;
-    return refuse(op, "a row reduction reading other than fragments along "
-                      "their rows, on-demand tiles, row vectors and scalars");
+    return refuse(op, "a reduction into a vector reading other than "
+                      "fragments in its orientation, on-demand tiles, row "
+                      "and column vectors and scalars");
   }
-  ++plan.rowReductions;
-  plan.placement[op.getResult(0)] = Placement::RowVector;
+  if (kind == Placement::RowVector) {
+    ++plan.rowReductions;
+  } else {
+    ++plan.colReductions;
+    plan.reductionScratch[op] = plan.sharedBytes;
+    plan.sharedBytes += llvm::alignTo(TilePlan::scratchBytes(op), 128);
+  }
+  plan.placement[op.getResult(0)] = kind;
   return success();
 }
 
+int64_t TilePlan::scratchBytes(Operation *op) {
+  auto type = cast<RankedTensorType>(op->getResult(0).getType());
+  // A column vector's partial sums: one per warp of the warpgroup and
+  // column.
+  if (type.getRank() == 1)
+    return 4 * 4 * type.getDimSize(0);
+  return 128;
+}
+
 LogicalResult Placer::placeVectorOp(linalg::GenericOp op) {
-  bool rows = false;
+  std::optional<Placement> kind;
   for (OpOperand &operand : op->getOpOperands()) {
     auto type = dyn_cast<RankedTensorType>(operand.get().getType());
     bool read = !op.isDpsInit(&operand) ||
@@ -514,21 +590,23 @@ LogicalResult Placer::placeVectorOp(linalg::GenericOp op) {
     if (!read)
       continue;
     std::optional<Placement> p = of(operand.get());
-    if (p == Placement::RowVector) {
-      rows = true;
+    if (p == Placement::RowVector || p == Placement::ColVector) {
+      if (kind && kind != p)
+        return refuse(op, "a vector op on a row and a column vector");
+      kind = p;
       continue;
     }
     if (p != Placement::Expr && p != Placement::ScalarTensor)
-      return refuse(op, "a vector op on other than on-demand and row vectors");
+      return refuse(op, "a vector op on other than on-demand, row and column "
+                        "vectors");
   }
-  if (rows && (!rowVectorShape(op.getResult(0).getType()) ||
+  if (kind && (!rowVectorShape(op.getResult(0).getType()) ||
                !llvm::all_of(op.getIndexingMapsArray(),
                              [](AffineMap m) { return m.isIdentity(); })))
-    return refuse(op, "a row vector op not element by element");
+    return refuse(op, "a row or column vector op not element by element");
   // A vector of on-demand values (decay powers of a chunk's tokens), or of
-  // rows' values.
-  plan.placement[op.getResult(0)] =
-      rows ? Placement::RowVector : Placement::Expr;
+  // rows' or columns' values.
+  plan.placement[op.getResult(0)] = kind.value_or(Placement::Expr);
   return success();
 }
 
@@ -558,7 +636,7 @@ LogicalResult Placer::placeReduction(linalg::GenericOp op) {
       if (of(input->get()) == Placement::Frag)
         stageExact(input->get());
   plan.reductionScratch[op] = plan.sharedBytes;
-  plan.sharedBytes += 128;
+  plan.sharedBytes += TilePlan::scratchBytes(op);
   plan.placement[op.getResult(0)] = Placement::ScalarTensor;
   return success();
 }
@@ -610,11 +688,18 @@ LogicalResult Placer::placeLoop(scf::ForOp loop) {
       plan.placement[arg] = plan.placement[result] = Placement::ScalarTensor;
       continue;
     }
-    // A vector of 64 to 256 values: a row vector (a running maximum or
-    // sum of each row); its readers check that they read it so.
-    if ((p == Placement::Expr || p == Placement::RowVector) &&
+    // A vector of 64 to 256 values: a column vector where the loop yields
+    // one made from a column reduction (LinSimp's a), else a row vector (a
+    // running maximum or sum of each row); its readers check that they read
+    // it so.
+    if ((p == Placement::Expr || p == Placement::RowVector ||
+         p == Placement::ColVector) &&
         rowVectorShape(init.getType())) {
-      plan.placement[arg] = plan.placement[result] = Placement::RowVector;
+      unsigned i = cast<BlockArgument>(arg).getArgNumber() - 1;
+      Placement kind = p == Placement::ColVector || yieldsColumnVector(loop, i)
+                           ? Placement::ColVector
+                           : Placement::RowVector;
+      plan.placement[arg] = plan.placement[result] = kind;
       continue;
     }
     if ((p != Placement::Expr && p != Placement::Frag) ||
@@ -635,8 +720,8 @@ LogicalResult Placer::placeLoop(scf::ForOp loop) {
             ? p != Placement::Rows ||
                   plan.rowsSlice[value] != plan.rowsSlice[arg]
         : carried == Placement::ScalarTensor ? p != Placement::ScalarTensor
-        : carried == Placement::RowVector
-            ? p != Placement::RowVector && p != Placement::Expr
+        : carried == Placement::RowVector || carried == Placement::ColVector
+            ? p != carried && p != Placement::Expr
             : p != Placement::Frag && p != Placement::Expr)
       return refuse(loop, "a carried value that changes placement");
   }
@@ -686,7 +771,8 @@ LogicalResult Placer::placeOp(Operation *op) {
   if (auto copy = dyn_cast<linalg::CopyOp>(op)) {
     std::optional<Placement> p = of(copy.getInputs()[0]);
     if (p != Placement::Frag && p != Placement::Expr &&
-        p != Placement::ScalarTensor && p != Placement::RowVector)
+        p != Placement::ScalarTensor && p != Placement::RowVector &&
+        p != Placement::ColVector)
       return refuse(op, "a copy of a non-tile");
     plan.placement[copy.getResult(0)] = *p;
     return success();
@@ -797,6 +883,16 @@ LogicalResult Placer::placeOp(Operation *op) {
         insert.getSourceType().getRank() == 1 && dest == Placement::Expr &&
         isZeroInteger(insert.getMixedOffsets()[0])) {
       plan.placement[insert] = Placement::Expr;
+      return success();
+    }
+    // A row or column vector (LinSimp's a entering a chunk) as one row of
+    // a shared output.
+    if ((src == Placement::RowVector || src == Placement::ColVector) &&
+        dest == Placement::Rows && insert.hasUnitStride() &&
+        insert.getDestType().getRank() == 2 &&
+        getConstantIntValue(insert.getMixedSizes()[0]) == 1) {
+      plan.placement[insert] = Placement::Rows;
+      plan.rowsSlice[insert] = plan.rowsSlice[insert.getDest()];
       return success();
     }
     if (!insert.hasUnitStride() || insert.getSourceType().getRank() != 2)
@@ -968,8 +1064,10 @@ std::string TilePlan::summary() const {
                               exactCopies(), threadReductions)
                     .str()
               : std::string()) +
-         (rowReductions
-              ? llvm::formatv(", {0} reductions of rows", rowReductions).str()
+         (rowReductions || colReductions
+              ? llvm::formatv(", {0} reductions of rows, {1} of columns",
+                              rowReductions, colReductions)
+                    .str()
               : std::string());
 }
 
@@ -1211,8 +1309,9 @@ LogicalResult mlir::hla::gpumap::chooseWarpgroups(TilePlan &plan,
   int64_t count =
       requested ? requested : (plan.peakFragmentRegisters > 128 ? 2 : 1);
   // A row's elements are all one warpgroup's (the threads sharing a row
-  // combine by shuffles): a row reduction keeps the block to one.
-  if (plan.rowReductions && count > 1) {
+  // combine by shuffles), a column's too (its warps through shared
+  // memory): row and column reductions keep the block to one.
+  if ((plan.rowReductions || plan.colReductions) && count > 1) {
     if (requested) {
       why = "a reduction of rows needs all of a row's columns in one "
             "warpgroup";

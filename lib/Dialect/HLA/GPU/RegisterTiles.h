@@ -60,6 +60,10 @@ enum class Placement {
   /// of them), in registers: each thread holds the values of the rows its
   /// fragment slots are in, two per 64-row block (rowSlot).
   RowVector,
+  /// A vector indexed by fragment columns (a column's sum: LinSimp's a),
+  /// in registers: each thread holds the values of the columns its slots
+  /// are in, a quarter of them (colSlot).
+  ColVector,
 };
 
 /// The threads of one block: one warpgroup.
@@ -71,6 +75,10 @@ constexpr int64_t kMaxFragmentRows = 256;
 /// Values a thread holds of a row vector of `rows` rows: two rows of each
 /// row block (wgmma's accumulator rows of a thread are r and r + 8).
 inline int64_t rowVectorSlots(int64_t rows) { return 2 * rows / kFragmentRows; }
+/// Values a thread of one warpgroup holds of a column vector of `cols`
+/// columns: two of each 8 (wgmma's accumulator columns of a thread are
+/// 2 (lane % 4) and the next, in each group of 8).
+inline int64_t colVectorSlots(int64_t cols) { return cols / 4; }
 /// 16-byte row groups of a tile a thread loads from global memory before
 /// it uses any (their latencies overlap; each holds up to 8 registers).
 constexpr int64_t kRowGroupsInFlight = 4;
@@ -134,7 +142,9 @@ struct TilePlan {
     int64_t elementBytes() const { return f32 ? 4 : 2; }
   };
   llvm::SmallVector<Landing> landing;
-  /// Shared-memory words of each whole-tile reduction (one per warp).
+  /// Shared-memory bytes of each reduction that needs some: a whole-tile
+  /// reduction's words (one per warp), a column reduction's partial sums
+  /// (one per warp and column).
   /// (In placement order: the shared-memory layout must not depend on
   /// pointer values.)
   llvm::MapVector<Operation *, int64_t> reductionScratch;
@@ -142,8 +152,11 @@ struct TilePlan {
   int64_t contractions = 0;
   /// Reductions computed by each thread for its own elements.
   int64_t threadReductions = 0;
-  /// Reductions of tiles' rows into row vectors.
-  int64_t rowReductions = 0;
+  /// Reductions of tiles' rows into row vectors, of their columns into
+  /// column vectors.
+  int64_t rowReductions = 0, colReductions = 0;
+  /// Bytes of the scratch of reduction `op` (reductionScratch).
+  static int64_t scratchBytes(Operation *op);
   /// The most fragment registers per thread of one warpgroup alive at once
   /// in a chunk loop's body, in the order orderForRegisterPressure chose.
   int64_t peakFragmentRegisters = 0;

@@ -100,9 +100,28 @@ private:
     int64_t offset = (t / 2) * kFragmentRows + (t % 2) * 8;
     return offset ? arith::AddIOp::create(b, loc, rowLo, index(offset)) : rowLo;
   }
+  /// The column-vector value of fragment slot `i` of a tile of `cols`
+  /// columns: its column's (two of each 8 columns per thread).
+  int64_t colSlot(int64_t i, int64_t cols) {
+    int64_t j = i % plan.slots(kFragmentRows, cols);
+    return 2 * (j / 4) + j % 2;
+  }
+  /// The column of a thread's column-vector value `c`.
+  Value colOfSlot(int64_t c) {
+    return arith::AddIOp::create(b, loc, pairCol, index(8 * (c / 2) + c % 2));
+  }
   /// A vector's values at the thread's rows: a row vector's own, an
   /// on-demand vector's or a 0-d value's computed there.
   llvm::SmallVector<Value> rowValues(Value vector);
+  /// The same at the thread's columns.
+  llvm::SmallVector<Value> colValues(Value vector);
+  /// A row or column vector's values (as `kind` says where the vector is
+  /// on-demand).
+  llvm::SmallVector<Value> vectorValues(Value vector, Placement kind) {
+    return kind == Placement::ColVector ? colValues(vector) : rowValues(vector);
+  }
+  /// Stores a row or column vector into one row of a shared output.
+  void emitVectorRow(tensor::InsertSliceOp op);
   static int64_t columns(Value tile) {
     return cast<RankedTensorType>(tile.getType()).getDimSize(1);
   }
@@ -181,10 +200,11 @@ private:
   /// `map`'s results at the loop position `ivs`.
   llvm::SmallVector<Value> applyMap(AffineMap map, llvm::ArrayRef<Value> ivs);
   void emitThreadReduction(linalg::GenericOp op);
-  /// A reduction of rows into a row vector (Placer::placeRowReduction).
-  void emitRowReduction(linalg::GenericOp op);
-  /// An elementwise op of vectors, one of them a row vector.
-  void emitRowVectorOp(linalg::GenericOp op);
+  /// A reduction of rows into a row vector or of columns into a column
+  /// vector (Placer::placeVectorReduction).
+  void emitVectorReduction(linalg::GenericOp op);
+  /// An elementwise op of vectors, one of them a row or column vector.
+  void emitVectorOp(linalg::GenericOp op);
   /// Makes the shared-memory copies that `loop`'s contractions read of
   /// tiles computed before it, once, before it.
   void stageLoopInvariants(scf::ForOp loop);
@@ -349,8 +369,8 @@ private:
   llvm::SmallVector<Value> landingViews;
   llvm::DenseMap<unsigned, Value> landingCurrent;
   llvm::DenseMap<Value, Value> reduced; // whole-tile reductions' values
-  /// Row vectors' values (rowSlot order).
-  llvm::DenseMap<Value, llvm::SmallVector<Value>> rowVectors;
+  /// Row vectors' values (rowSlot order), column vectors' (colSlot order).
+  llvm::DenseMap<Value, llvm::SmallVector<Value>> rowVectors, colVectors;
   Value window;
   llvm::DenseSet<unsigned> materialized, readSince, writtenSince;
   bool unknownState = false;

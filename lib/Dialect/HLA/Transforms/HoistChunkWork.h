@@ -30,11 +30,12 @@ struct ReadoutReport {
 };
 
 /// Splits `forall`'s chunk loop `loop` (lower bound 0, step 1, static
-/// bounds) when its output rows run at least `minProducts` reductions per
-/// chunk (nested loops' bodies once per iteration) and four times as many
-/// as its state: the loop keeps the state and stacks the state entering
-/// each chunk; a new forall over the forall's indices and the chunks
-/// computes the rows. Returns nullopt, changing nothing, otherwise.
+/// bounds) when its output rows run at least 2 `minProducts` reductions per
+/// chunk (nested loops' bodies once per iteration, a branch's cheaper
+/// side) and four times as many as its state: the loop keeps the state and
+/// stacks the state entering each chunk; a new forall over the forall's indices
+/// and the chunks computes the rows. Returns nullopt, changing nothing,
+/// otherwise.
 std::optional<ReadoutReport>
 hoistChunkReadout(scf::ForallOp forall, scf::ForOp loop, int64_t minProducts);
 

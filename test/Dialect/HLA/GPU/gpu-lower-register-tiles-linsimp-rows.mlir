@@ -1,23 +1,32 @@
 // RUN: hla-opt %s --hla-expand "--hla-chunk=chunk-size=64 form=fused causal-isolation=false anchor-rows=64 stable-features=true" --convert-hla-to-linalg --hla-share-tile-products --hla-fuse-tile-elementwise --hla-accumulate-tile-products "--hla-hoist-chunk-work=bf16-operands" --hla-split-tile-sums --canonicalize "--hla-gpu-lower-register-tiles=report" 2>&1 | FileCheck %s
 
-// Tests register tiles on LinSimp's rows after hla-hoist-chunk-work moved
-// them into a pass parallel over (head, chunk) (d = dv = m = 64, W = 16,
-// one anchor offset per pass): the loop keeping M and a is left to the
-// phases (a's stack is a vector); the rows' pass is placed, its anchor
-// window a loop carrying the numerator fragment (32 values a thread) and
-// two row vectors (the denominator and the running maximum of each row,
-// two values a thread: rows r and r + 8 of the one 64-row block); the
-// rows' sums and maxima combine the four threads of a row by shuffles.
+// Tests register tiles on LinSimp after hla-hoist-chunk-work moved its
+// rows into a pass parallel over (head, chunk) (d = dv = m = 64, W = 16,
+// one anchor offset per pass). The loop keeping M and a: a is a column
+// vector (each column's sum of the keys' features: shuffles across the
+// eight threads of a column in a warp, then the four warps through shared
+// memory), carried as 16 values a thread, stored per chunk into its stack
+// by the first four threads. The rows' pass: its anchor window a loop
+// carrying the numerator fragment (32 values a thread) and two row
+// vectors (the denominator and the running maximum of each row, two values
+// a thread: rows r and r + 8 of the one 64-row block); the rows' sums and
+// maxima combine the four threads of a row by shuffles.
 
-// CHECK: remark: left to hla-gpu-map-chunk-loops: tensor.insert_slice: a strided or non-2-D slice
-// CHECK: remark: register tiles: 5 contractions on wgmma, {{.*}} 1 warpgroup(s), {{.*}} 5 reductions of rows
+// CHECK: remark: register tiles: 2 contractions on wgmma, {{.*}} 1 warpgroup(s), {{.*}} 1 reductions of rows, 1 of columns
+// CHECK: remark: register tiles: 5 contractions on wgmma, {{.*}} 1 warpgroup(s), {{.*}} 5 reductions of rows, 0 of columns
 // CHECK-LABEL: func.func @rows
-// CHECK: scf.forall
-// CHECK: gpu.launch {{.*}} threads({{.*}}) in (%{{.+}} = %c128,
+// CHECK: gpu.launch {{.*}} threads({{.*}}) in (%{{.+}} = %c128{{[_0-9]*}},
+// CHECK: scf.for %{{.+}} = %{{.+}} to %c2{{.*}} iter_args({{.*}}) -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)
+// CHECK: memref.store %{{.+}}, %{{.+}}[%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}] : memref<1x2x2x64xf32>
+// CHECK: gpu.shuffle  xor %{{.+}}, %c4_i32
+// CHECK: gpu.shuffle  xor %{{.+}}, %c8_i32
+// CHECK: gpu.shuffle  xor %{{.+}}, %c16_i32
+// CHECK: memref.view {{.*}} to memref<256xf32, #gpu.address_space<workgroup>>
+// CHECK: gpu.launch {{.*}} threads({{.*}}) in (%{{.+}} = %c128{{[_0-9]*}},
 // CHECK: scf.for %{{.+}} = %{{.+}} to %c16{{.*}} iter_args({{.*}}) -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)
 // CHECK: nvvm.wgmma.mma_async
-// CHECK: gpu.shuffle  xor
-// CHECK: gpu.shuffle  xor
+// CHECK: gpu.shuffle  xor %{{.+}}, %c1_i32
+// CHECK: gpu.shuffle  xor %{{.+}}, %c2_i32
 // CHECK: arith.maximumf
 func.func @rows(%q: tensor<1x100x2x64xbf16>, %k: tensor<1x100x2x64xbf16>, %v: tensor<1x100x2x64xbf16>, %r: tensor<1x100x2x64xbf16>, %u: tensor<1x100x2x64xbf16>, %om: tensor<64x64xbf16>) -> tensor<1x100x2x64xbf16> {
   %o = hla.linsimp %q, %k, %v, %r, %u, %om {window = 16 : i64} : (tensor<1x100x2x64xbf16>, tensor<1x100x2x64xbf16>, tensor<1x100x2x64xbf16>, tensor<1x100x2x64xbf16>, tensor<1x100x2x64xbf16>, tensor<64x64xbf16>) -> tensor<1x100x2x64xbf16>

@@ -581,8 +581,10 @@ def HLAHoistChunkWorkPass : Pass<"hla-hoist-chunk-work"> {
     ```
 
     A loop that does not split so may split the other way: where its output
-    rows run at least `min-products` reductions per chunk (a nested loop's
-    body counted once per iteration) and four times as many as its state
+    rows run at least twice `min-products` reductions per chunk (a nested
+    loop's body counted once per iteration, a branch's cheaper side: causal
+    isolation's second readout runs only for non-finite tokens) and four
+    times as many as its state
     (LinSimp's anchor window: W / G passes of four products, against two
     for the state), the loop keeps only the state, writing the state
     entering each chunk into stacks laid out as above, and a new
