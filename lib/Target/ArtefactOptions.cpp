@@ -199,8 +199,9 @@ const std::vector<Knob> &knobs() {
       {"hoist-chunk-work",
        "Fused chunk loops (CUDA's persistent kernels, the CPU's fused form): "
        "the work the carried state does not reach in a pass parallel over "
-       "chunks ahead of the loop, its tiles stacked in memory (auto: with "
-       "CUDA register tiles, not on the CPU; on; off)",
+       "chunks ahead of the loop, its tiles stacked in memory (KDA), or the "
+       "output rows in one after it from the stacked states (LinSimp) "
+       "(auto: with CUDA register tiles, not on the CPU; on; off)",
        show(&O::hoistChunkWork), mode(&O::hoistChunkWork, "hoist-chunk-work")},
       {"split-gradients",
        "The derived backward with parallel gradients: one pass per input's "
