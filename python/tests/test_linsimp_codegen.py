@@ -62,20 +62,17 @@ def test_larger_chunks(tmp_path, chunk, m, window):
     assert relative_error(out, want) <= 1e-5
 
 
-@pytest.mark.parametrize("form", ["phased", "fused", "segmented"])
-def test_forms_and_state(tmp_path, form):
-    """Every chunked form, from a state a previous call left (anchors of
-    earlier tokens included), giving the final state."""
-    rng = np.random.default_rng(7)
-    B, T, hq, hkv, d, dv, m, window = 1, 45, 4, 2, 8, 6, 32, 6
+def check_from_state(tmp_path, rng, B, T, hq, hkv, d, dv, m, window, chunk, extra, seed):
+    """Compiles LinSimp with `extra`, runs it from the state a previous call
+    of 9 tokens left (anchors of earlier tokens included) and checks the
+    output and the final state against the float64 reference."""
     prev = make_inputs(rng, B, 9, hq, hkv, d, dv)
-    omega = random_features(m, d, seed=11).astype(np.float32)
+    omega = random_features(m, d, seed=seed).astype(np.float32)
     _, state = ref.linsimp(*prev, omega=omega, window=window, output_final_state=True)
     state = [s.astype(np.float32) for s in state]
     q, k, v, r, u = make_inputs(rng, B, T, hq, hkv, d, dv)
-    extra = (f"--chunk-form={form}",) + (("--segments=3",) if form == "segmented" else ())
     exe = compile_graph(linsimp_graph(B, T, hq, hkv, d, dv, m, window, state=True),
-                        chunk=8, extra=extra)
+                        chunk=chunk, extra=extra)
     outs = run_exe(exe, [q, k, v, r, u, omega, *state], tmp_path)
     want, final = ref.linsimp(q, k, v, r, u, omega=omega, window=window,
                               initial_state=tuple(state), output_final_state=True)
@@ -83,6 +80,15 @@ def test_forms_and_state(tmp_path, form):
     assert len(outs) == 6
     for got, w in zip(outs[1:], final):
         assert relative_error(got, w) <= 1e-5
+
+
+@pytest.mark.parametrize("form", ["phased", "fused", "segmented"])
+def test_forms_and_state(tmp_path, form):
+    """Every chunked form, from a state a previous call left (anchors of
+    earlier tokens included), giving the final state."""
+    extra = (f"--chunk-form={form}",) + (("--segments=3",) if form == "segmented" else ())
+    check_from_state(tmp_path, np.random.default_rng(7), B=1, T=45, hq=4, hkv=2, d=8, dv=6,
+                     m=32, window=6, chunk=8, extra=extra, seed=11)
 
 
 @pytest.mark.parametrize("T,chunk,window,rows,stable", [(1, 8, 4, 8, True), (17, 16, 4, 16, False),
@@ -94,24 +100,10 @@ def test_hoisted_readout(tmp_path, T, chunk, window, rows, stable):
     stacks them per chunk (--hoist-chunk-work=on): grouped heads, state in
     and out, ragged tails, one and two offsets per pass, the stabilised and
     plain features."""
-    rng = np.random.default_rng(T + chunk + window)
-    B, hq, hkv, d, dv, m = 2, 4, 2, 8, 4, 16
-    q, k, v, r, u = make_inputs(rng, B, T, hq, hkv, d, dv)
-    omega = random_features(m, d, seed=T).astype(np.float32)
-    prev = make_inputs(rng, B, 9, hq, hkv, d, dv)
-    _, state = ref.linsimp(*prev, omega=omega, window=window, output_final_state=True)
-    state = [s.astype(np.float32) for s in state]
     extra = ("--chunk-form=fused", "--hoist-chunk-work=on", f"--linsimp-anchor-rows={rows}")
     extra += () if stable else ("--linsimp-stable-features=0",)
-    exe = compile_graph(linsimp_graph(B, T, hq, hkv, d, dv, m, window, state=True),
-                        chunk=chunk, extra=extra)
-    outs = run_exe(exe, [q, k, v, r, u, omega, *state], tmp_path)
-    want, final = ref.linsimp(q, k, v, r, u, omega=omega, window=window,
-                              initial_state=tuple(state), output_final_state=True)
-    assert relative_error(outs[0], want) <= 1e-5
-    assert len(outs) == 6
-    for got, w in zip(outs[1:], final):
-        assert relative_error(got, w) <= 1e-5
+    check_from_state(tmp_path, np.random.default_rng(T + chunk + window), B=2, T=T, hq=4,
+                     hkv=2, d=8, dv=4, m=16, window=window, chunk=chunk, extra=extra, seed=T)
 
 
 @pytest.mark.parametrize("form", ["phased", "fused", "hoisted"])

@@ -306,37 +306,26 @@ void TileEmitter::emitElementwise(linalg::GenericOp op) {
       if (it != fragmentInputs.end() &&
           op.getMatchingIndexingMap(&operand) == outMap)
         return it->second[i];
-      if (plan.of(operand.get()) == Placement::RowVector)
-        return rowVectors[operand.get()][rowSlot(i, cols)];
-      if (plan.of(operand.get()) == Placement::ColVector)
-        return colVectors[operand.get()][colSlot(i, cols)];
+      if (Value v = vectorAtSlot(operand.get(), i, cols))
+        return v;
       return evalOperand(op, operand, ivs);
     })[0]);
   }
   setFragment(op.getResult(0), f);
 }
 
-llvm::SmallVector<Value> TileEmitter::rowValues(Value vector) {
-  if (plan.of(vector) == Placement::RowVector)
-    return rowVectors.lookup(vector);
-  int64_t rows = cast<RankedTensorType>(vector.getType()).getDimSize(0);
+llvm::SmallVector<Value> TileEmitter::vectorValues(Value vector,
+                                                   Placement kind) {
+  bool rows = kind == Placement::RowVector;
+  if (plan.of(vector) == kind)
+    return (rows ? rowVectors : colVectors).lookup(vector);
+  int64_t n = cast<RankedTensorType>(vector.getType()).getDimSize(0);
   llvm::SmallVector<Value> values;
-  for (int64_t t = 0; t < rowVectorSlots(rows); ++t)
-    values.push_back(plan.of(vector) == Placement::ScalarTensor
-                         ? zeroDim(vector)
-                         : evalAt(vector, rowOfSlot(t), Value()));
-  return values;
-}
-
-llvm::SmallVector<Value> TileEmitter::colValues(Value vector) {
-  if (plan.of(vector) == Placement::ColVector)
-    return colVectors.lookup(vector);
-  int64_t cols = cast<RankedTensorType>(vector.getType()).getDimSize(0);
-  llvm::SmallVector<Value> values;
-  for (int64_t c = 0; c < colVectorSlots(cols); ++c)
-    values.push_back(plan.of(vector) == Placement::ScalarTensor
-                         ? zeroDim(vector)
-                         : evalAt(vector, colOfSlot(c), Value()));
+  for (int64_t t = 0; t < (rows ? rowVectorSlots(n) : colVectorSlots(n)); ++t)
+    values.push_back(
+        plan.of(vector) == Placement::ScalarTensor
+            ? zeroDim(vector)
+            : evalAt(vector, rows ? rowOfSlot(t) : colOfSlot(t), Value()));
   return values;
 }
 
@@ -400,10 +389,8 @@ void TileEmitter::emitVectorReduction(linalg::GenericOp op) {
       auto it = fragmentInputs.find(operand.get());
       if (it != fragmentInputs.end())
         return it->second[i];
-      if (plan.of(operand.get()) == Placement::RowVector)
-        return rowVectors[operand.get()][rowSlot(i, cols)];
-      if (plan.of(operand.get()) == Placement::ColVector)
-        return colVectors[operand.get()][colSlot(i, cols)];
+      if (Value v = vectorAtSlot(operand.get(), i, cols))
+        return v;
       return evalOperand(op, operand, ivs);
     })[0];
   }

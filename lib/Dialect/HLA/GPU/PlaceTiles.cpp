@@ -29,13 +29,19 @@ using namespace mlir;
 using namespace mlir::hla;
 using namespace mlir::hla::gpumap;
 
-bool mlir::hla::gpumap::isSum(linalg::GenericOp op) {
+/// Whether `op`'s body yields `out ⊕ f(inputs)` with ⊕ an op `isFold`
+/// accepts and f not reading `out` (read once): partial folds combine in
+/// any order.
+static bool foldsOnce(linalg::GenericOp op,
+                      llvm::function_ref<bool(Operation *)> isFold) {
   Block &body = op.getRegion().front();
-  auto add = body.getTerminator()->getOperand(0).getDefiningOp<arith::AddFOp>();
+  Operation *fold = body.getTerminator()->getOperand(0).getDefiningOp();
   Value out = body.getArguments().back();
-  if (!add || (add.getLhs() != out && add.getRhs() != out))
+  if (!fold || !isFold(fold) || fold->getNumOperands() != 2 ||
+      (fold->getOperand(0) != out && fold->getOperand(1) != out))
     return false;
-  Value term = add.getLhs() == out ? add.getRhs() : add.getLhs();
+  Value term =
+      fold->getOperand(0) == out ? fold->getOperand(1) : fold->getOperand(0);
   // The term must not read the running value.
   llvm::SmallVector<Value> work = {term};
   while (!work.empty()) {
@@ -46,6 +52,11 @@ bool mlir::hla::gpumap::isSum(linalg::GenericOp op) {
       llvm::append_range(work, def->getOperands());
   }
   return out.hasOneUse();
+}
+
+bool mlir::hla::gpumap::isSum(linalg::GenericOp op) {
+  return foldsOnce(op,
+                   [](Operation *fold) { return isa<arith::AddFOp>(fold); });
 }
 
 namespace {
@@ -471,28 +482,12 @@ LogicalResult Placer::placeGeneric(linalg::GenericOp op) {
   return success();
 }
 
-/// Whether `op` folds with `arith.addf` or `arith.maximumf` (`out op
-/// f(inputs)`, f not reading `out`): partial folds of a row's elements
-/// combine in any order.
+/// Whether `op` folds with `arith.addf` or `arith.maximumf`: a vector
+/// reduction's partial folds combine in any order.
 static bool isRowFold(linalg::GenericOp op) {
-  Block &body = op.getRegion().front();
-  Operation *fold = body.getTerminator()->getOperand(0).getDefiningOp();
-  if (!isa_and_nonnull<arith::AddFOp, arith::MaximumFOp>(fold))
-    return false;
-  Value out = body.getArguments().back();
-  if (fold->getOperand(0) != out && fold->getOperand(1) != out)
-    return false;
-  Value term =
-      fold->getOperand(0) == out ? fold->getOperand(1) : fold->getOperand(0);
-  llvm::SmallVector<Value> work = {term};
-  while (!work.empty()) {
-    Value v = work.pop_back_val();
-    if (v == out)
-      return false;
-    if (Operation *def = v.getDefiningOp(); def && def->getBlock() == &body)
-      llvm::append_range(work, def->getOperands());
-  }
-  return out.hasOneUse();
+  return foldsOnce(op, [](Operation *fold) {
+    return isa<arith::AddFOp, arith::MaximumFOp>(fold);
+  });
 }
 
 /// A reduction of a tile's rows into a row vector (a row's maximum, sum,

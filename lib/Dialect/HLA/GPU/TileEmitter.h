@@ -110,15 +110,24 @@ private:
   Value colOfSlot(int64_t c) {
     return arith::AddIOp::create(b, loc, pairCol, index(8 * (c / 2) + c % 2));
   }
-  /// A vector's values at the thread's rows: a row vector's own, an
-  /// on-demand vector's or a 0-d value's computed there.
-  llvm::SmallVector<Value> rowValues(Value vector);
-  /// The same at the thread's columns.
-  llvm::SmallVector<Value> colValues(Value vector);
-  /// A row or column vector's values (as `kind` says where the vector is
-  /// on-demand).
-  llvm::SmallVector<Value> vectorValues(Value vector, Placement kind) {
-    return kind == Placement::ColVector ? colValues(vector) : rowValues(vector);
+  /// A vector's values at the thread's rows (`kind` RowVector) or columns
+  /// (ColVector): a row or column vector's own, an on-demand vector's or a
+  /// 0-d value's computed there.
+  llvm::SmallVector<Value> vectorValues(Value vector, Placement kind);
+  llvm::SmallVector<Value> rowValues(Value vector) {
+    return vectorValues(vector, Placement::RowVector);
+  }
+  llvm::SmallVector<Value> colValues(Value vector) {
+    return vectorValues(vector, Placement::ColVector);
+  }
+  /// A row or column vector's value at fragment slot `i` of a tile of
+  /// `cols` columns (its slot's row's or column's), null for other tiles.
+  Value vectorAtSlot(Value vector, int64_t i, int64_t cols) {
+    if (plan.of(vector) == Placement::RowVector)
+      return rowVectors[vector][rowSlot(i, cols)];
+    if (plan.of(vector) == Placement::ColVector)
+      return colVectors[vector][colSlot(i, cols)];
+    return nullptr;
   }
   /// Stores a row or column vector into one row of a shared output.
   void emitVectorRow(tensor::InsertSliceOp op);

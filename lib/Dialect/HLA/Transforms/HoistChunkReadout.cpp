@@ -205,48 +205,6 @@ std::optional<ReadoutSplit> analyse(scf::ForallOp forall, scf::ForOp loop,
   return split;
 }
 
-/// A stack's shape for values of `type` of `chunks` chunks, after the
-/// forall's extents: [chunks · rows, cols] for a 2-D tile, [chunks, n]
-/// for a vector.
-llvm::SmallVector<int64_t> stackShape(llvm::ArrayRef<int64_t> extents,
-                                      RankedTensorType type, int64_t chunks) {
-  llvm::SmallVector<int64_t> shape(extents);
-  if (type.getRank() == 1) {
-    shape.append({chunks, type.getDimSize(0)});
-  } else {
-    shape.append({chunks * type.getDimSize(0), type.getDimSize(1)});
-  }
-  return shape;
-}
-
-/// Offsets and sizes of one (sequence, head)'s rows `first` .. `first +
-/// rows` of a stack of `rank` dimensions (the leading ones the forall's
-/// indices `outer`).
-struct StackRows {
-  llvm::SmallVector<OpFoldResult> offsets, sizes, strides;
-};
-StackRows stackRows(OpBuilder &b, ValueRange outer, OpFoldResult first,
-                    int64_t rows, int64_t cols) {
-  StackRows at;
-  at.offsets = getAsOpFoldResult(outer);
-  at.sizes.assign(outer.size(), b.getIndexAttr(1));
-  at.offsets.append({first, b.getIndexAttr(0)});
-  at.sizes.append({b.getIndexAttr(rows), b.getIndexAttr(cols)});
-  at.strides.assign(at.offsets.size(), b.getIndexAttr(1));
-  return at;
-}
-
-/// Where chunk `chunk`'s state of `type` is in its stack.
-StackRows chunkRows(OpBuilder &b, Location loc, ValueRange outer, Value chunk,
-                    RankedTensorType type) {
-  if (type.getRank() == 1)
-    return stackRows(b, outer, chunk, 1, type.getDimSize(0));
-  Value first = arith::MulIOp::create(
-      b, loc, chunk,
-      arith::ConstantIndexOp::create(b, loc, type.getDimSize(0)));
-  return stackRows(b, outer, first, type.getDimSize(0), type.getDimSize(1));
-}
-
 OpFoldResult mapped(IRMapping &mapping, OpFoldResult v) {
   if (auto value = dyn_cast<Value>(v))
     return mapping.lookupOrDefault(value);
@@ -276,9 +234,7 @@ void rewrite(ReadoutSplit &split) {
   Location loc = loop.getLoc();
   OpBuilder b(forall);
   int64_t chunks = *getConstantIntValue(loop.getUpperBound());
-  llvm::SmallVector<int64_t> extents;
-  for (OpFoldResult ub : forall.getMixedUpperBound())
-    extents.push_back(*getConstantIntValue(ub));
+  llvm::SmallVector<int64_t> extents = forallExtents(forall);
   unsigned outputs = forall.getRegionIterArgs().size();
 
   // Which shared outputs the loop writes rows of (the parallel pass's now).
@@ -409,19 +365,14 @@ void rewrite(ReadoutSplit &split) {
       parIndex[j] = parOutputs.size();
       parOutputs.push_back(forall.getOutputs()[j]);
     }
-  llvm::SmallVector<OpFoldResult> bounds(forall.getMixedUpperBound());
-  bounds.push_back(b.getIndexAttr(chunks));
-  auto par = scf::ForallOp::create(b, loc, bounds, parOutputs,
-                                   /*mapping=*/std::nullopt);
+  IRMapping m;
+  scf::ForallOp par =
+      createChunkForall(b, loc, forall, loop, chunks, parOutputs, m);
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(par.getTerminator());
-    IRMapping m;
     llvm::SmallVector<Value> ivs = par.getInductionVars();
     ValueRange outer = ValueRange(ivs).drop_back();
-    for (auto [from, to] : llvm::zip(forall.getInductionVars(), outer))
-      m.map(from, to);
-    m.map(loop.getInductionVar(), ivs.back());
     for (unsigned j = 0; j < outputs; ++j)
       if (parIndex[j] >= 0)
         m.map(forall.getRegionIterArgs()[j],

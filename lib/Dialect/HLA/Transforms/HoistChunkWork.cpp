@@ -242,85 +242,44 @@ Value convertTile(OpBuilder &b, Location loc, Value tile, Type element) {
       .getResult(0);
 }
 
-/// A stack's last dimensions for tiles of `type`: [chunks · rows, cols]
-/// for a 2-D tile, [chunks, n] for a vector.
-llvm::SmallVector<int64_t> stackRowsShape(RankedTensorType type,
-                                          int64_t chunks) {
-  if (type.getRank() == 1)
-    return {chunks, type.getDimSize(0)};
-  return {chunks * type.getDimSize(0), type.getDimSize(1)};
-}
-
-/// Where chunk `chunk`'s tile of `type` is in its stack, for the forall
-/// indices `outer`.
-struct StackSlice {
-  llvm::SmallVector<OpFoldResult> offsets, sizes, strides;
-};
-StackSlice stackSlice(OpBuilder &b, Location loc, ValueRange outer, Value chunk,
-                      RankedTensorType type) {
-  StackSlice at;
-  at.offsets = getAsOpFoldResult(outer);
-  at.sizes.assign(outer.size(), b.getIndexAttr(1));
-  int64_t rows = type.getRank() == 1 ? 1 : type.getDimSize(0);
-  at.offsets.push_back(
-      rows == 1
-          ? chunk
-          : arith::MulIOp::create(b, loc, chunk,
-                                  arith::ConstantIndexOp::create(b, loc, rows))
-                .getResult());
-  at.offsets.push_back(b.getIndexAttr(0));
-  at.sizes.push_back(b.getIndexAttr(rows));
-  at.sizes.push_back(b.getIndexAttr(type.getDimSize(type.getRank() - 1)));
-  at.strides.assign(outer.size() + 2, b.getIndexAttr(1));
-  return at;
-}
-
 void HoistChunkWork::rewrite(Split &split) const {
   scf::ForallOp forall = split.forall;
   scf::ForOp loop = split.loop;
   Location loc = loop.getLoc();
   OpBuilder b(forall);
   int64_t chunks = *getConstantIntValue(loop.getUpperBound());
-  llvm::SmallVector<int64_t> extents;
-  for (OpFoldResult ub : forall.getMixedUpperBound())
-    extents.push_back(*getConstantIntValue(ub));
+  llvm::SmallVector<int64_t> extents = forallExtents(forall);
 
   // Stack k: [forall extents..., chunks * rows, cols].
   llvm::SmallVector<Value> stacks;
   for (auto [tile, bf16] : llvm::zip(split.stacked, split.inBF16)) {
     auto type = cast<RankedTensorType>(tile.getType());
-    llvm::SmallVector<int64_t> shape(extents);
-    llvm::append_range(shape, stackRowsShape(type, chunks));
     stacks.push_back(tensor::EmptyOp::create(
-        b, loc, shape, bf16 ? b.getBF16Type() : type.getElementType()));
+        b, loc, stackShape(extents, type, chunks),
+        bf16 ? b.getBF16Type() : type.getElementType()));
   }
-  llvm::SmallVector<OpFoldResult> bounds(forall.getMixedUpperBound());
-  bounds.push_back(b.getIndexAttr(chunks));
-  auto parallel = scf::ForallOp::create(b, loc, bounds, stacks,
-                                        /*mapping=*/std::nullopt);
+  IRMapping mapping;
+  scf::ForallOp parallel =
+      createChunkForall(b, loc, forall, loop, chunks, stacks, mapping);
 
   // Its body: the moved work, for the chunk of its last index.
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(parallel.getTerminator());
-    IRMapping mapping;
     llvm::SmallVector<Value> ivs = parallel.getInductionVars();
-    for (auto [from, to] : llvm::zip(forall.getInductionVars(), ivs))
-      mapping.map(from, to);
-    mapping.map(loop.getInductionVar(), ivs.back());
     for (Operation *op : split.cloned)
       b.clone(*op, mapping);
     // Each tile (truncated where stacked in bf16) and where it goes.
     llvm::SmallVector<Value> values;
-    llvm::SmallVector<StackSlice> places;
+    llvm::SmallVector<StackRows> places;
     for (auto [tile, bf16] : llvm::zip(split.stacked, split.inBF16)) {
       Value value = mapping.lookup(tile);
       if (bf16)
         value = convertTile<arith::TruncFOp>(b, loc, value, b.getBF16Type());
       values.push_back(value);
-      places.push_back(stackSlice(b, loc, ValueRange(ivs).drop_back(),
-                                  ivs.back(),
-                                  cast<RankedTensorType>(tile.getType())));
+      places.push_back(chunkRows(b, loc, ValueRange(ivs).drop_back(),
+                                 ivs.back(),
+                                 cast<RankedTensorType>(tile.getType())));
     }
     b.setInsertionPointToEnd(parallel.getTerminator().getBody());
     for (auto [k, value, at] : llvm::enumerate(values, places))
@@ -334,8 +293,8 @@ void HoistChunkWork::rewrite(Split &split) const {
   b.setInsertionPointToStart(body);
   for (auto [k, tile] : llvm::enumerate(split.stacked)) {
     auto type = cast<RankedTensorType>(tile.getType());
-    StackSlice at = stackSlice(b, loc, forall.getInductionVars(),
-                               loop.getInductionVar(), type);
+    StackRows at = chunkRows(b, loc, forall.getInductionVars(),
+                             loop.getInductionVar(), type);
     auto sliceType = RankedTensorType::get(
         type.getShape(),
         split.inBF16[k] ? b.getBF16Type() : type.getElementType());
@@ -361,3 +320,58 @@ void HoistChunkWork::rewrite(Split &split) const {
 }
 
 } // namespace
+
+llvm::SmallVector<int64_t>
+mlir::hla::stackShape(llvm::ArrayRef<int64_t> extents, RankedTensorType type,
+                      int64_t chunks) {
+  llvm::SmallVector<int64_t> shape(extents);
+  if (type.getRank() == 1)
+    shape.append({chunks, type.getDimSize(0)});
+  else
+    shape.append({chunks * type.getDimSize(0), type.getDimSize(1)});
+  return shape;
+}
+
+StackRows mlir::hla::stackRows(OpBuilder &b, ValueRange outer,
+                               OpFoldResult first, int64_t rows, int64_t cols) {
+  StackRows at;
+  at.offsets = getAsOpFoldResult(outer);
+  at.sizes.assign(outer.size(), b.getIndexAttr(1));
+  at.offsets.append({first, b.getIndexAttr(0)});
+  at.sizes.append({b.getIndexAttr(rows), b.getIndexAttr(cols)});
+  at.strides.assign(at.offsets.size(), b.getIndexAttr(1));
+  return at;
+}
+
+StackRows mlir::hla::chunkRows(OpBuilder &b, Location loc, ValueRange outer,
+                               Value chunk, RankedTensorType type) {
+  if (type.getRank() == 1)
+    return stackRows(b, outer, chunk, 1, type.getDimSize(0));
+  Value first = arith::MulIOp::create(
+      b, loc, chunk,
+      arith::ConstantIndexOp::create(b, loc, type.getDimSize(0)));
+  return stackRows(b, outer, first, type.getDimSize(0), type.getDimSize(1));
+}
+
+scf::ForallOp mlir::hla::createChunkForall(OpBuilder &b, Location loc,
+                                           scf::ForallOp forall,
+                                           scf::ForOp loop, int64_t chunks,
+                                           ValueRange outputs,
+                                           IRMapping &mapping) {
+  llvm::SmallVector<OpFoldResult> bounds(forall.getMixedUpperBound());
+  bounds.push_back(b.getIndexAttr(chunks));
+  auto chunkForall = scf::ForallOp::create(b, loc, bounds, outputs,
+                                           /*mapping=*/std::nullopt);
+  llvm::SmallVector<Value> ivs = chunkForall.getInductionVars();
+  for (auto [from, to] : llvm::zip(forall.getInductionVars(), ivs))
+    mapping.map(from, to);
+  mapping.map(loop.getInductionVar(), ivs.back());
+  return chunkForall;
+}
+
+llvm::SmallVector<int64_t> mlir::hla::forallExtents(scf::ForallOp forall) {
+  llvm::SmallVector<int64_t> extents;
+  for (OpFoldResult ub : forall.getMixedUpperBound())
+    extents.push_back(*getConstantIntValue(ub));
+  return extents;
+}

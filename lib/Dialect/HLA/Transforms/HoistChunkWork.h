@@ -15,11 +15,47 @@
 #define HLA_LIB_DIALECT_HLA_TRANSFORMS_HOISTCHUNKWORK_H
 
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/IRMapping.h"
+
+#include "llvm/ADT/SmallVector.h"
 
 #include <cstdint>
 #include <optional>
 
 namespace mlir::hla {
+
+/// The static extents of `forall` (its bounds start at 0, step 1).
+llvm::SmallVector<int64_t> forallExtents(scf::ForallOp forall);
+
+/// A stack of per-chunk values (both splits): chunk c's 2-D tile of R rows
+/// at rows [c R, (c + 1) R) of [forall extents..., chunks R, cols], its
+/// vector at row c of [..., chunks, n].
+llvm::SmallVector<int64_t> stackShape(llvm::ArrayRef<int64_t> extents,
+                                      RankedTensorType type, int64_t chunks);
+
+/// Offsets, sizes and strides of rows of a stack.
+struct StackRows {
+  llvm::SmallVector<OpFoldResult> offsets, sizes, strides;
+};
+
+/// One (sequence, head)'s rows `first` .. `first + rows` (of `cols`
+/// columns) of a stack, for the forall's indices `outer`.
+StackRows stackRows(OpBuilder &b, ValueRange outer, OpFoldResult first,
+                    int64_t rows, int64_t cols);
+
+/// Where chunk `chunk`'s value of `type` is in its stack.
+StackRows chunkRows(OpBuilder &b, Location loc, ValueRange outer, Value chunk,
+                    RankedTensorType type);
+
+/// A forall over `forall`'s indices and `loop`'s `chunks` chunks with
+/// `outputs`, mapping `forall`'s indices and `loop`'s induction variable
+/// to its own in `mapping`.
+scf::ForallOp createChunkForall(OpBuilder &b, Location loc,
+                                scf::ForallOp forall, scf::ForOp loop,
+                                int64_t chunks, ValueRange outputs,
+                                IRMapping &mapping);
 
 /// What hoistChunkReadout moved.
 struct ReadoutReport {
