@@ -217,6 +217,12 @@ private:
   /// Makes the shared-memory copies that `loop`'s contractions read of
   /// tiles computed before it, once, before it.
   void stageLoopInvariants(scf::ForOp loop);
+  /// Reads the on-demand vectors made before `loop` that its ops read
+  /// along fragments' rows or columns only (LinSimp's a of the chunk, read
+  /// from global memory), of up to 16 values a thread, into registers,
+  /// once, before it: they are row or column vectors in it. Returns them,
+  /// to be on-demand again after it.
+  llvm::SmallVector<Value> readInvariantVectors(scf::ForOp loop);
 
   void emitBlock(Block &block);
   void emitOp(Operation *op);

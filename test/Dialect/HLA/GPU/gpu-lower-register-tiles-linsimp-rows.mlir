@@ -10,7 +10,9 @@
 // carrying the numerator fragment (32 values a thread) and two row
 // vectors (the denominator and the running maximum of each row, two values
 // a thread: rows r and r + 8 of the one 64-row block); the rows' sums and
-// maxima combine the four threads of a row by shuffles.
+// maxima combine the four threads of a row by shuffles. The chunk's a,
+// read along the features' columns, is read into registers before the
+// window.
 
 // CHECK: remark: register tiles: 2 contractions on wgmma, {{.*}} 1 warpgroup(s), {{.*}} 1 reductions of rows, 1 of columns
 // CHECK: remark: register tiles: 5 contractions on wgmma, {{.*}} 1 warpgroup(s), {{.*}} 5 reductions of rows, 0 of columns
@@ -23,6 +25,9 @@
 // CHECK: gpu.shuffle  xor %{{.+}}, %c16_i32
 // CHECK: memref.view {{.*}} to memref<256xf32, #gpu.address_space<workgroup>>
 // CHECK: gpu.launch {{.*}} threads({{.*}}) in (%{{.+}} = %c128{{[_0-9]*}},
+// The chunk's a (16 columns a thread) read once, before the window.
+// CHECK-COUNT-16: memref.load %{{.+}} : memref<1x2x2x64xf32>
+// CHECK-NOT: memref<1x2x2x64xf32>
 // CHECK: scf.for %{{.+}} = %{{.+}} to %c16{{.*}} iter_args({{.*}}) -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)
 // CHECK: nvvm.wgmma.mma_async
 // CHECK: gpu.shuffle  xor %{{.+}}, %c1_i32
