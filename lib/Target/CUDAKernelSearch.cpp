@@ -383,13 +383,13 @@ bool KernelSearch::tryRegisterTiles() {
   }
   // LinSimp's rows (its anchor window, W passes of four products a chunk
   // at one offset a pass) on register tiles in a pass parallel over
-  // chunks, its light state (M, a) kept by a persistent loop on the phases
-  // (hla-hoist-chunk-work's readout split), where register tiles take the
-  // rows (not from an initial state's float32 anchors): 1x16x2048, m = 64,
-  // W = 64, 0.715 ms against 2.55 on the phases' segmented form; 1x16x16384,
-  // m = 256, 25.7 against 115 (H100, 2026-12-06). The rows' kernel sits at
-  // the register limit and may spill a few bytes: allowed, as those
-  // numbers were measured so.
+  // chunks, its light state (M, a) kept by a persistent loop (on register
+  // tiles too; hla-hoist-chunk-work's readout split), where register tiles
+  // take the rows (not from an initial state's float32 anchors): 1x16x2048,
+  // m = 64, W = 64, 0.558 ms against 2.48 on the phases' segmented form;
+  // 1x16x16384, m = 256, 23.8 against 114 (H100, 2026-12-06). The rows'
+  // kernel sits at the register limit and may spill a few bytes: allowed,
+  // as those numbers were measured so.
   if (linSimp && requested.hoistChunkWork == AutoSwitch::Auto &&
       schedule == KernelSchedule::Auto) {
     pipeline.generator = ChunkLoopGenerator::Auto;
