@@ -452,28 +452,19 @@ void TileEmitter::emitVectorReduction(linalg::GenericOp op) {
 }
 
 void TileEmitter::emitVectorRow(tensor::InsertSliceOp op) {
-  // The threads holding the vector's values first (lane 4r of each row, the
-  // first four lanes of the first warp for a column): each stores its
-  // values, one row of the output.
-  Value source = op.getSource();
-  bool rows = plan.of(source) == Placement::RowVector;
-  llvm::SmallVector<Value> values =
-      rows ? rowValues(source) : colValues(source);
+  // The first four threads hold every column's value (those of the first
+  // warp's first row): each stores its values, one row of the output.
+  llvm::SmallVector<Value> values = colValues(op.getSource());
   tensor::ExtractSliceOp slice = plan.rowsSlice.lookup(op.getDest());
-  Value storer =
-      rows ? arith::CmpIOp::create(
-                 b, loc, arith::CmpIPredicate::eq,
-                 arith::RemUIOp::create(b, loc, lane, index(4)), index(0))
-           : arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, threadId,
-                                   index(4));
+  Value storer = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                       threadId, index(4));
   auto store = scf::IfOp::create(b, loc, storer, /*withElseRegion=*/false);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(store.thenBlock()->getTerminator());
   Value row = scalar(op.getMixedOffsets()[0]);
   Value col0 = scalar(op.getMixedOffsets()[1]);
-  for (auto [t, value] : llvm::enumerate(values)) {
-    Value col =
-        arith::AddIOp::create(b, loc, col0, rows ? rowOfSlot(t) : colOfSlot(t));
+  for (auto [c, value] : llvm::enumerate(values)) {
+    Value col = arith::AddIOp::create(b, loc, col0, colOfSlot(c));
     memref::StoreOp::create(b, loc, value, buffers[slice.getSource()],
                             sliceIndices(slice, row, col));
   }
@@ -1041,8 +1032,7 @@ void TileEmitter::emitOp(Operation *op) {
   if (auto insert = dyn_cast<tensor::InsertSliceOp>(op)) {
     if (plan.of(insert.getResult()) == Placement::Rows) {
       prepareExactReads(insert);
-      Placement source = plan.of(insert.getSource());
-      if (source == Placement::RowVector || source == Placement::ColVector)
+      if (plan.of(insert.getSource()) == Placement::ColVector)
         emitVectorRow(insert);
       else
         emitRows(insert);

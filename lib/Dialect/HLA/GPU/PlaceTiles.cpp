@@ -880,11 +880,10 @@ LogicalResult Placer::placeOp(Operation *op) {
       plan.placement[insert] = Placement::Expr;
       return success();
     }
-    // A row or column vector (LinSimp's a entering a chunk) as one row of
-    // a shared output.
-    if ((src == Placement::RowVector || src == Placement::ColVector) &&
-        dest == Placement::Rows && insert.hasUnitStride() &&
-        insert.getDestType().getRank() == 2 &&
+    // A column vector (LinSimp's a entering a chunk) as one row of a
+    // shared output.
+    if (src == Placement::ColVector && dest == Placement::Rows &&
+        insert.hasUnitStride() && insert.getDestType().getRank() == 2 &&
         getConstantIntValue(insert.getMixedSizes()[0]) == 1) {
       plan.placement[insert] = Placement::Rows;
       plan.rowsSlice[insert] = plan.rowsSlice[insert.getDest()];

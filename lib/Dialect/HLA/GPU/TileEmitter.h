@@ -129,7 +129,7 @@ private:
       return colVectors[vector][colSlot(i, cols)];
     return nullptr;
   }
-  /// Stores a row or column vector into one row of a shared output.
+  /// Stores a column vector into one row of a shared output.
   void emitVectorRow(tensor::InsertSliceOp op);
   static int64_t columns(Value tile) {
     return cast<RankedTensorType>(tile.getType()).getDimSize(1);
