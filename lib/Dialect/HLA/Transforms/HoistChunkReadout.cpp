@@ -30,14 +30,6 @@ using namespace mlir::hla;
 
 namespace {
 
-/// The values `op` reads, its nested regions' included (those defined
-/// outside it).
-llvm::SmallVector<Value> valuesRead(Operation *op) {
-  llvm::SetVector<Value> read(op->operand_begin(), op->operand_end());
-  getUsedValuesDefinedAbove(op->getRegions(), read);
-  return read.takeVector();
-}
-
 /// The reductions `op` runs, nested ones included, a loop's body counted
 /// once per iteration where its trip count is static, a branch's cheaper
 /// side (causal isolation's second readout of a chunk runs only where a

@@ -47,14 +47,6 @@ bool isReduction(Operation *op) {
   return linalgOp && linalgOp.getNumReductionLoops() > 0;
 }
 
-/// The values `op` reads, its nested regions' included (those defined
-/// outside it).
-llvm::SmallVector<Value> valuesRead(Operation *op) {
-  llvm::SetVector<Value> read(op->operand_begin(), op->operand_end());
-  getUsedValuesDefinedAbove(op->getRegions(), read);
-  return read.takeVector();
-}
-
 /// The forall's one chunk loop (an scf.for carrying values, from 0 by 1 to
 /// a static bound; the forall's bounds static too), or null.
 scf::ForOp chunkLoopOf(scf::ForallOp forall) {
@@ -374,4 +366,10 @@ llvm::SmallVector<int64_t> mlir::hla::forallExtents(scf::ForallOp forall) {
   for (OpFoldResult ub : forall.getMixedUpperBound())
     extents.push_back(*getConstantIntValue(ub));
   return extents;
+}
+
+llvm::SmallVector<Value> mlir::hla::valuesRead(Operation *op) {
+  llvm::SetVector<Value> read(op->operand_begin(), op->operand_end());
+  getUsedValuesDefinedAbove(op->getRegions(), read);
+  return read.takeVector();
 }

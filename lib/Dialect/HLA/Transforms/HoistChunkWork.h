@@ -26,6 +26,10 @@
 
 namespace mlir::hla {
 
+/// The values `op` reads, its nested regions' included (those defined
+/// outside it).
+llvm::SmallVector<Value> valuesRead(Operation *op);
+
 /// The static extents of `forall` (its bounds start at 0, step 1).
 llvm::SmallVector<int64_t> forallExtents(scf::ForallOp forall);
 
