@@ -122,8 +122,8 @@ def _padding_index(cu):
     return index, valid
 
 
-def _packed_input_gradients(op, q, k, v, states, cu, attrs, chunk_size, grad):
-    """(dq, dk, dv, *d(states)) of packed sequences (batch 1): each sequence
+def _packed_input_gradients(op, operands, states, cu, attrs, chunk_size, grad):
+    """(d(operands)..., *d(states)) of packed sequences (batch 1): each sequence
     becomes a row of a zero-padded batch (its initial state that row's).
     The pads come after a sequence's tokens and their output cotangent is
     zero, so by causality they change no real token's gradient nor the
@@ -132,16 +132,17 @@ def _packed_input_gradients(op, q, k, v, states, cu, attrs, chunk_size, grad):
 
     def pad(x):
         rows = x[0][index.reshape(-1)].reshape(index.shape + x.shape[2:])
-        return rows * valid.reshape(valid.shape + (1, 1)).to(rows.dtype)
+        ones = (1,) * (x.dim() - 2)
+        return rows * valid.reshape(valid.shape + ones).to(rows.dtype)
 
-    padded = _input_gradients(op, [pad(q), pad(k), pad(v)], states, None, attrs, chunk_size,
+    padded = _input_gradients(op, [pad(x) for x in operands], states, None, attrs, chunk_size,
                               [pad(grad)])
     out = []
-    for x, d in zip((q, k, v), padded):
+    for x, d in zip(operands, padded):
         unpadded = torch.zeros_like(x)
         unpadded[0].index_put_((index[valid],), d[valid])
         out.append(unpadded)
-    return (*out, *padded[3:])
+    return (*out, *padded[len(operands):])
 
 
 def _check_derived(op):
@@ -174,11 +175,11 @@ def _final_cotangents(op, operands, states, cu, attrs, grads):
 
 
 def _input_gradients(op, operands, states, cu, attrs, chunk_size, grads):
-    """(dq, dk, dv, *d(states)) of the output cotangent grads[0] and the
+    """(d(operands)..., *d(states)) of the output cotangent grads[0] and the
     final state's cotangents grads[1:]; raises where the backward is not
     derived."""
     _check_derived(op)
-    q, k, v = operands[:3]
+    q, v = operands[0], operands[2]
     target = {"cpu": "cpu", "cuda": "cuda"}.get(q.device.type)
     if target is None:
         raise _no_backward(op, f"on {q.device.type} (the derived backward runs on the CPU "
@@ -188,9 +189,9 @@ def _input_gradients(op, operands, states, cu, attrs, chunk_size, grads):
     if cu is not None:
         if finals and any(bool(f.any()) for f in finals):
             raise _no_backward(op, "through the final state of packed sequences yet")
-        return _packed_input_gradients(op, q, k, v, states, cu, attrs, chunk_size, grad)
+        return _packed_input_gradients(op, operands, states, cu, attrs, chunk_size, grad)
     return tuple(functional.execute_backward(
-        op, [q.detach(), k.detach(), v.detach()], grad.to(q.dtype).contiguous(), attrs,
+        op, [x.detach() for x in operands], grad.to(q.dtype).contiguous(), attrs,
         chunk_size, target, [s.detach().float() for s in states], finals))
 
 
@@ -198,19 +199,24 @@ def _vjp_schema(op):
     """hla::<op>_vjp: the derived backward as an opaque op, so that
     AOTAutograd traces a backward graph around it (torch.compile of a
     training step) instead of into ctypes."""
-    args = ["Tensor q", "Tensor k", "Tensor v", "Tensor[] initial_state", "Tensor grad",
-            "Tensor[] state_grads", "Tensor? cu_seqlens"]
+    args = [f"Tensor {name}" for name in functional.operand_names(op)]
+    args += ["Tensor[] initial_state", "Tensor grad", "Tensor[] state_grads",
+             "Tensor? cu_seqlens"]
     args += [f"{_ATTRIBUTE_TYPES[a]} {a}" for a in functional.OP_ATTRIBUTES[op]]
     args += ["int chunk_size"]
     return "(" + ", ".join(args) + ") -> Tensor[]"
 
 
 def _vjp_kernel(op):
-    def kernel(q, k, v, initial_state, grad, state_grads, cu, *rest):
+    n = len(functional.operand_names(op))
+
+    def kernel(*args):
+        operands = list(args[:n])
+        initial_state, grad, state_grads, cu, *rest = args[n:]
         names = functional.OP_ATTRIBUTES[op]
         attrs = dict(zip(names, rest[:len(names)]))
         chunk = int(rest[len(names)]) or None
-        return list(_input_gradients(op, [q, k, v], list(initial_state), cu, attrs, chunk,
+        return list(_input_gradients(op, operands, list(initial_state), cu, attrs, chunk,
                                      [grad, *state_grads]))
 
     kernel.__name__ = f"hla_{op}_vjp"
@@ -218,8 +224,11 @@ def _vjp_kernel(op):
 
 
 def _vjp_fake(op):
-    def fake(q, k, v, initial_state, *rest):
-        return [torch.empty_like(q), torch.empty_like(k), torch.empty_like(v),
+    n = len(functional.operand_names(op))
+
+    def fake(*args):
+        operands, initial_state = args[:n], args[n]
+        return [*[torch.empty_like(x) for x in operands],
                 *[torch.empty_like(s) for s in initial_state]]
 
     fake.__name__ = f"hla_{op}_vjp_fake"
@@ -245,16 +254,16 @@ def _backward(op):
         cu = saved.pop() if has_cu else None
         _check_derived(op)
         tensors, states = saved[:n_tensors], saved[n_tensors:]
-        q, k, v = tensors[:3]
+        q, v = tensors[0], tensors[2]
         finals = _final_cotangents(op, tensors, states, cu, attrs, flat[1:])
         d = getattr(torch.ops.hla, op + "_vjp")(
-            q, k, v, states, _output_cotangent(q, v, flat[0]), finals, cu,
+            *tensors, states, _output_cotangent(q, v, flat[0]), finals, cu,
             *[attrs[a] for a in functional.OP_ATTRIBUTES[op]], int(chunk or 0))
         # One entry per schema argument, the Tensor[] of states as a list:
-        # (q, k, v, further operands, states, cu_seqlens, attributes...,
-        # output_final_state, chunk_size).
+        # (operands..., states, cu_seqlens, attributes..., output_final_state,
+        # chunk_size).
         n = len(functional.operand_names(op))
-        return (*d[:3], *[None] * (n - 3), list(d[3:]), None,
+        return (*d[:n], list(d[n:]), None,
                 *[None] * len(functional.OP_ATTRIBUTES[op]), None, None)
 
     return backward
@@ -286,8 +295,7 @@ class _Differentiable(torch.autograd.Function):
         cu = saved.pop() if has_cu else None
         operands, states = saved[:n_tensors], saved[n_tensors:]
         d = _input_gradients(ctx.op, operands, states, cu, attrs, chunk, list(grads))
-        return (None, None, None, None, None, *d[:3], *[None] * (n_tensors - 3), *d[3:],
-                *[None] * int(has_cu))
+        return (None, None, None, None, None, *d, *[None] * int(has_cu))
 
 
 @contextlib.contextmanager

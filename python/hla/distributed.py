@@ -43,6 +43,11 @@ _entries = {}  # call signature -> (attend, attend_summary, attend_combine)
 compiler.register_memory_cache(_entries)
 
 SPLIT_OPS = ("linear_attention", "hla2", "ahla", "hla3", "kda", "linsimp")
+# The backward across ranks carries the state's cotangent back through the
+# later spans with the compiled transposed combine, which the compiler
+# derives from an index plan: not for KDA's matrix transition yet (its
+# backward within one process is derived).
+SPLIT_DIFFERENTIABLE = ("linear_attention", "hla2", "ahla", "hla3")
 
 
 def compile_request(op, shapes, dtypes, attrs, state_shapes, cu, chunk_size):
@@ -71,7 +76,7 @@ def _compiled(op, arrays, dtypes, attrs, state_shapes, cu, chunk_size, target):
         found = tuple(library.function(name + suffix)
                       for suffix in ("", "_summary", "_combine"))
         found += (library.function(name + "_combine_vjp")
-                  if op in functional.DIFFERENTIABLE else None,)
+                  if op in SPLIT_DIFFERENTIABLE else None,)
         _entries[key] = found
     return found
 
@@ -147,10 +152,10 @@ def _prepare(op, named, options, initial_state, chunk_size, target, cu_seqlens, 
                                                [n for n, _ in c.components])
     c.differentiate = torch.is_grad_enabled() and any(
         x.requires_grad for x in list(arrays) + list(c.states))
-    if c.differentiate and op not in functional.DIFFERENTIABLE:
+    if c.differentiate and op not in SPLIT_DIFFERENTIABLE:
         raise NotImplementedError(f"hla.distributed.{op}: backward is not implemented yet "
-                                  f"(the compiler derives it for "
-                                  f"{', '.join(functional.DIFFERENTIABLE)}); call it under "
+                                  f"(across ranks for "
+                                  f"{', '.join(SPLIT_DIFFERENTIABLE)}); call it under "
                                   f"torch.no_grad()")
     if c.differentiate and c.target == "cuda" and op != "linear_attention":
         # The transposed combine's graph products on CUDA gave NaN for hla2

@@ -56,7 +56,7 @@ OPS = tuple(OP_ATTRIBUTES)
 # implemented", quoting the compiler, rather than a compiler error.
 NOT_YET_LOWERED = ("linsimp", "kda")
 # Ops whose backward the compiler derives (hla-derive-vjp), on the CPU.
-DIFFERENTIABLE = ("linear_attention", "hla2", "ahla", "hla3")
+DIFFERENTIABLE = ("linear_attention", "hla2", "ahla", "hla3", "kda")
 
 
 def operand_names(op):
@@ -512,8 +512,8 @@ def _run_compiled(op, fn, lib, ins, outputs, target, device):
 
 def compiled_backward(op, inputs, dtypes, attrs, chunk_size, target, initial_shapes=(),
                       final_shapes=()):
-    """The compiled backward of ``@attend`` (``vjp=True``): (q, k, v, [s0...],
-    do, [ds1...]) -> (dq, dk, dv, [ds0...]) with an initial state of
+    """The compiled backward of ``@attend`` (``vjp=True``): (q, k, v, [g, beta,] [s0...],
+    do, [ds1...]) -> (dq, dk, dv, [dg, dbeta,] [ds0...]) with an initial state of
     ``initial_shapes`` and the final state's cotangents of ``final_shapes``
     (each empty for none), memoised like the forward."""
     key = ("vjp", op, target, tuple(inputs), tuple(dtypes), tuple(sorted(attrs.items())),
@@ -567,10 +567,10 @@ def recorded_compiles():
 
 def execute_backward(op, arrays, grad_output, attrs, chunk_size, target, states=(),
                      final_grads=()):
-    """The gradients [dq, dk, dv, *d(states)] of sum(grad_output * o) +
-    sum(final_grads * final_state), (o, final_state) = op(q, k, v,
-    initial_state=states), for checked q, k, v (grouped K/V heads too; no
-    packed sequences); ``states`` and ``final_grads`` are f32 [B, H, ...]
+    """The gradients [d(arrays)..., *d(states)] of sum(grad_output * o) +
+    sum(final_grads * final_state), (o, final_state) = op(*arrays,
+    initial_state=states), for the op's checked tensors ``arrays`` (q, k, v;
+    kda: and g, beta; grouped K/V heads too; no packed sequences); ``states`` and ``final_grads`` are f32 [B, H, ...]
     (empty for none). Derived by the compiler from the op's monoid; on the
     CPU or, for torch CUDA tensors, the GPU (on torch's current stream)."""
     if op not in DIFFERENTIABLE:

@@ -229,10 +229,9 @@ def test_backward_refusals():
     o, state = hla.hla2(q, k, v, cu_seqlens=cu, output_final_state=True)
     with pytest.raises(NotImplementedError, match="final state of packed sequences"):
         (o.sum() + state[0].sum()).backward()
-    # Nor are those of KDA.
-    g = -torch.rand(q.shape) * 0.1
-    beta = torch.rand(q.shape[:3])
-    o = hla.kda(q, k, v, g=g, beta=beta)
+    # Nor is LinSimp's backward.
+    omega = torch.randn(8, q.shape[3])
+    o = hla.linsimp(q, k, v, q.detach(), v.detach(), omega=omega, window=4)
     with pytest.raises(NotImplementedError, match="backward is not implemented yet"):
         o.sum().backward()
 

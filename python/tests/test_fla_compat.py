@@ -207,6 +207,36 @@ def test_chunk_kda_in_kernel_options_and_gva():
     assert _err(o, want) <= 1e-5 and _err(ht, S.transpose(-1, -2)) <= 1e-5
 
 
+def test_chunk_kda_gradients():
+    """Autograd through hla's derived KDA backward against autograd of the
+    float64 recurrence, with FLA's in-kernel options (gate from A_log and
+    dt_bias, beta logits, q/k L2 normalisation), grouped values, a V-first
+    initial state and the final state in the loss: every leaf's gradient."""
+    from hla.fla import chunk_kda
+    HV = 2 * H
+    q, k, v, graw, blogit = _kda_inputs(50, hv=HV)
+    blogit = blogit * 4 - 2
+    A_log = _rand(55, HV) * 0.5
+    dt_bias = _rand(56, HV * K) * 0.5
+    h0 = _rand(57, B, HV, V, K) * 0.1
+    grad, wfinal = _rand(58, B, T, HV, V), _rand(59, B, HV, V, K)
+    leaves = [x.clone().requires_grad_(True) for x in (q, k, v, graw, blogit, A_log, dt_bias, h0)]
+    exact = [x.double().requires_grad_(True) for x in (q, k, v, graw, blogit, A_log, dt_bias, h0)]
+    o, ht = chunk_kda(*leaves[:5], A_log=leaves[5], dt_bias=leaves[6], use_gate_in_kernel=True,
+                      use_beta_sigmoid_in_kernel=True, use_qk_l2norm_in_kernel=True,
+                      initial_state=leaves[7], output_final_state=True, state_v_first=True)
+    ((o * grad).sum() + (ht * wfinal).sum()).backward()
+    xq, xk, xv, xg, xb, xa, xd, xh = exact
+    qn, kn = (x / (x.pow(2).sum(-1, keepdim=True) + 1e-6).sqrt() for x in (xq, xk))
+    qn, kn = (x.repeat_interleave(2, dim=2) for x in (qn, kn))
+    g = -xa.exp()[:, None] * torch.nn.functional.softplus(xg + xd.view(HV, K))
+    want, S = kda_recurrence(qn, kn, xv, g, torch.sigmoid(xb), K ** -0.5,
+                             state=xh.transpose(-1, -2))
+    ((want * grad.double()).sum() + (S.transpose(-1, -2) * wfinal.double()).sum()).backward()
+    for name, a, b in zip(("q", "k", "v", "g", "beta", "A_log", "dt_bias", "h0"), leaves, exact):
+        assert _err(a.grad, b.grad) <= 1e-4, (name, _err(a.grad, b.grad))
+
+
 def test_fused_recurrent_kda_lower_bound_gate():
     from hla.fla import fused_recurrent_kda
     q, k, v, graw, beta = _kda_inputs(40)

@@ -27,6 +27,7 @@
 namespace mlir::hla::test {
 void registerTestMonoidPass();
 void registerTestChunkPlanPass();
+void registerTestReverseDiffPass();
 } // namespace mlir::hla::test
 
 namespace {
@@ -118,6 +119,7 @@ int main(int argc, char **argv) {
   // Test-only passes (test/lib), for FileCheck tests of internals.
   mlir::hla::test::registerTestMonoidPass();
   mlir::hla::test::registerTestChunkPlanPass();
+  mlir::hla::test::registerTestReverseDiffPass();
   mlir::DialectRegistry registry;
   mlir::hla::registerAllDialects(registry);
 

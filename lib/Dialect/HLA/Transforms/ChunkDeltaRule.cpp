@@ -36,6 +36,17 @@ FailureOr<llvm::SmallVector<Value>>
 ChunkRewriter::emitDeltaRule(OpBuilder &b, Location loc,
                              const ChunkTiles &tiles, DeltaPart part,
                              Value carried) {
+  if (!deltaChunks) {
+    Value g = info.segment.getInputs()[*spec.findInput("g")];
+    deltaChunks.emplace(spec, chunk, getElementTypeOrSelf(g.getType()).isF16());
+  }
+  return deltaChunks->emit(b, loc, tiles, part, carried);
+}
+
+FailureOr<llvm::SmallVector<Value>>
+DeltaRuleChunks::emit(OpBuilder &b, Location loc, const ChunkTiles &tiles,
+                      Part part, Value carried) {
+  using DeltaPart = Part;
   TileBuilder tb(b, loc);
   using IT = IteratorType;
   MLIRContext *ctx = b.getContext();
@@ -62,7 +73,7 @@ ChunkRewriter::emitDeltaRule(OpBuilder &b, Location loc,
 
   // The readout and the summary of a chunk share its WY/UT quantities
   // (built once per chunk: the fused loop asks for both).
-  DeltaChunk &parts = deltaChunks[k];
+  Chunk &parts = chunks[k];
   bool built = static_cast<bool>(parts.gamma);
   Value gamma = parts.gamma;
 
@@ -108,7 +119,7 @@ ChunkRewriter::emitDeltaRule(OpBuilder &b, Location loc,
   // c · kPairBlock · dk exponentials in place of c² dk.
   auto pairs = [&](Value x, bool strict) -> Value {
     int64_t block = kPairBlock;
-    if (c <= block || c % block)
+    if (!pairBlocks || c <= block || c % block)
       return band(x, c, strict);
     int64_t blocks = c / block;
     Value inBlocks = band(x, block, strict);
@@ -190,8 +201,7 @@ ChunkRewriter::emitDeltaRule(OpBuilder &b, Location loc,
     // their products and f32 sums those of the masked sum (KDA 4x16x4096
     // bf16 on an H100: 3.60 -> 3.16 ms). An f16 g has three bits more than
     // bf16 holds and keeps the masked sum.
-    Value gInput = info.segment.getInputs()[*spec.findInput("g")];
-    if (!getElementTypeOrSelf(gInput.getType()).isF16()) {
+    if (!f16Gates) {
       Value clamped = tb.generic(
           {g}, tb.empty({c, dk}), {id2, id2}, {IT::parallel, IT::parallel},
           [&](OpBuilder &nb, Location l, ValueRange args) -> Value {

@@ -50,13 +50,8 @@ using namespace mlir;
 using namespace mlir::hla;
 using namespace mlir::hla::chunk;
 
-namespace {
-
-/// Whether `spec` is the gated delta rule (SEMANTICS.md §6) under any name
-/// and parameter values: the library's `kda` rules, slot for slot. Its
-/// chunks have their own family (ChunkDeltaRule.cpp), which reads the
-/// inputs and components by these names.
-bool isGatedDeltaRule(const MonoidSpec &spec, MLIRContext *ctx) {
+bool mlir::hla::chunk::isGatedDeltaRule(const MonoidSpec &spec,
+                                        MLIRContext *ctx) {
   auto *dialect = ctx->getLoadedDialect<HLADialect>();
   if (!dialect)
     return false;
@@ -70,6 +65,8 @@ bool isGatedDeltaRule(const MonoidSpec &spec, MLIRContext *ctx) {
          spec.token == rule->token && spec.combine == rule->combine &&
          spec.readouts == rule->readouts;
 }
+
+namespace {
 
 /// The segmented form's run count with the least modelled time (see
 /// hla-chunk's description): `parallelism` iterations run at once, so S
@@ -141,6 +138,13 @@ struct HLAChunkPass : public hla::impl::HLAChunkPassBase<HLAChunkPass> {
                                       (lead.getDimSize(1) + chunkSize - 1) /
                                           chunkSize,
                                       parallelism);
+      // The gated delta rule's backward has its own two passes (whatever
+      // the gradient and tile options).
+      if (isGatedDeltaRule(op.getMonoid().getSpec(), op.getContext())) {
+        if (failed(lowerDeltaRuleVjp(op, chunkSize)))
+          return signalPassFailure();
+        continue;
+      }
       if (failed(lowerPrefixVjp(op, chunkSize, parallelGradients, valueTile,
                                 parallelism, splitGradients, runs)))
         return signalPassFailure();

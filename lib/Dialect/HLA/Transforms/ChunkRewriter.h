@@ -182,6 +182,17 @@ LogicalResult lowerPrefixVjp(PrefixVjpOp op, int64_t chunk,
                              int64_t parallelism, bool splitGradients,
                              int64_t segments);
 
+/// Lowers hla.prefix_vjp under the gated delta rule (ChunkDeltaRuleVjp.cpp):
+/// two passes over chunks of `chunk` tokens, the chunk's WY/UT form
+/// differentiated in reverse.
+LogicalResult lowerDeltaRuleVjp(PrefixVjpOp op, int64_t chunk);
+
+/// Whether `spec` is the gated delta rule (SEMANTICS.md §6) under any name
+/// and parameter values: the library's `kda` rules, slot for slot. Its
+/// chunks have their own family (DeltaRuleChunks), which reads the inputs
+/// and components by these names.
+bool isGatedDeltaRule(const MonoidSpec &spec, MLIRContext *ctx);
+
 /// Appends `decision` to the module's hla.chunking record (what hla-chunk
 /// chose for each chain, in order).
 void recordChunking(ModuleOp module, llvm::StringRef decision);
@@ -190,6 +201,55 @@ void recordChunking(ModuleOp module, llvm::StringRef decision);
 inline InFlightDiagnostic chunkError(Operation *op) {
   return op->emitError() << "hla-chunk: ";
 }
+
+/// The gated delta rule's chunks (KDA, SEMANTICS.md §6) in the WY/UT form
+/// (ChunkDeltaRule.cpp): its matrix-valued transition has no index plan.
+/// Used by the forward's loops (ChunkRewriter) and differentiated by the
+/// backward's (ChunkDeltaRuleVjp.cpp).
+class DeltaRuleChunks {
+public:
+  /// What `emit` builds of a chunk.
+  enum class Part {
+    /// The chunk's affine map (A, B): the M and S components.
+    Map,
+    /// Its output rows read from the state `carried`.
+    Rows,
+    /// The state after it, from the state `carried` before it.
+    NextState,
+  };
+  /// `f16Gates`: g's operand is f16 (its cumulative sum stays off the
+  /// tensor cores, see Γ in ChunkDeltaRule.cpp).
+  DeltaRuleChunks(const MonoidSpec &spec, int64_t chunk, bool f16Gates)
+      : spec(spec), chunk(chunk), f16Gates(f16Gates) {}
+
+  /// Pairs of tokens in different blocks of 16 as products through the
+  /// later block's first token (fewer exponentials); off: every pair's decay
+  /// elementwise, so that each tile's indexing is a projection (what
+  /// reverse differentiation takes).
+  bool pairBlocks = true;
+
+  /// `part` of the chunk whose token tiles are `tiles`. The readout and
+  /// the summary of one chunk (the same k tile) share their WY/UT tiles.
+  FailureOr<llvm::SmallVector<Value>> emit(OpBuilder &b, Location loc,
+                                           const ChunkTiles &tiles, Part part,
+                                           Value carried = Value());
+
+private:
+  /// A chunk's cumulative log-decay Γ, e^Γ, W and U (per key tile).
+  struct Chunk {
+    Value gamma, expGamma, w, u;
+    /// The keys scaled from each pair block's first token, one tile per
+    /// reference block (`pairs` in ChunkDeltaRule.cpp), read by both A_kk
+    /// and A_qk.
+    llvm::SmallVector<Value> keysFrom;
+    /// U − W S of the state `deltaState` (the rows' and the next state's).
+    Value delta, deltaState;
+  };
+  const MonoidSpec &spec;
+  int64_t chunk;
+  bool f16Gates;
+  llvm::DenseMap<Value, Chunk> chunks;
+};
 
 class ChunkRewriter {
 public:
@@ -217,19 +277,6 @@ public:
   /// (`prepareValueTiles` checks the rules); components without the value
   /// dimension are recomputed per tile.
   int64_t valueTile = 0;
-
-private:
-  /// KDA: a chunk's cumulative log-decay Γ, e^Γ, W and U (per key tile).
-  struct DeltaChunk {
-    Value gamma, expGamma, w, u;
-    /// The keys scaled from each pair block's first token, one tile per
-    /// reference block (`pairs` in ChunkDeltaRule.cpp), read by both A_kk
-    /// and A_qk.
-    llvm::SmallVector<Value> keysFrom;
-    /// U − W S of the state `deltaState` (the rows' and the next state's).
-    Value delta, deltaState;
-  };
-  llvm::DenseMap<Value, DeltaChunk> deltaChunks;
 
 public:
   /// The three-phase form (summaries, scan over chunks, readouts).
@@ -309,20 +356,15 @@ private:
   /// non-finite value, or c when there is none (index).
   Value firstNonFiniteRow(OpBuilder &b, Location loc,
                           llvm::ArrayRef<Value> tiles);
-  /// What emitDeltaRule builds of a chunk.
-  enum class DeltaPart {
-    /// The chunk's affine map (A, B): the M and S components.
-    Map,
-    /// Its output rows read from the state `carried`.
-    Rows,
-    /// The state after it, from the state `carried` before it.
-    NextState,
-  };
+  using DeltaPart = DeltaRuleChunks::Part;
   /// KDA (SEMANTICS.md §6): `part` of a chunk.
   FailureOr<llvm::SmallVector<Value>> emitDeltaRule(OpBuilder &b, Location loc,
                                                     const ChunkTiles &tiles,
                                                     DeltaPart part,
                                                     Value carried = Value());
+  /// Made on first use (its chunks' shared tiles live as long as the
+  /// rewriter).
+  std::optional<DeltaRuleChunks> deltaChunks;
   /// LinSimp: the rows of the chunk, summed over each query's anchor
   /// window (one pass per anchor offset w: the anchors' features F_w, the
   /// monoid's num/den readouts with input F_w, weighted by the anchor

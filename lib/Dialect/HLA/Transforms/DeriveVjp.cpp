@@ -11,8 +11,9 @@
 //
 // Grouped heads: query head h reads key/value head h / G (G = H_q / H_kv),
 // and every state is per query head, so the op is the same op on k and v
-// repeated G times along the heads. The backward is that op's, with the
-// gradients of the repeated k and v summed over each group (in f32).
+// (KDA: and g, beta) repeated G times along the heads. The backward is that
+// op's, with the gradients of the repeated operands summed over each group
+// (in f32).
 //
 //===----------------------------------------------------------------------===//
 
@@ -35,51 +36,63 @@ using namespace mlir::hla;
 
 namespace {
 
-/// [B, T, H_kv, D] as [B, T, H_kv, G, D] and back: heads g·G .. g·G + G - 1
-/// are group g.
-const llvm::SmallVector<ReassociationIndices> kGroupedHeads = {
-    {0}, {1}, {2, 3}, {4}};
-
-/// `x` [B, T, H_kv, D] repeated to [B, T, H_kv·G, D]: head h is x's head
-/// h / G.
-Value repeatHeads(OpBuilder &b, Location loc, Value x, int64_t groups) {
-  auto type = cast<RankedTensorType>(x.getType());
-  llvm::ArrayRef<int64_t> s = type.getShape();
-  Value spread = tensor::EmptyOp::create(
-      b, loc, llvm::SmallVector<int64_t>{s[0], s[1], s[2], groups, s[3]},
-      type.getElementType());
-  spread = linalg::BroadcastOp::create(b, loc, x, spread, {3})->getResult(0);
-  return tensor::CollapseShapeOp::create(
-      b, loc,
-      RankedTensorType::get({s[0], s[1], s[2] * groups, s[3]},
-                            type.getElementType()),
-      spread, kGroupedHeads);
+/// [B, T, H_kv(, D)] as [B, T, H_kv, G(, D)] and back: heads g·G ..
+/// g·G + G - 1 are group g.
+llvm::SmallVector<ReassociationIndices> groupedHeads(int64_t rank) {
+  llvm::SmallVector<ReassociationIndices> groups = {{0}, {1}, {2, 3}};
+  if (rank == 4)
+    groups.push_back({4});
+  return groups;
 }
 
-/// The gradient `grad` [B, T, H_kv·G, D] of a repeated input, summed over
-/// each group's G heads in f32: the gradient [B, T, H_kv, D] of the input.
+/// `shape` [B, T, H, ...] with the heads split as [H / G, G].
+llvm::SmallVector<int64_t> splitHeads(llvm::ArrayRef<int64_t> shape,
+                                      int64_t groups) {
+  llvm::SmallVector<int64_t> split = {shape[0], shape[1], shape[2] / groups,
+                                      groups};
+  llvm::append_range(split, shape.drop_front(3));
+  return split;
+}
+
+/// `x` [B, T, H_kv(, D)] repeated to [B, T, H_kv·G(, D)]: head h is x's
+/// head h / G.
+Value repeatHeads(OpBuilder &b, Location loc, Value x, int64_t groups) {
+  auto type = cast<RankedTensorType>(x.getType());
+  llvm::SmallVector<int64_t> repeated(type.getShape());
+  repeated[2] *= groups;
+  Value spread = tensor::EmptyOp::create(b, loc, splitHeads(repeated, groups),
+                                         type.getElementType());
+  spread = linalg::BroadcastOp::create(b, loc, x, spread, {3})->getResult(0);
+  return tensor::CollapseShapeOp::create(
+      b, loc, RankedTensorType::get(repeated, type.getElementType()), spread,
+      groupedHeads(type.getRank()));
+}
+
+/// The gradient `grad` [B, T, H_kv·G(, D)] of a repeated input, summed over
+/// each group's G heads in f32: the gradient [B, T, H_kv(, D)] of the input.
 Value sumHeadGroups(OpBuilder &b, Location loc, Value grad, int64_t groups) {
   auto type = cast<RankedTensorType>(grad.getType());
-  llvm::ArrayRef<int64_t> s = type.getShape();
+  int64_t rank = type.getRank();
   Type element = type.getElementType(), f32 = b.getF32Type();
-  llvm::SmallVector<int64_t> grouped = {s[0], s[1], s[2] / groups, groups,
-                                        s[3]};
-  llvm::SmallVector<int64_t> summed = {s[0], s[1], s[2] / groups, s[3]};
+  llvm::SmallVector<int64_t> grouped = splitHeads(type.getShape(), groups);
+  llvm::SmallVector<int64_t> summed(type.getShape());
+  summed[2] /= groups;
   Value split = tensor::ExpandShapeOp::create(
-      b, loc, RankedTensorType::get(grouped, element), grad, kGroupedHeads);
+      b, loc, RankedTensorType::get(grouped, element), grad,
+      groupedHeads(rank));
   Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0));
   Value empty = tensor::EmptyOp::create(b, loc, summed, f32);
   Value sum =
       linalg::FillOp::create(b, loc, ValueRange{zero}, ValueRange{empty})
           .getResult(0);
   MLIRContext *ctx = b.getContext();
-  AffineMap all = AffineMap::getMultiDimIdentityMap(5, ctx);
+  AffineMap all = AffineMap::getMultiDimIdentityMap(rank + 1, ctx);
   AffineMap dropGroup = all.dropResult(3);
+  llvm::SmallVector<utils::IteratorType> iterators(
+      rank + 1, utils::IteratorType::parallel);
+  iterators[3] = utils::IteratorType::reduction;
   sum = linalg::GenericOp::create(
-            b, loc, sum.getType(), split, sum, {all, dropGroup},
-            {utils::IteratorType::parallel, utils::IteratorType::parallel,
-             utils::IteratorType::parallel, utils::IteratorType::reduction,
-             utils::IteratorType::parallel},
+            b, loc, sum.getType(), split, sum, {all, dropGroup}, iterators,
             [&](OpBuilder &nb, Location l, ValueRange args) {
               Value x = args[0];
               if (x.getType() != f32)
@@ -90,13 +103,13 @@ Value sumHeadGroups(OpBuilder &b, Location loc, Value grad, int64_t groups) {
             .getResult(0);
   if (element == f32)
     return sum;
-  AffineMap same = AffineMap::getMultiDimIdentityMap(4, ctx);
+  AffineMap same = AffineMap::getMultiDimIdentityMap(rank, ctx);
   return linalg::GenericOp::create(
              b, loc, RankedTensorType::get(summed, element), sum,
              tensor::EmptyOp::create(b, loc, summed, element).getResult(),
              {same, same},
              llvm::SmallVector<utils::IteratorType>(
-                 4, utils::IteratorType::parallel),
+                 rank, utils::IteratorType::parallel),
              [&](OpBuilder &nb, Location l, ValueRange args) {
                linalg::YieldOp::create(nb, l,
                                        ValueRange{arith::TruncFOp::create(
@@ -123,28 +136,38 @@ struct DeriveVjpPass : public hla::impl::HLADeriveVjpPassBase<DeriveVjpPass> {
       return fail(func, "@" + func.getName() +
                             " must return the output (and the final state) "
                             "of one attention op and do nothing else");
-    if (!isa<LinearAttentionOp, HLA2Op, AHLAOp, HLA3Op>(op))
+    if (!isa<LinearAttentionOp, HLA2Op, AHLAOp, HLA3Op, KDAOp>(op))
       return fail(op, "the backward of '" + op->getName().getStringRef() +
                           "' is not derived yet (linear_attention, hla2, "
-                          "ahla and hla3 are)");
-    llvm::SmallVector<Value> operands = {
-        attention.getQuery(), attention.getKey(), attention.getValue()};
+                          "ahla, hla3 and kda are)");
+    // The token operands, by the monoid's input names.
+    llvm::SmallVector<std::pair<llvm::StringRef, Value>> named = {
+        {"q", attention.getQuery()},
+        {"k", attention.getKey()},
+        {"v", attention.getValue()}};
+    if (auto kda = dyn_cast<KDAOp>(op))
+      named.append({{"g", kda.getG()}, {"beta", kda.getBeta()}});
+    llvm::SmallVector<Value> operands;
+    for (auto &entry : named)
+      operands.push_back(entry.second);
     ValueRange initial = attention.getInitialState();
     llvm::SmallVector<unsigned> argumentOf;
     for (Value v : llvm::concat<Value>(operands, initial)) {
       auto arg = dyn_cast<BlockArgument>(v);
       if (!arg || arg.getOwner() != &body)
-        return fail(op, "q, k, v and the initial state must be arguments of @" +
+        return fail(op, "the op's tensors and the initial state must be "
+                        "arguments of @" +
                             func.getName());
       if (llvm::is_contained(argumentOf, arg.getArgNumber()))
-        return fail(op, "q, k, v and the initial state must be different "
-                        "arguments (one argument's gradient would be a sum)");
+        return fail(op, "the op's tensors and the initial state must be "
+                        "different arguments (one argument's gradient would "
+                        "be a sum)");
       argumentOf.push_back(arg.getArgNumber());
     }
     if (func.getNumArguments() != argumentOf.size())
       return fail(func, "@" + func.getName() +
-                            " must take exactly q, k, v and the initial state "
-                            "as arguments");
+                            " must take exactly the op's tensors and the "
+                            "initial state as arguments");
     auto query = cast<RankedTensorType>(operands[0].getType());
     auto key = cast<RankedTensorType>(operands[1].getType());
     int64_t groups = 1;
@@ -159,17 +182,15 @@ struct DeriveVjpPass : public hla::impl::HLADeriveVjpPassBase<DeriveVjpPass> {
     if (failed(spec))
       return fail(op, reason);
 
-    // The monoid's inputs, by name, are q, k and v (`arguments`; k and v
-    // repeated to the query heads in `inputs`).
+    // The monoid's inputs, by name (`arguments`; all but q repeated to the
+    // query heads in `inputs`).
     llvm::SmallVector<Value> arguments;
     for (const MonoidSlot &slot : spec->inputs) {
-      int which = slot.name == "q"   ? 0
-                  : slot.name == "k" ? 1
-                  : slot.name == "v" ? 2
-                                     : -1;
-      if (which < 0)
-        return fail(op, "monoid input '" + slot.name + "' is not q, k or v");
-      arguments.push_back(operands[which]);
+      auto *it = llvm::find_if(
+          named, [&](auto &entry) { return entry.first == slot.name; });
+      if (it == named.end())
+        return fail(op, "monoid input '" + slot.name + "' is no operand");
+      arguments.push_back(it->second);
     }
     OpBuilder b(op);
     Location loc = op->getLoc();

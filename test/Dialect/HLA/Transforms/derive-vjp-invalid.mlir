@@ -13,7 +13,7 @@ func.func @main(%q: tensor<1x8x2x4xf32>) -> tensor<1x8x2x4xf32> {
 // Tests that one argument feeding two inputs is refused (its gradient would
 // be a sum).
 func.func @main(%q: tensor<1x8x2x4xf32>, %v: tensor<1x8x2x4xf32>) -> tensor<1x8x2x4xf32> {
-  // expected-error @+1 {{hla-derive-vjp: q, k, v and the initial state must be different arguments}}
+  // expected-error @+1 {{hla-derive-vjp: the op's tensors and the initial state must be different arguments}}
   %o = hla.hla2 %q, %q, %v : (tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>) -> tensor<1x8x2x4xf32>
   return %o : tensor<1x8x2x4xf32>
 }
@@ -31,9 +31,9 @@ func.func @main(%q: tensor<1x?x4x4xf32>, %k: tensor<1x?x2x4xf32>, %v: tensor<1x?
 // -----
 
 // Tests that an op without a derived backward is named.
-func.func @main(%q: tensor<1x8x2x4xf32>, %k: tensor<1x8x2x4xf32>, %v: tensor<1x8x2x4xf32>, %g: tensor<1x8x2x4xf32>, %beta: tensor<1x8x2xf32>) -> tensor<1x8x2x4xf32> {
-  // expected-error @+1 {{hla-derive-vjp: the backward of 'hla.kda' is not derived yet (linear_attention, hla2, ahla and hla3 are)}}
-  %o = hla.kda %q, %k, %v, %g, %beta : (tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2xf32>) -> tensor<1x8x2x4xf32>
+func.func @main(%q: tensor<1x8x2x4xf32>, %k: tensor<1x8x2x4xf32>, %v: tensor<1x8x2x4xf32>, %r: tensor<1x8x2x4xf32>, %u: tensor<1x8x2x4xf32>, %omega: tensor<8x4xf32>) -> tensor<1x8x2x4xf32> {
+  // expected-error @+1 {{hla-derive-vjp: the backward of 'hla.linsimp' is not derived yet (linear_attention, hla2, ahla, hla3 and kda are)}}
+  %o = hla.linsimp %q, %k, %v, %r, %u, %omega : (tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<8x4xf32>) -> tensor<1x8x2x4xf32>
   return %o : tensor<1x8x2x4xf32>
 }
 

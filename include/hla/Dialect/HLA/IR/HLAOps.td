@@ -404,7 +404,10 @@ def HLA_PrefixVjpOp : HLA_Op<"prefix_vjp", [Pure, AttrSizedOperandSegments]> {
     pass over the chunks for their carried-in states, then a reverse pass
     carrying the cotangent of the state from chunk to chunk (from the final
     state's cotangent, or zero); the initial state's gradient is the
-    cotangent it carries out of the first chunk.
+    cotangent it carries out of the first chunk. Under the gated delta rule
+    (KDA), whose matrix transition has no index plan, each chunk of the
+    reverse pass is the reverse-mode derivative of the chunk's WY/UT form
+    (ReverseDiff.h).
 
     ```mlir
     %dq, %dk, %dv = hla.prefix_vjp #m (%q, %k, %v) cotangent(%do)

@@ -67,15 +67,16 @@ def HLADeriveVjpPass : Pass<"hla-derive-vjp", "ModuleOp"> {
   let summary = "Replace a function by its vector-Jacobian product";
   let description = [{
     The function `function` must return the output of one attention op
-    (`hla.linear_attention`, `hla.hla2`, `hla.ahla` or `hla.hla3`) applied
-    to three distinct arguments (and the final state, from an initial state
-    that is an argument too), without packed sequences. It is replaced,
+    (`hla.linear_attention`, `hla.hla2`, `hla.ahla`, `hla.hla3` or
+    `hla.kda`) applied to distinct arguments (q, k, v; KDA's g and beta;
+    and the final state, from an initial state that is an argument too),
+    without packed sequences. It is replaced,
     under the same name, by its backward: the arguments, then the
     cotangents of the output and of the final state, in; the gradient of
     every argument out, in argument order. The gradient is an
     `hla.prefix_vjp` under the op's monoid, which `hla-chunk` lowers with
     the backward derived from that monoid. With grouped K/V heads (H_kv <
-    H_q, static shapes) k and v are repeated to the query heads
+    H_q, static shapes) every operand but q is repeated to the query heads
     (`linalg.broadcast`, `tensor.collapse_shape`) and their gradients summed
     over each group of H_q / H_kv heads in f32.
 
