@@ -252,7 +252,7 @@ def check(outdir, c):
 
 def run(outdir):
     import torch
-    from gpu_util import hla_call, median_ms, provenance, reference_error, refusal
+    from gpu_util import backward_refusal, hla_call, median_ms, provenance, reference_error
     with open(os.path.join(outdir, "cases.json")) as f:
         cases = json.load(f)
     results = {"device": torch.cuda.get_device_name(), "provenance": provenance(outdir),
@@ -315,10 +315,7 @@ def run(outdir):
         torch.cuda.synchronize()
         row["fwd_rel_err"] = reference_error(c["op"], (q, k, v), o)
         failed = [x["name"] for x in results["checks"] if x["op"] == c["op"] and not x["ok"]]
-        why = ("refused: gradient checks failed: " + ", ".join(failed) if failed else
-               refusal(row["fwd_rel_err"]) or
-               (None if all(bool(torch.isfinite(g).all()) for g in grads)
-                else "refused: non-finite gradients"))
+        why = backward_refusal(", ".join(failed), row["fwd_rel_err"], grads)
         if why:
             row["refused"] = why
             results["timed"].append(row)

@@ -150,3 +150,29 @@ def refusal(error, tolerance=BF16_TOLERANCE):
     if not error <= tolerance:  # NaN included
         return f"refused: relative error {error:.2e} > tolerance {tolerance:.0e}"
     return None
+
+
+def backward_refusal(failed_checks, forward_error, grads):
+    """None where a backward may be timed; else why not: its gradient
+    checks failed (`failed_checks`: a description, or empty), its forward
+    output is over the bf16 tolerance, or a gradient is not finite."""
+    import torch
+    if failed_checks:
+        return "refused: gradient checks failed: " + failed_checks
+    return refusal(forward_error) or (
+        None if all(bool(torch.isfinite(g).all()) for g in grads)
+        else "refused: non-finite gradients")
+
+
+def kda_inputs(B, T, H, d):
+    """KDA's benchmark inputs on the GPU, bf16 [B, T, H, ...]: q scaled by
+    d^-1/2, L2-normalised keys, log-decays in [-0.2, 0], beta in [0.1, 0.9]
+    (as FLA's own tests draw them)."""
+    import torch
+    dev = "cuda"
+    q = (torch.randn(B, T, H, d, device=dev) * d ** -0.5).to(torch.bfloat16)
+    k = torch.nn.functional.normalize(torch.randn(B, T, H, d, device=dev), dim=-1)
+    v = torch.randn(B, T, H, d, device=dev).to(torch.bfloat16)
+    g = (-torch.rand(B, T, H, d, device=dev) * 0.2).to(torch.bfloat16)
+    beta = (torch.rand(B, T, H, device=dev) * 0.8 + 0.1).to(torch.bfloat16)
+    return q, k.to(torch.bfloat16), v, g, beta

@@ -22,8 +22,8 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
-from gpu_util import (hla_call, median_ms, provenance, record_build, reference_error,  # noqa: E402
-                      refusal)
+from gpu_util import (hla_call, kda_inputs, median_ms, provenance, record_build,  # noqa: E402
+                      reference_error, refusal)
 
 SHAPES = [(4, 16, 4096, 64), (1, 16, 16384, 64)]
 CHUNKS = [64, 32]
@@ -90,16 +90,10 @@ def run(outdir):
         return o.view(B, H, T, dv)
 
     print("device", torch.cuda.get_device_name(), "torch", torch.__version__, flush=True)
-    dev = "cuda"
     rows = []
     for (B, H, T, d) in SHAPES:
         r = {"B": B, "H": H, "T": T, "d": d}
-        q = (torch.randn(B, T, H, d, device=dev) * d ** -0.5).to(torch.bfloat16)
-        k = torch.nn.functional.normalize(torch.randn(B, T, H, d, device=dev), dim=-1)
-        k = k.to(torch.bfloat16)
-        v = torch.randn(B, T, H, d, device=dev).to(torch.bfloat16)
-        g = (-torch.rand(B, T, H, d, device=dev) * 0.2).to(torch.bfloat16)
-        beta = (torch.rand(B, T, H, device=dev) * 0.8 + 0.1).to(torch.bfloat16)
+        q, k, v, g, beta = kda_inputs(B, T, H, d)
         scale = d ** -0.5
         th = [x.transpose(1, 2).contiguous() for x in (q, k, v, g, beta)]
         ref = kda_chunked(*th, scale, dtype=torch.float64).transpose(1, 2)

@@ -1,0 +1,16 @@
+// REQUIRES: cuda-toolkit
+// RUN: rm -rf %t && mkdir -p %t
+// RUN: hla-opt %s --hla-target=cuda --emit=cubin --vjp -o %t/k.cubin --ptxas-log=%t/ptxas.log --mlir-print-op-on-diagnostic=false 2>&1 | FileCheck %s
+// RUN: FileCheck %s --check-prefix=LOG < %t/ptxas.log
+
+// Tests that KDA's derived backward (the chunk's WY/UT form differentiated
+// in reverse) compiles for the GPU: its two passes over the chunks, a
+// kernel each, on the phase mapping (the register tiles do not place the
+// reverse program's slices of Γ's last row yet), without spills.
+// CHECK: remark: hla.cuda_options = "{{.*}}generator=phases{{.*}}"
+// CHECK: remark: hla.chunking = ["kda backward: two passes, the chunk's WY/UT form differentiated in reverse"]
+// LOG-COUNT-2: 0 bytes spill stores, 0 bytes spill loads
+func.func @main(%q: tensor<1x100x2x64xbf16>, %k: tensor<1x100x2x64xbf16>, %v: tensor<1x100x2x64xbf16>, %g: tensor<1x100x2x64xbf16>, %beta: tensor<1x100x2xbf16>) -> tensor<1x100x2x64xbf16> {
+  %o = hla.kda %q, %k, %v, %g, %beta {scale = 0.125 : f64} : (tensor<1x100x2x64xbf16>, tensor<1x100x2x64xbf16>, tensor<1x100x2x64xbf16>, tensor<1x100x2x64xbf16>, tensor<1x100x2xbf16>) -> tensor<1x100x2x64xbf16>
+  return %o : tensor<1x100x2x64xbf16>
+}
