@@ -41,7 +41,7 @@ import torch  # noqa: E402
 import hla  # noqa: E402
 from hla import functional  # noqa: E402
 
-OPS = ("linear_attention", "hla2", "ahla", "hla3")
+OPS = ("linear_attention", "hla2", "ahla", "hla3", "kda")
 NO_ATTENTION = "none"  # the control: the same model without its attention
 
 
@@ -70,7 +70,10 @@ class RMSNorm(torch.nn.Module):
 
 class ShiftedAttention(torch.nn.Module):
     """hla attention whose keys see the previous token's stream (the value
-    and query see the current one)."""
+    and query see the current one). KDA's gates are learned too, from the
+    current stream: the per-channel log-decay g = −softplus(W_g x − 4)
+    (starting near e^−0.02 a token) and the write strength
+    β = sigmoid(W_β x), one per head."""
 
     def __init__(self, width, heads, op, **options):
         super().__init__()
@@ -79,6 +82,9 @@ class ShiftedAttention(torch.nn.Module):
         self.k = torch.nn.Linear(width, width, bias=False)
         self.v = torch.nn.Linear(width, width, bias=False)
         self.o = torch.nn.Linear(width, width, bias=False)
+        if op == "kda":
+            self.gate = torch.nn.Linear(width, width)
+            self.beta = torch.nn.Linear(width, heads)
 
     def forward(self, x):
         B, T, _ = x.shape
@@ -88,7 +94,12 @@ class ShiftedAttention(torch.nn.Module):
         # Unit-norm queries and keys keep the unnormalized sums bounded.
         q = torch.nn.functional.normalize(q, dim=-1)
         k = torch.nn.functional.normalize(k, dim=-1)
-        o = getattr(functional, self.op)(q, k, v, **self.options)
+        if self.op == "kda":
+            g = -torch.nn.functional.softplus(split(self.gate(x)) - 4.0)
+            beta = torch.sigmoid(self.beta(x))
+            o = functional.kda(q, k, v, g=g, beta=beta, **self.options)
+        else:
+            o = getattr(functional, self.op)(q, k, v, **self.options)
         return self.o(o.reshape(B, T, -1))
 
 
@@ -128,6 +139,8 @@ def train(args):
     data = torch.Generator().manual_seed(args.seed + 1)
     options = {"scale": 1.0}
     if args.decay is not None:
+        if args.op == "kda":
+            raise SystemExit("train.py: --decay does not apply to kda (its gates are learned)")
         options["decay"] = args.decay
     model = Model(args.vocab, args.width, args.heads, args.layers, args.op, **options)
     model = model.to(args.device)

@@ -35,13 +35,13 @@ def _inputs(seed, t, hq, hkv, d=4, dv=3, b=1):
 
 
 @needs_artefacts
-@pytest.mark.parametrize("t,chunk,hq,hkv,with_state", [
-    (1, 4, 2, 2, False),
-    (11, 4, 2, 1, True),
-    (37, 16, 2, 2, True),
-    (70, 32, 1, 1, False),
+@pytest.mark.parametrize("t,chunk,hq,hkv,with_state,scale", [
+    (1, 4, 2, 2, False, 0.5),
+    (11, 4, 2, 1, True, 1.0),  # scale 1: the monoid without its parameter
+    (37, 16, 2, 2, True, 0.5),
+    (70, 32, 1, 1, False, 0.5),
 ])
-def test_kda_gradients(t, chunk, hq, hkv, with_state):
+def test_kda_gradients(t, chunk, hq, hkv, with_state, scale):
     q, k, v, g, beta, rng = _inputs(100 + t, t, hq, hkv)
     d, dv = q.shape[3], v.shape[3]
     grad = torch.from_numpy(rng.standard_normal((1, t, hq, dv))).float()
@@ -52,7 +52,7 @@ def test_kda_gradients(t, chunk, hq, hkv, with_state):
         operands.append(s0)
     leaves = [x.clone().requires_grad_(True) for x in operands]
     state = (leaves[5],) if with_state else None
-    o, (final,) = hla.kda(*leaves[:3], g=leaves[3], beta=leaves[4], scale=0.5,
+    o, (final,) = hla.kda(*leaves[:3], g=leaves[3], beta=leaves[4], scale=scale,
                           initial_state=state, output_final_state=True, chunk_size=chunk)
     loss = (o * grad).sum()
     if with_state:
@@ -60,7 +60,7 @@ def test_kda_gradients(t, chunk, hq, hkv, with_state):
     loss.backward()
 
     def flat(q, k, v, g, beta, *s0):
-        o, (final,) = hla.reference.kda(q, k, v, g=g, beta=beta, scale=0.5,
+        o, (final,) = hla.reference.kda(q, k, v, g=g, beta=beta, scale=scale,
                                         initial_state=tuple(s0) or None,
                                         output_final_state=True)
         parts = [np.ravel(o)] + ([np.ravel(final)] if s0 else [])
@@ -69,8 +69,7 @@ def test_kda_gradients(t, chunk, hq, hkv, with_state):
     weight = [grad.numpy().ravel()] + ([wfinal.numpy().ravel()] if with_state else [])
     want = central_differences(flat, [x.numpy() for x in operands], np.concatenate(weight))
     for name, a, b in zip(("q", "k", "v", "g", "beta", "s0"), leaves, want):
-        scale = np.linalg.norm(b)
-        if scale == 0:  # T = 1: g only decays the zero state
+        if np.linalg.norm(b) == 0:  # T = 1: g only decays the zero state
             assert np.abs(a.grad.numpy()).max() == 0, name
             continue
         assert rel_err(a.grad.numpy(), b) <= 1e-4, f"d{name}: {rel_err(a.grad.numpy(), b):.2e}"

@@ -55,15 +55,23 @@ bool mlir::hla::chunk::isGatedDeltaRule(const MonoidSpec &spec,
   auto *dialect = ctx->getLoadedDialect<HLADialect>();
   if (!dialect)
     return false;
-  FailureOr<MonoidSpec> rule = dialect->getMonoidTemplate("kda");
-  if (failed(rule) || spec.params.size() != rule->params.size())
+  FailureOr<MonoidSpec> base = dialect->getMonoidTemplate("kda");
+  if (failed(base))
     return false;
-  for (auto [param, expected] : llvm::zip(spec.params, rule->params))
+  // The library's rules at this spec's scale, simplified as the attention
+  // op's monoid is (scale = 1 folds away with its parameter).
+  double scale = 1.0;
+  if (std::optional<unsigned> p = spec.findParam("scale"))
+    scale = spec.params[*p].value;
+  MonoidSpec rule = base->withParams({{"scale", scale}}).simplify();
+  if (spec.params.size() != rule.params.size())
+    return false;
+  for (auto [param, expected] : llvm::zip(spec.params, rule.params))
     if (param.name != expected.name)
       return false;
-  return spec.inputs == rule->inputs && spec.components == rule->components &&
-         spec.token == rule->token && spec.combine == rule->combine &&
-         spec.readouts == rule->readouts;
+  return spec.inputs == rule.inputs && spec.components == rule.components &&
+         spec.token == rule.token && spec.combine == rule.combine &&
+         spec.readouts == rule.readouts;
 }
 
 namespace {
