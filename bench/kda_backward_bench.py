@@ -35,15 +35,21 @@ from backward_bench import _round_bf16, compile_to  # noqa: E402
 from gpu_util import record_build  # noqa: E402
 
 NAMES = ("q", "k", "v", "g", "beta")
-# (dtype, B, T, H, d, dv, H_kv)
+# (dtype, B, T, H, d, dv, H_kv[, hla-opt flags])
 CHECKS = [
     ("f32", 2, 100, 2, 16, 16, 2),
     ("bf16", 1, 130, 2, 64, 64, 2),
     ("bf16", 2, 70, 4, 64, 64, 2),
     ("bf16", 1, 1, 2, 64, 64, 2),
+    ("bf16", 1, 130, 2, 64, 64, 2, ["--parallel-gradients=on"]),
+    ("bf16", 1, 130, 2, 64, 64, 2, ["--parallel-gradients=off"]),
 ]
 CHECK_TOL = {"f32": 1e-4, "bf16": 1e-2}
 TIMED = [(8, 16, 2048, 64), (8, 16, 8192, 64), (1, 16, 65536, 64), (4, 16, 8192, 128)]
+# Other forms of the backward, timed beside the search's choice on the same
+# inputs: (label, hla-opt flags).
+VARIANTS = [("parallel gradients", ["--parallel-gradients=on"]),
+            ("two passes", ["--parallel-gradients=off"])]
 
 
 def graph(B, T, H, d, dv, dtype, kv_heads=None):
@@ -74,7 +80,8 @@ def build(outdir, hla_opt):
     record_build(outdir)
     rng = np.random.default_rng(0)
     cases = []
-    for i, (dtype, B, T, H, d, dv, hkv) in enumerate(CHECKS):
+    for i, (dtype, B, T, H, d, dv, hkv, *flags) in enumerate(CHECKS):
+        flags = flags[0] if flags else []
         name = f"check{i}"
         base = os.path.join(outdir, name)
         ins = _inputs(rng, B, T, H, d, dv, hkv)
@@ -85,7 +92,7 @@ def build(outdir, hla_opt):
         if not (compile_to(hla_opt, graph(B, T, H, d, dv, "f32", hkv), cpu, "cpu", "exe",
                            True, chunk=32)
                 and compile_to(hla_opt, graph(B, T, H, d, dv, dtype, hkv), base + ".so",
-                               "cuda", "shared", True)):
+                               "cuda", "shared", True, extra=flags)):
             continue
         paths = []
         for n, a in zip(NAMES + ("do",), ins + [do]):
@@ -97,7 +104,8 @@ def build(outdir, hla_opt):
             print(name, "cpu run failed", r.stderr[-400:])
             continue
         os.remove(cpu)
-        cases.append({"name": name, "dtype": dtype, "shape": [B, T, H, d, dv, hkv]})
+        cases.append({"name": name, "dtype": dtype, "shape": [B, T, H, d, dv, hkv],
+                      "flags": flags})
     timed = []
     for B, H, T, d in TIMED:
         name = f"kda_B{B}_H{H}_T{T}_d{d}"
@@ -105,7 +113,12 @@ def build(outdir, hla_opt):
         base = os.path.join(outdir, name)
         if (compile_to(hla_opt, text, base + "_fwd.so", "cuda", "shared", False)
                 and compile_to(hla_opt, text, base + "_bwd.so", "cuda", "shared", True)):
-            timed.append({"name": name, "B": B, "H": H, "T": T, "d": d})
+            timed.append({"name": name, "B": B, "H": H, "T": T, "d": d, "variants": []})
+            for i, (label, flags) in enumerate(VARIANTS):
+                so = f"{base}_bwd_v{i}.so"
+                if compile_to(hla_opt, text, so, "cuda", "shared", True, extra=flags):
+                    timed[-1]["variants"].append({"label": label,
+                                                  "so": os.path.basename(so)})
     with open(os.path.join(outdir, "cases.json"), "w") as f:
         json.dump({"checks": cases, "timed": timed}, f, indent=1)
 
@@ -129,8 +142,8 @@ def check(outdir, c):
         diff = np.linalg.norm(o.float().cpu().numpy() - w)
         errs.append(float(diff / scale) if scale > 0 else float(diff))
     ok = all(e <= CHECK_TOL[c["dtype"]] for e in errs)
-    print(c["name"], c["dtype"], c["shape"], ["%.1e" % e for e in errs], "ok" if ok else "FAIL",
-          flush=True)
+    print(c["name"], c["dtype"], c["shape"], c.get("flags"), ["%.1e" % e for e in errs],
+          "ok" if ok else "FAIL", flush=True)
     return {**c, "rel_err": errs, "ok": ok}
 
 
@@ -174,6 +187,15 @@ def run(outdir):
         row["hla_fwd_ms"] = median_ms(fwd)
         row["hla_bwd_ms"] = median_ms(bwd)
         row["hla_fwdbwd_ms"] = row["hla_fwd_ms"] + row["hla_bwd_ms"]
+        for variant in row["variants"]:
+            grads2 = [torch.empty_like(x) for x in ins]
+            bwd2 = hla_call(os.path.join(outdir, variant["so"]), ins + [do], grads2)
+            bwd2()
+            torch.cuda.synchronize()
+            variant["vs_bwd"] = [float((a.float() - b.float()).norm() / b.float().norm())
+                                 for a, b in zip(grads2, grads)]
+            variant["ms"] = median_ms(bwd2)
+            del grads2
         if peers is not None:
             leaves = [x.detach().clone().requires_grad_(True) for x in ins]
             call = peers.kda(*leaves, scale=d ** -0.5)
@@ -194,8 +216,8 @@ def run(outdir):
         json.dump(results, f, indent=1)
     print(f"\n{results['device']}\n")
     print("| kda, B×H×T×d | hla fwd ms | hla bwd ms | hla fwd+bwd | FLA fwd+bwd | "
-          "hla ÷ FLA speed | grads vs FLA (q k v g β) |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+          "hla ÷ FLA speed | grads vs FLA (q k v g β) | other forms' bwd ms |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in results["timed"]:
         if "refused" in r:
             print(f"| {r['B']}×{r['H']}×{r['T']}×{r['d']} | {r['refused']} ||||||")
@@ -203,9 +225,11 @@ def run(outdir):
         peer = r.get("fla_fwdbwd_ms")
         ratio = f"{peer / r['hla_fwdbwd_ms']:.2f}×" if peer else "—"
         diffs = " ".join(f"{x:.1e}" for x in r.get("grad_diff_vs_fla", []))
+        others = "; ".join(f"{v['label']} {v['ms']:.3f}" for v in r["variants"]
+                           if "ms" in v) or "—"
         print(f"| {r['B']}×{r['H']}×{r['T']}×{r['d']} | {r['hla_fwd_ms']:.3f} | "
               f"{r['hla_bwd_ms']:.3f} | {r['hla_fwdbwd_ms']:.3f} | "
-              f"{'—' if peer is None else round(peer, 3)} | {ratio} | {diffs} |")
+              f"{'—' if peer is None else round(peer, 3)} | {ratio} | {diffs} | {others} |")
 
 
 def main():

@@ -92,3 +92,36 @@ def test_kda_gradients_packed():
         [x.numpy() for x in (q, k, v, g, beta)], grad.numpy())
     for name, a, b in zip(("q", "k", "v", "g", "beta"), leaves, want):
         assert rel_err(a.grad.numpy(), b) <= 1e-4, f"d{name}: {rel_err(a.grad.numpy(), b):.2e}"
+
+
+@needs_artefacts
+@pytest.mark.parametrize("t,chunk", [(1, 8), (29, 8), (64, 16)])
+def test_kda_parallel_gradients(tmp_path, t, chunk):
+    """--parallel-gradients=on: pass 2 carries λ alone and saves it per
+    chunk; a pass parallel over (sequence, head, chunk) gives the tokens'
+    gradients. Against central differences (grouped heads, an initial state
+    with its gradient)."""
+    from .codegen_util import compile_graph, run_exe
+    q, k, v, g, beta, rng = _inputs(130 + t, t, 2, 1)
+    s0 = (rng.standard_normal((1, 2, 4, 3)) * 0.3).astype(np.float32)
+    grad = rng.standard_normal((1, t, 2, 3)).astype(np.float32)
+
+    def ty(x):
+        return "tensor<" + "x".join(str(n) for n in x.shape) + "xf32>"
+
+    names = ("q", "k", "v", "g", "beta", "s0")
+    arrays = [x.numpy() for x in (q, k, v, g, beta)] + [s0]
+    args = ", ".join(f"%{n}: {ty(a)}" for n, a in zip(names, arrays))
+    graph = (f"func.func @main({args}) -> {ty(grad)} {{\n"
+             f"  %o = hla.kda %q, %k, %v, %g, %beta initial_state(%s0) {{scale = 0.5 : f64}} : "
+             f"({', '.join(ty(a) for a in arrays)}) -> {ty(grad)}\n"
+             f"  return %o : {ty(grad)}\n}}\n")
+    exe = compile_graph(graph, chunk=chunk, extra=("--vjp", "--parallel-gradients=on"))
+    got = run_exe(exe, arrays + [grad], tmp_path)
+
+    def fn(q, k, v, g, beta, s0):
+        return hla.reference.kda(q, k, v, g=g, beta=beta, scale=0.5, initial_state=(s0,))
+
+    want = central_differences(fn, arrays, grad)
+    for name, a, b in zip(names, got, want):
+        assert rel_err(a, b) <= 1e-4, f"d{name}: {rel_err(a, b):.2e}"

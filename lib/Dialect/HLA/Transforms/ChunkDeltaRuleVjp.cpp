@@ -24,6 +24,13 @@
 //      tokens' gradients (q, k, v, g, β) and ∂S₀, the previous chunk's λ.
 //      The initial state's gradient is the λ leaving the first chunk.
 //
+// With parallel gradients, pass 2 only carries λ (differentiating each
+// chunk with respect to S₀ alone), saving the λ leaving every chunk into a
+// second stack, and
+//
+//   3. a pass parallel over (batch entry, head, chunk) differentiates each
+//      chunk with respect to its tokens, from its saved S₀ and λ.
+//
 // Padding rows past a sequence's end hold zeros (g = 0, β = 0: identity
 // tokens) and a zero cotangent, so they change no gradient.
 //
@@ -46,8 +53,9 @@ namespace {
 
 class DeltaRuleVjpLowering {
 public:
-  DeltaRuleVjpLowering(PrefixVjpOp op, int64_t chunk)
-      : op(op), spec(op.getMonoid().getSpec()), chunk(chunk) {}
+  DeltaRuleVjpLowering(PrefixVjpOp op, int64_t chunk, bool parallelGradients)
+      : op(op), spec(op.getMonoid().getSpec()), chunk(chunk),
+        parallelGradients(parallelGradients) {}
 
   LogicalResult lower();
 
@@ -102,17 +110,52 @@ private:
     return tb.castTo(tile, b.getF32Type());
   }
 
-  /// Pass 1: the [B, H, N·dk, dv] stack of the states entering the chunks.
+  /// A [B, H, N·dk, dv] stack of one state per chunk; its (bi, hi) rows
+  /// as a loop carries them (`rowsOf`) and where they go back.
+  Value emptyStack(OpBuilder &b);
+  std::tuple<llvm::SmallVector<OpFoldResult>, llvm::SmallVector<OpFoldResult>,
+             llvm::SmallVector<OpFoldResult>>
+  stackRowsPlace(OpBuilder &b, Value bi, Value hi) {
+    return pairSlice(b, bi, hi, {numChunks * dk, dv}, {idx(b, 0), idx(b, 0)});
+  }
+  /// `state` written into the carried stack rows `rows` at chunk `c`.
+  Value saveInto(OpBuilder &b, Value state, Value rows, Value c);
+  /// Chunk `c`'s state in `stack`.
+  Value savedState(OpBuilder &b, Value stack, Value bi, Value hi, Value c);
+
+  /// What one chunk's reverse gives.
+  struct Step {
+    /// ∂S₀, the previous chunk's λ (with `wantLambda`).
+    Value lambda;
+    /// Per input, the gradient of the chunk's valid rows (with
+    /// `wantTokens`), in the input's element type.
+    llvm::SmallVector<Value> gradients;
+    Value start, count;
+  };
+  /// Chunk `c` of (bi, hi) recomputed from its saved entry state and
+  /// reversed with the rows' cotangent and `lambda`, the cotangent of the
+  /// state leaving it.
+  FailureOr<Step> emitStep(OpBuilder &b, DeltaRuleChunks &chunks, Value bi,
+                           Value hi, Value c, Value entryStates, Value lambda,
+                           bool wantLambda, bool wantTokens);
+
+  /// Pass 1: the stack of the states entering the chunks.
   Value saveEntryStates(OpBuilder &b, DeltaRuleChunks &chunks,
                         LogicalResult &status);
-  /// Pass 2: the inputs' gradients, then the initial state's.
+  /// Pass 2: the inputs' gradients (with parallel gradients: the stack of
+  /// the λ leaving each chunk), then the initial state's.
   llvm::SmallVector<Value> reversePass(OpBuilder &b, DeltaRuleChunks &chunks,
                                        Value entryStates,
                                        LogicalResult &status);
+  /// Pass 3 (parallel gradients): the inputs' gradients, per chunk.
+  llvm::SmallVector<Value> gradientPass(OpBuilder &b, DeltaRuleChunks &chunks,
+                                        Value entryStates, Value lambdas,
+                                        LogicalResult &status);
 
   PrefixVjpOp op;
   const MonoidSpec &spec;
   int64_t chunk;
+  bool parallelGradients;
   int64_t batch = 0, length = 0, heads = 0, numChunks = 0, dk = 0, dv = 0;
 };
 
@@ -126,23 +169,99 @@ scf::ForallOp beginPass(OpBuilder &b, Location loc, int64_t batch,
   return loop;
 }
 
+Value DeltaRuleVjpLowering::emptyStack(OpBuilder &b) {
+  return tensor::EmptyOp::create(
+      b, op.getLoc(),
+      llvm::SmallVector<int64_t>{batch, heads, numChunks * dk, dv},
+      b.getF32Type());
+}
+
+Value DeltaRuleVjpLowering::saveInto(OpBuilder &b, Value state, Value rows,
+                                     Value c) {
+  Location loc = op.getLoc();
+  Value at = arith::MulIOp::create(b, loc, c, constant(b, dk));
+  return tensor::InsertSliceOp::create(
+      b, loc, state, rows, llvm::ArrayRef<OpFoldResult>{at, idx(b, 0)},
+      llvm::ArrayRef<OpFoldResult>{idx(b, dk), idx(b, dv)},
+      llvm::ArrayRef<OpFoldResult>{idx(b, 1), idx(b, 1)});
+}
+
+Value DeltaRuleVjpLowering::savedState(OpBuilder &b, Value stack, Value bi,
+                                       Value hi, Value c) {
+  Location loc = op.getLoc();
+  Value at = arith::MulIOp::create(b, loc, c, constant(b, dk));
+  auto [offsets, sizes, strides] =
+      pairSlice(b, bi, hi, {dk, dv}, {at, idx(b, 0)});
+  return tensor::ExtractSliceOp::create(
+      b, loc, RankedTensorType::get({dk, dv}, b.getF32Type()), stack, offsets,
+      sizes, strides);
+}
+
+FailureOr<DeltaRuleVjpLowering::Step>
+DeltaRuleVjpLowering::emitStep(OpBuilder &b, DeltaRuleChunks &chunks, Value bi,
+                               Value hi, Value c, Value entryStates,
+                               Value lambda, bool wantLambda, bool wantTokens) {
+  Location loc = op.getLoc();
+  Step step;
+  std::tie(step.start, step.count) = bounds(b, c);
+  ChunkTiles tiles = loadChunk(b, bi, hi, step.start, step.count);
+  Value entry = savedState(b, entryStates, bi, hi, c);
+  Value cotangent =
+      loadRows(b, op.getCotangent(), bi, hi, step.start, step.count);
+
+  // The chunk's forward, recorded, then its reverse.
+  OpRecorder recorder(b);
+  FailureOr<llvm::SmallVector<Value>> rows =
+      chunks.emit(b, loc, tiles, DeltaRuleChunks::Part::Rows, entry);
+  FailureOr<llvm::SmallVector<Value>> next =
+      chunks.emit(b, loc, tiles, DeltaRuleChunks::Part::NextState, entry);
+  if (failed(rows) || failed(next))
+    return failure();
+  llvm::SmallVector<Value> wrt;
+  if (wantTokens)
+    wrt = tiles.tokens;
+  if (wantLambda)
+    wrt.push_back(entry);
+  FailureOr<llvm::SmallVector<Value>> grads = emitReverseDiff(
+      b, loc, recorder.recorded(),
+      {{rows->front(), cotangent}, {next->front(), lambda}}, wrt);
+  if (failed(grads))
+    return failure();
+  if (wantLambda)
+    step.lambda = grads->back();
+  if (!wantTokens)
+    return step;
+  TileBuilder tb(b, loc);
+  for (auto [i, input] : llvm::enumerate(op.getInputs())) {
+    auto type = cast<RankedTensorType>(input.getType());
+    Value grad = tb.castTo((*grads)[i], type.getElementType());
+    llvm::SmallVector<OpFoldResult> zeros = {idx(b, 0)}, valid = {step.count};
+    llvm::SmallVector<int64_t> validShape = {ShapedType::kDynamic};
+    if (type.getRank() == 4) {
+      zeros.push_back(idx(b, 0));
+      valid.push_back(idx(b, type.getDimSize(3)));
+      validShape.push_back(type.getDimSize(3));
+    }
+    llvm::SmallVector<OpFoldResult> ones(zeros.size(), idx(b, 1));
+    step.gradients.push_back(tensor::ExtractSliceOp::create(
+        b, loc, RankedTensorType::get(validShape, type.getElementType()), grad,
+        zeros, valid, ones));
+  }
+  return step;
+}
+
 Value DeltaRuleVjpLowering::saveEntryStates(OpBuilder &b,
                                             DeltaRuleChunks &chunks,
                                             LogicalResult &status) {
   Location loc = op.getLoc();
-  Type f32 = b.getF32Type();
-  Value stack = tensor::EmptyOp::create(
-      b, loc, llvm::SmallVector<int64_t>{batch, heads, numChunks * dk, dv},
-      f32);
   OpBuilder::InsertionGuard guard(b);
-  scf::ForallOp pass = beginPass(b, loc, batch, heads, stack);
+  scf::ForallOp pass = beginPass(b, loc, batch, heads, emptyStack(b));
   Value bi = pass.getBody()->getArgument(0),
         hi = pass.getBody()->getArgument(1);
-  auto [offsets, sizes, strides] =
-      pairSlice(b, bi, hi, {numChunks * dk, dv}, {idx(b, 0), idx(b, 0)});
-  auto rowsType = RankedTensorType::get({numChunks * dk, dv}, f32);
+  auto [offsets, sizes, strides] = stackRowsPlace(b, bi, hi);
   Value rows = tensor::ExtractSliceOp::create(
-      b, loc, rowsType, pass.getRegionIterArgs()[0], offsets, sizes, strides);
+      b, loc, RankedTensorType::get({numChunks * dk, dv}, b.getF32Type()),
+      pass.getRegionIterArgs()[0], offsets, sizes, strides);
   TileBuilder tb(b, loc);
   Value initial = op.getInit().empty() ? tb.zeros({dk, dv})
                                        : stateOf(b, op.getInit()[0], bi, hi);
@@ -150,12 +269,7 @@ Value DeltaRuleVjpLowering::saveEntryStates(OpBuilder &b,
       b, loc, constant(b, 0), constant(b, numChunks), constant(b, 1),
       ValueRange{initial, rows},
       [&](OpBuilder &nb, Location l, Value c, ValueRange iter) {
-        Value at = arith::MulIOp::create(nb, l, c, constant(nb, dk));
-        Value saved = tensor::InsertSliceOp::create(
-            nb, l, iter[0], iter[1],
-            llvm::ArrayRef<OpFoldResult>{at, idx(nb, 0)},
-            llvm::ArrayRef<OpFoldResult>{idx(nb, dk), idx(nb, dv)},
-            llvm::ArrayRef<OpFoldResult>{idx(nb, 1), idx(nb, 1)});
+        Value saved = saveInto(nb, iter[0], iter[1], c);
         auto [start, count] = bounds(nb, c);
         ChunkTiles tiles = loadChunk(nb, bi, hi, start, count);
         FailureOr<llvm::SmallVector<Value>> next = chunks.emit(
@@ -179,130 +293,165 @@ Value DeltaRuleVjpLowering::saveEntryStates(OpBuilder &b,
   return pass.getResult(0);
 }
 
+/// Rows [start, start + count) of one (batch entry, head) of a [B, T, H,
+/// ...] tensor: offsets, sizes and strides.
+static std::tuple<llvm::SmallVector<OpFoldResult>,
+                  llvm::SmallVector<OpFoldResult>,
+                  llvm::SmallVector<OpFoldResult>>
+rowsPlace(OpBuilder &b, RankedTensorType type, Value bi, Value hi,
+          OpFoldResult start, OpFoldResult count) {
+  llvm::SmallVector<OpFoldResult> offsets = {bi, start, hi},
+                                  sizes = {idx(b, 1), count, idx(b, 1)};
+  if (type.getRank() == 4) {
+    offsets.push_back(idx(b, 0));
+    sizes.push_back(idx(b, type.getDimSize(3)));
+  }
+  llvm::SmallVector<OpFoldResult> strides(offsets.size(), idx(b, 1));
+  return std::make_tuple(offsets, sizes, strides);
+}
+
 llvm::SmallVector<Value>
 DeltaRuleVjpLowering::reversePass(OpBuilder &b, DeltaRuleChunks &chunks,
                                   Value entryStates, LogicalResult &status) {
   Location loc = op.getLoc();
-  Type f32 = b.getF32Type();
   unsigned numInputs = op.getInputs().size();
+  // Shared outputs: the inputs' gradients, or λ's stack; then ∂S₀.
   llvm::SmallVector<Value> inits;
-  for (Value v : llvm::concat<Value>(op.getInputs(), op.getInit())) {
+  if (parallelGradients)
+    inits.push_back(emptyStack(b));
+  for (Value v : llvm::concat<Value>(
+           parallelGradients ? ValueRange() : op.getInputs(), op.getInit())) {
     auto type = cast<RankedTensorType>(v.getType());
     inits.push_back(tensor::EmptyOp::create(b, loc, type.getShape(),
                                             type.getElementType()));
   }
+  size_t numFirst = parallelGradients ? 1 : numInputs;
   OpBuilder::InsertionGuard guard(b);
   scf::ForallOp pass = beginPass(b, loc, batch, heads, inits);
   Value bi = pass.getBody()->getArgument(0),
         hi = pass.getBody()->getArgument(1);
   ValueRange shared = pass.getRegionIterArgs();
 
-  // Each input's gradient rows for (bi, hi): [T, width] or [T].
+  // Carried: λ (from the final state's cotangent, or zero), then the
+  // (bi, hi) rows of each first output.
   using Place = std::tuple<llvm::SmallVector<OpFoldResult>,
                            llvm::SmallVector<OpFoldResult>,
                            llvm::SmallVector<OpFoldResult>>;
   llvm::SmallVector<Place> places;
-  llvm::SmallVector<Value> loopInits;
   TileBuilder tb(b, loc);
-  loopInits.push_back(op.getFinalCotangent().empty()
-                          ? tb.zeros({dk, dv})
-                          : stateOf(b, op.getFinalCotangent()[0], bi, hi));
-  for (unsigned i = 0; i < numInputs; ++i) {
-    auto type = cast<RankedTensorType>(inits[i].getType());
-    llvm::SmallVector<OpFoldResult> offsets = {bi, idx(b, 0), hi},
-                                    sizes = {idx(b, 1), idx(b, length),
-                                             idx(b, 1)};
-    llvm::SmallVector<int64_t> rowShape = {length};
-    if (type.getRank() == 4) {
-      offsets.push_back(idx(b, 0));
-      sizes.push_back(idx(b, type.getDimSize(3)));
+  llvm::SmallVector<Value> loopInits = {
+      op.getFinalCotangent().empty()
+          ? tb.zeros({dk, dv})
+          : stateOf(b, op.getFinalCotangent()[0], bi, hi)};
+  for (size_t i = 0; i < numFirst; ++i) {
+    auto type = cast<RankedTensorType>(shared[i].getType());
+    places.push_back(parallelGradients
+                         ? stackRowsPlace(b, bi, hi)
+                         : rowsPlace(b, type, bi, hi, idx(b, 0),
+                                     idx(b, length)));
+    auto [offsets, sizes, strides] = places.back();
+    llvm::SmallVector<int64_t> rowShape = {parallelGradients ? numChunks * dk
+                                                             : length};
+    if (type.getRank() == 4)
       rowShape.push_back(type.getDimSize(3));
-    }
-    llvm::SmallVector<OpFoldResult> strides(offsets.size(), idx(b, 1));
     loopInits.push_back(tensor::ExtractSliceOp::create(
         b, loc, RankedTensorType::get(rowShape, type.getElementType()),
         shared[i], offsets, sizes, strides));
-    places.emplace_back(offsets, sizes, strides);
   }
 
   auto loop = scf::ForOp::create(
-      b, loc, constant(b, 0), constant(b, numChunks), constant(b, 1), loopInits,
-      [&](OpBuilder &nb, Location l, Value j, ValueRange iter) {
+      b, loc, constant(b, 0), constant(b, numChunks), constant(b, 1),
+      loopInits, [&](OpBuilder &nb, Location l, Value j, ValueRange iter) {
         // From the last chunk to the first.
         Value c = arith::SubIOp::create(nb, l, constant(nb, numChunks - 1), j);
-        auto [start, count] = bounds(nb, c);
-        ChunkTiles tiles = loadChunk(nb, bi, hi, start, count);
-        Value at = arith::MulIOp::create(nb, l, c, constant(nb, dk));
-        auto [offsets, sizes, strides] =
-            pairSlice(nb, bi, hi, {dk, dv}, {at, idx(nb, 0)});
-        Value entry = tensor::ExtractSliceOp::create(
-            nb, l, RankedTensorType::get({dk, dv}, f32), entryStates, offsets,
-            sizes, strides);
-        Value cotangent = loadRows(nb, op.getCotangent(), bi, hi, start, count);
-
-        // The chunk's forward, recorded, then its reverse.
-        OpRecorder recorder(nb);
-        FailureOr<llvm::SmallVector<Value>> rows =
-            chunks.emit(nb, l, tiles, DeltaRuleChunks::Part::Rows, entry);
-        FailureOr<llvm::SmallVector<Value>> next =
-            chunks.emit(nb, l, tiles, DeltaRuleChunks::Part::NextState, entry);
-        FailureOr<llvm::SmallVector<Value>> grads = failure();
-        if (succeeded(rows) && succeeded(next)) {
-          llvm::SmallVector<Value> wrt(tiles.tokens);
-          wrt.push_back(entry);
-          grads = emitReverseDiff(
-              nb, l, recorder.recorded(),
-              {{rows->front(), cotangent}, {next->front(), iter[0]}}, wrt);
-        }
-        if (failed(grads)) {
+        FailureOr<Step> step =
+            emitStep(nb, chunks, bi, hi, c, entryStates, iter[0],
+                     /*wantLambda=*/true, /*wantTokens=*/!parallelGradients);
+        if (failed(step)) {
           status = failure();
           scf::YieldOp::create(nb, l, iter);
           return;
         }
-        // λ written over itself (one buffer, as pass 1's state).
+        // The λ leaving this chunk, for pass 3 (saved before λ is written
+        // over itself, one buffer as pass 1's state).
+        Value saved =
+            parallelGradients ? saveInto(nb, iter[0], iter[1], c) : Value();
         llvm::SmallVector<Value> yields = {
-            linalg::CopyOp::create(nb, l, grads->back(), iter[0]).getResult(0)};
-        TileBuilder ntb(nb, l);
-        for (unsigned i = 0; i < numInputs; ++i) {
-          auto rowType = cast<RankedTensorType>(iter[1 + i].getType());
-          Value grad = ntb.castTo((*grads)[i], rowType.getElementType());
-          llvm::SmallVector<OpFoldResult> zeros = {idx(nb, 0)}, valid = {count},
-                                          at = {start};
-          llvm::SmallVector<int64_t> validShape = {ShapedType::kDynamic};
-          if (rowType.getRank() == 2) {
-            zeros.push_back(idx(nb, 0));
-            valid.push_back(idx(nb, rowType.getDimSize(1)));
-            at.push_back(idx(nb, 0));
-            validShape.push_back(rowType.getDimSize(1));
+            linalg::CopyOp::create(nb, l, step->lambda, iter[0]).getResult(0)};
+        if (parallelGradients) {
+          yields.push_back(saved);
+        } else {
+          for (auto [i, grad] : llvm::enumerate(step->gradients)) {
+            auto rowType = cast<RankedTensorType>(iter[1 + i].getType());
+            llvm::SmallVector<OpFoldResult> at = {step->start},
+                                            valid = {step->count};
+            if (rowType.getRank() == 2) {
+              at.push_back(idx(nb, 0));
+              valid.push_back(idx(nb, rowType.getDimSize(1)));
+            }
+            llvm::SmallVector<OpFoldResult> ones(at.size(), idx(nb, 1));
+            yields.push_back(tensor::InsertSliceOp::create(
+                nb, l, grad, iter[1 + i], at, valid, ones));
           }
-          llvm::SmallVector<OpFoldResult> ones(zeros.size(), idx(nb, 1));
-          Value part = tensor::ExtractSliceOp::create(
-              nb, l,
-              RankedTensorType::get(validShape, rowType.getElementType()), grad,
-              zeros, valid, ones);
-          yields.push_back(tensor::InsertSliceOp::create(
-              nb, l, part, iter[1 + i], at, valid, ones));
         }
         scf::YieldOp::create(nb, l, yields);
       });
 
-  b.setInsertionPointToStart(pass.getTerminator().getBody());
-  for (unsigned i = 0; i < numInputs; ++i) {
-    auto [offsets, sizes, strides] = places[i];
-    tensor::ParallelInsertSliceOp::create(b, loc, loop.getResult(1 + i),
-                                          shared[i], offsets, sizes, strides);
-  }
   if (!op.getInit().empty()) {
     // ∂S₀: the λ leaving the first chunk, in the initial state's type.
-    b.setInsertionPoint(pass.getTerminator());
     Type element =
-        cast<RankedTensorType>(shared[numInputs].getType()).getElementType();
+        cast<RankedTensorType>(shared[numFirst].getType()).getElementType();
     Value grad = TileBuilder(b, loc).castTo(loop.getResult(0), element);
     b.setInsertionPointToEnd(pass.getTerminator().getBody());
     auto [offsets, sizes, strides] =
         pairSlice(b, bi, hi, {dk, dv}, {idx(b, 0), idx(b, 0)});
-    tensor::ParallelInsertSliceOp::create(b, loc, grad, shared[numInputs],
+    tensor::ParallelInsertSliceOp::create(b, loc, grad, shared[numFirst],
                                           offsets, sizes, strides);
+  }
+  b.setInsertionPointToStart(pass.getTerminator().getBody());
+  for (size_t i = 0; i < numFirst; ++i) {
+    auto [offsets, sizes, strides] = places[i];
+    tensor::ParallelInsertSliceOp::create(b, loc, loop.getResult(1 + i),
+                                          shared[i], offsets, sizes, strides);
+  }
+  return llvm::SmallVector<Value>(pass.getResults());
+}
+
+llvm::SmallVector<Value>
+DeltaRuleVjpLowering::gradientPass(OpBuilder &b, DeltaRuleChunks &chunks,
+                                   Value entryStates, Value lambdas,
+                                   LogicalResult &status) {
+  Location loc = op.getLoc();
+  llvm::SmallVector<Value> inits;
+  for (Value v : op.getInputs()) {
+    auto type = cast<RankedTensorType>(v.getType());
+    inits.push_back(tensor::EmptyOp::create(b, loc, type.getShape(),
+                                            type.getElementType()));
+  }
+  OpBuilder::InsertionGuard guard(b);
+  llvm::SmallVector<OpFoldResult> bounds = {idx(b, batch), idx(b, heads),
+                                            idx(b, numChunks)};
+  auto pass = scf::ForallOp::create(b, loc, bounds, inits, std::nullopt);
+  Block *body = pass.getBody();
+  b.setInsertionPointToStart(body);
+  Value bi = body->getArgument(0), hi = body->getArgument(1),
+        c = body->getArgument(2);
+  FailureOr<Step> step =
+      emitStep(b, chunks, bi, hi, c, entryStates,
+               savedState(b, lambdas, bi, hi, c), /*wantLambda=*/false,
+               /*wantTokens=*/true);
+  if (failed(step)) {
+    status = failure();
+    return {};
+  }
+  b.setInsertionPointToStart(pass.getTerminator().getBody());
+  for (auto [i, grad] : llvm::enumerate(step->gradients)) {
+    auto type = cast<RankedTensorType>(inits[i].getType());
+    auto [offsets, sizes, strides] =
+        rowsPlace(b, type, bi, hi, step->start, step->count);
+    tensor::ParallelInsertSliceOp::create(b, loc, grad,
+                                          pass.getRegionIterArgs()[i], offsets,
+                                          sizes, strides);
   }
   return llvm::SmallVector<Value>(pass.getResults());
 }
@@ -341,9 +490,21 @@ LogicalResult DeltaRuleVjpLowering::lower() {
       reversePass(b, reverse, entryStates, status);
   if (failed(status))
     return failure();
+  if (parallelGradients) {
+    // Pass 2 gave λ's stack, then ∂S₀.
+    llvm::SmallVector<Value> gradients =
+        gradientPass(b, reverse, entryStates, results.front(), status);
+    if (failed(status))
+      return failure();
+    llvm::append_range(gradients, llvm::drop_begin(results));
+    results = gradients;
+  }
   if (auto module = op->getParentOfType<ModuleOp>())
-    recordChunking(module, spec.name + " backward: two passes, the chunk's "
-                                       "WY/UT form differentiated in reverse");
+    recordChunking(module,
+                   spec.name + " backward: " +
+                       (parallelGradients ? "parallel gradients"
+                                          : "two passes") +
+                       ", the chunk's WY/UT form differentiated in reverse");
   op->replaceAllUsesWith(results);
   op->erase();
   return success();
@@ -352,6 +513,7 @@ LogicalResult DeltaRuleVjpLowering::lower() {
 } // namespace
 
 LogicalResult mlir::hla::chunk::lowerDeltaRuleVjp(PrefixVjpOp op,
-                                                  int64_t chunk) {
-  return DeltaRuleVjpLowering(op, chunk).lower();
+                                                  int64_t chunk,
+                                                  bool parallelGradients) {
+  return DeltaRuleVjpLowering(op, chunk, parallelGradients).lower();
 }

@@ -146,10 +146,10 @@ struct HLAChunkPass : public hla::impl::HLAChunkPassBase<HLAChunkPass> {
                                       (lead.getDimSize(1) + chunkSize - 1) /
                                           chunkSize,
                                       parallelism);
-      // The gated delta rule's backward has its own two passes (whatever
-      // the gradient and tile options).
+      // The gated delta rule's backward has its own passes (parallel
+      // gradients or not; not in runs nor value tiles).
       if (isGatedDeltaRule(op.getMonoid().getSpec(), op.getContext())) {
-        if (failed(lowerDeltaRuleVjp(op, chunkSize)))
+        if (failed(lowerDeltaRuleVjp(op, chunkSize, parallelGradients)))
           return signalPassFailure();
         continue;
       }

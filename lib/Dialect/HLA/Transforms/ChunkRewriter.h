@@ -184,8 +184,10 @@ LogicalResult lowerPrefixVjp(PrefixVjpOp op, int64_t chunk,
 
 /// Lowers hla.prefix_vjp under the gated delta rule (ChunkDeltaRuleVjp.cpp):
 /// two passes over chunks of `chunk` tokens, the chunk's WY/UT form
-/// differentiated in reverse.
-LogicalResult lowerDeltaRuleVjp(PrefixVjpOp op, int64_t chunk);
+/// differentiated in reverse; with `parallelGradients`, the tokens'
+/// gradients in a third pass parallel over chunks.
+LogicalResult lowerDeltaRuleVjp(PrefixVjpOp op, int64_t chunk,
+                                bool parallelGradients);
 
 /// Whether `spec` is the gated delta rule (SEMANTICS.md §6) under any name
 /// and parameter values: the library's `kda` rules, slot for slot. Its
