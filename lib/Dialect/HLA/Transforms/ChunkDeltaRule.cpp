@@ -117,12 +117,52 @@ DeltaRuleChunks::emit(OpBuilder &b, Location loc, const ChunkTiles &tiles,
   // products, not one product of the blocks side by side, so that each
   // operand is a whole chunk tile). Pairs within one block are the band:
   // c · kPairBlock · dk exponentials in place of c² dk.
+  // The same band with every tile read through a projection of the loops
+  // (what reverse differentiation takes): the tiles as [blocks, w, dk],
+  // the loops (block, i, j, d), the band [blocks, w, w].
+  auto projectedBand = [&](Value x, int64_t width, bool strict) -> Value {
+    int64_t blocks = c / width;
+    auto asBlocks = [&](Value tile) -> Value {
+      return tensor::ExpandShapeOp::create(
+          b, loc, RankedTensorType::get({blocks, width, dk}, b.getF32Type()),
+          tile, llvm::ArrayRef<ReassociationIndices>{{0, 1}, {2}});
+    };
+    AffineExpr blk, i, j, e;
+    bindDims(ctx, blk, i, j, e);
+    auto map4 = [&](llvm::ArrayRef<AffineExpr> exprs) {
+      return AffineMap::get(4, 0, exprs, ctx);
+    };
+    Value x4 = asBlocks(x), k4 = asBlocks(k), gamma4 = asBlocks(gamma);
+    Value init = linalg::FillOp::create(b, loc, cst(b, loc, 0.0),
+                                        tb.empty({blocks, width, width}))
+                     .getResult(0);
+    return tb.generic(
+        {x4, k4, gamma4, gamma4}, init,
+        {map4({blk, i, e}), map4({blk, j, e}), map4({blk, i, e}),
+         map4({blk, j, e}), map4({blk, i, j})},
+        {IT::parallel, IT::parallel, IT::parallel, IT::reduction},
+        [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+          Value row = linalg::IndexOp::create(nb, l, 1);
+          Value col = linalg::IndexOp::create(nb, l, 2);
+          Value inside = arith::CmpIOp::create(
+              nb, l,
+              strict ? arith::CmpIPredicate::slt : arith::CmpIPredicate::sle,
+              col, row);
+          Value decay = math::ExpOp::create(
+              nb, l, arith::SubFOp::create(nb, l, args[2], args[3]));
+          Value term = arith::MulFOp::create(
+              nb, l, arith::MulFOp::create(nb, l, args[0], args[1]), decay);
+          Value add = arith::AddFOp::create(nb, l, args[4], term);
+          return arith::SelectOp::create(nb, l, inside, add, args[4]);
+        });
+  };
   auto pairs = [&](Value x, bool strict) -> Value {
     int64_t block = kPairBlock;
     if (!pairBlocks || c <= block || c % block)
       return band(x, c, strict);
     int64_t blocks = c / block;
-    Value inBlocks = band(x, block, strict);
+    Value inBlocks = projectionsOnly ? projectedBand(x, block, strict)
+                                     : band(x, block, strict);
     AffineMap cols = AffineMap::get(2, 0, {b.getAffineDimExpr(1)}, ctx);
     // x e^{Γ − Γ_ρ} (towardRef) or x e^{Γ_ρ − Γ} where lo <= row < hi, 0
     // elsewhere (the exponential there may overflow and is not used); ρ the
@@ -171,6 +211,33 @@ DeltaRuleChunks::emit(OpBuilder &b, Location loc, const ChunkTiles &tiles,
     }
     // P: the band where both tokens share a block, else the contraction
     // (which is 0 there).
+    if (projectionsOnly) {
+      // As [blocks, w, blocks, w]: the band read at (b₁, i, j).
+      AffineExpr b1, i, b2, j;
+      bindDims(ctx, b1, i, b2, j);
+      auto map4 = [&](llvm::ArrayRef<AffineExpr> exprs) {
+        return AffineMap::get(4, 0, exprs, ctx);
+      };
+      llvm::SmallVector<ReassociationIndices> split = {{0, 1}, {2, 3}};
+      auto type4 =
+          RankedTensorType::get({blocks, block, blocks, block}, b.getF32Type());
+      Value across4 =
+          tensor::ExpandShapeOp::create(b, loc, type4, across, split);
+      Value joined = tb.generic(
+          {inBlocks, across4}, tb.empty({blocks, block, blocks, block}),
+          {map4({b1, i, j}), map4({b1, i, b2, j}), map4({b1, i, b2, j})},
+          {IT::parallel, IT::parallel, IT::parallel, IT::parallel},
+          [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+            Value same = arith::CmpIOp::create(
+                nb, l, arith::CmpIPredicate::eq,
+                linalg::IndexOp::create(nb, l, 0),
+                linalg::IndexOp::create(nb, l, 2));
+            return arith::SelectOp::create(nb, l, same, args[0], args[1]);
+          });
+      return tensor::CollapseShapeOp::create(
+          b, loc, RankedTensorType::get({c, c}, b.getF32Type()), joined,
+          split);
+    }
     AffineMap bandAt = AffineMap::get(
         2, 0, {b.getAffineDimExpr(0), b.getAffineDimExpr(1) % block}, ctx);
     return tb.generic(

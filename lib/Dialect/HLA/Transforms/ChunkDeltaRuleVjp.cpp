@@ -476,10 +476,11 @@ LogicalResult DeltaRuleVjpLowering::lower() {
   Value g = op.getInputs()[*spec.findInput("g")];
   bool f16Gates = getElementTypeOrSelf(g.getType()).isF16();
   // The forward pass as the forward kernels build it; the reverse one with
-  // every pair's decay elementwise (projections only, see DeltaRuleChunks).
+  // every tile read through a projection of its loops (see
+  // DeltaRuleChunks::projectionsOnly).
   DeltaRuleChunks forward(spec, chunk, f16Gates);
   DeltaRuleChunks reverse(spec, chunk, f16Gates);
-  reverse.pairBlocks = false;
+  reverse.projectionsOnly = true;
 
   OpBuilder b(op);
   LogicalResult status = success();

@@ -226,9 +226,12 @@ public:
 
   /// Pairs of tokens in different blocks of 16 as products through the
   /// later block's first token (fewer exponentials); off: every pair's decay
-  /// elementwise, so that each tile's indexing is a projection (what
-  /// reverse differentiation takes).
+  /// elementwise.
   bool pairBlocks = true;
+  /// Every tile read through a projection of its loops (what reverse
+  /// differentiation takes): the pair blocks' bands over (block, i, j, d)
+  /// of the tiles reshaped to [blocks, 16, ...].
+  bool projectionsOnly = false;
 
   /// `part` of the chunk whose token tiles are `tiles`. The readout and
   /// the summary of one chunk (the same k tile) share their WY/UT tiles.

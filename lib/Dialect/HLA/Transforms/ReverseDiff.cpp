@@ -26,7 +26,8 @@
 // Slices move cotangents back where they came from: extract_slice's
 // source gets the result's cotangent inserted into zeros; insert_slice's
 // source gets the slice of the result's cotangent and its destination the
-// result's cotangent with zeros in the slice.
+// result's cotangent with zeros in the slice. Reshapes (expand_shape,
+// collapse_shape) reshape the cotangent back.
 //
 //===----------------------------------------------------------------------===//
 
@@ -399,6 +400,22 @@ private:
           zerosLike(slice.getSource()), slice.getMixedOffsets(),
           slice.getMixedSizes(), slice.getMixedStrides());
       accumulate(slice.getSource(), grad);
+      return success();
+    }
+    if (auto expand = dyn_cast<tensor::ExpandShapeOp>(op)) {
+      accumulate(expand.getSrc(),
+                 tensor::CollapseShapeOp::create(
+                     b, loc, expand.getSrcType(),
+                     adjoints.lookup(expand.getResult()),
+                     expand.getReassociationIndices()));
+      return success();
+    }
+    if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(op)) {
+      accumulate(collapse.getSrc(),
+                 tensor::ExpandShapeOp::create(
+                     b, loc, collapse.getSrcType(),
+                     adjoints.lookup(collapse.getResult()),
+                     collapse.getReassociationIndices()));
       return success();
     }
     if (auto insert = dyn_cast<tensor::InsertSliceOp>(op)) {

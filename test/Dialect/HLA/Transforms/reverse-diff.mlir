@@ -130,3 +130,20 @@ func.func @inactive(%x: tensor<2x2xf32>, %unused: tensor<2x2xf32>) -> tensor<2x2
   } -> tensor<2x2xf32>
   return %y : tensor<2x2xf32>
 }
+
+// -----
+
+// Tests the reshapes: expand_shape's source gets the cotangent collapsed,
+// collapse_shape's the cotangent expanded, with the same reassociation.
+// CHECK-LABEL: func.func @reshapes_vjp
+// CHECK-SAME:    (%[[X:[^:]+]]: tensor<8xf32>, %[[DY:[^:]+]]: tensor<2x4xf32>)
+// CHECK:         %[[C:.+]] = tensor.collapse_shape %[[DY]] {{\[}}[0, 1]] : tensor<2x4xf32> into tensor<8xf32>
+// CHECK:         %[[E:.+]] = tensor.expand_shape %[[C]] {{\[}}[0, 1]] output_shape [4, 2] : tensor<8xf32> into tensor<4x2xf32>
+// CHECK:         %[[D:.+]] = tensor.collapse_shape %[[E]] {{\[}}[0, 1]] : tensor<4x2xf32> into tensor<8xf32>
+// CHECK:         return %[[D]] : tensor<8xf32>
+func.func @reshapes(%x: tensor<8xf32>) -> tensor<2x4xf32> {
+  %a = tensor.expand_shape %x [[0, 1]] output_shape [4, 2] : tensor<8xf32> into tensor<4x2xf32>
+  %b = tensor.collapse_shape %a [[0, 1]] : tensor<4x2xf32> into tensor<8xf32>
+  %y = tensor.expand_shape %b [[0, 1]] output_shape [2, 4] : tensor<8xf32> into tensor<2x4xf32>
+  return %y : tensor<2x4xf32>
+}

@@ -42,7 +42,8 @@ private:
 /// linalg.generic with f32 tensors and one result (its body's float ops
 /// differentiated symbolically; an output read only as an accumulator
 /// summed into), linalg.fill, tensor.empty, tensor.extract_slice,
-/// tensor.insert_slice, arith.constant. Anything else on the path from
+/// tensor.insert_slice, tensor.expand_shape, tensor.collapse_shape,
+/// arith.constant. Anything else on the path from
 /// `wrt` to a seed is an error at that op.
 FailureOr<llvm::SmallVector<Value>>
 emitReverseDiff(OpBuilder &b, Location loc, llvm::ArrayRef<Operation *> program,
