@@ -44,10 +44,9 @@ compiler.register_memory_cache(_entries)
 
 SPLIT_OPS = ("linear_attention", "hla2", "ahla", "hla3", "kda", "linsimp")
 # The backward across ranks carries the state's cotangent back through the
-# later spans with the compiled transposed combine, which the compiler
-# derives from an index plan: not for KDA's matrix transition yet (its
-# backward within one process is derived).
-SPLIT_DIFFERENTIABLE = ("linear_attention", "hla2", "ahla", "hla3")
+# later spans with the compiled transposed combine (hla-add-summary-entries:
+# from the monoid's index plan, or KDA's combine differentiated in reverse).
+SPLIT_DIFFERENTIABLE = ("linear_attention", "hla2", "ahla", "hla3", "kda")
 
 
 def compile_request(op, shapes, dtypes, attrs, state_shapes, cu, chunk_size):
@@ -371,8 +370,8 @@ def _run(op, named, options, initial_state, output_final_state, chunk_size, targ
 
 def _backward_across_ranks(op, torch, rank, world, arrays, user_states, attrs, chunk_size,
                            befores, totals_of, g, final_grads, shapes, combine_vjp, to_all):
-    """The gradients of rank `rank`'s leaves (q, k, v, and the initial state
-    when given). Every rank must call backward (it exchanges twice).
+    """The gradients of rank `rank`'s leaves (the op's tensors, and the
+    initial state when given). Every rank must call backward (it exchanges twice).
 
     Span j maps the state S_j before it to S_{j+1} = A_j S_j + B_j (A_j from
     its total alone). With λ_j = ∂L/∂S_j, λ_j = A_jᵀ λ_{j+1} + c_j, where c_j
@@ -395,15 +394,16 @@ def _backward_across_ranks(op, torch, rank, world, arrays, user_states, attrs, c
     # The state before this rank's span, then after each later one.
     local = list(befores[0])
     own = _torch_ops._input_gradients(op, arrays, local, None, attrs, chunk_size, [g])
-    every = to_all(torch.cat([x.reshape(-1) for x in own[3:]]), gather=True)
+    n = len(arrays)
+    every = to_all(torch.cat([x.reshape(-1) for x in own[n:]]), gather=True)
     lam = split(summed)
     for j in range(world - 1, rank, -1):
         mu = combine_vjp(list(befores[j - rank]) + totals_of(j) + lam)
         lam = [m + cj for m, cj in zip(mu, split(every[j]))]
     d = _torch_ops._input_gradients(op, arrays, local, None, attrs, chunk_size, [g, *lam])
-    grads = list(d[:3]) + [None] * (len(arrays) - 3)
+    grads = list(d[:n])
     if user_states:
-        grads += (list(d[3:]) if rank == 0
+        grads += (list(d[n:]) if rank == 0
                   else [torch.zeros_like(s) for s in user_states])
     return grads
 

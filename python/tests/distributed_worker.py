@@ -68,7 +68,8 @@ def backward_rank(case, fn, named, state, rank, lo, hi, out):
     state's term on rank 0 only: the loss is the sum of the ranks')."""
     leaves = {n: t.clone().requires_grad_(True) for n, t in named.items()}
     s0 = [torch.from_numpy(x).requires_grad_(True) for x in state or ()]
-    o, final = fn(leaves["q"], leaves["k"], leaves["v"], **case["options"],
+    extra = {n: t for n, t in leaves.items() if n not in ("q", "k", "v")}
+    o, final = fn(leaves["q"], leaves["k"], leaves["v"], **extra, **case["options"],
                   chunk_size=case.get("chunk_size"), initial_state=tuple(s0) or None,
                   output_final_state=True)
     whole = (case["B"], case["T"]) + tuple(o.shape[2:])
@@ -77,7 +78,7 @@ def backward_rank(case, fn, named, state, rank, lo, hi, out):
     if rank == 0:
         loss = loss + sum((f * torch.from_numpy(w)).sum() for f, w in zip(final, h))
     loss.backward()
-    np.savez(out / f"{rank}.npz", **{f"d{n}": leaves[n].grad.numpy() for n in "qkv"},
+    np.savez(out / f"{rank}.npz", **{f"d{n}": t.grad.numpy() for n, t in leaves.items()},
              **{f"ds{i}": x.grad.numpy() for i, x in enumerate(s0)})
 
 

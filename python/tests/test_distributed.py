@@ -120,6 +120,8 @@ BACKWARD_CASES = {
     "linear_normalize_2": dict(op="linear_attention", options={"normalize": True, "eps": 0.5},
                                T=21, spans=[13, 8], initial_state=True),
     "hla3_2": dict(op="hla3", options={}, T=20, spans=[9, 11]),
+    # no index plan: the transposed combine is KDA's combine reversed
+    "kda_3": dict(op="kda", options={}, T=23, spans=[9, 6, 8], initial_state=True),
 }
 
 
@@ -137,7 +139,8 @@ def test_backward_across_ranks(name, tmp_path, agree):
     arrays, state = whole_inputs(case)
     leaves = {n: torch.from_numpy(a).requires_grad_(True) for n, a in arrays.items()}
     s0 = [torch.from_numpy(x).requires_grad_(True) for x in state or ()]
-    o, final = getattr(hla, case["op"])(leaves["q"], leaves["k"], leaves["v"],
+    extra = {n: t for n, t in leaves.items() if n not in ("q", "k", "v")}
+    o, final = getattr(hla, case["op"])(leaves["q"], leaves["k"], leaves["v"], **extra,
                                         **case["options"], chunk_size=4,
                                         initial_state=tuple(s0) or None,
                                         output_final_state=True)
@@ -145,8 +148,8 @@ def test_backward_across_ranks(name, tmp_path, agree):
     loss = (o * torch.from_numpy(g)).sum()
     loss = loss + sum((f * torch.from_numpy(w)).sum() for f, w in zip(final, h))
     loss.backward()
-    for n in "qkv":
-        agree(np.concatenate([r[f"d{n}"] for r in results], axis=1), leaves[n].grad.numpy(),
+    for n, leaf in leaves.items():
+        agree(np.concatenate([r[f"d{n}"] for r in results], axis=1), leaf.grad.numpy(),
               f"distributed {case['op']} d{n}", tol=1e-5)
     for i, x in enumerate(s0):
         agree(sum(r[f"ds{i}"] for r in results), x.grad.numpy(),
@@ -220,8 +223,9 @@ def test_rank_local_refusals(one_rank):
 def test_backward_is_refused(one_rank):
     import hla.distributed
     x = torch.zeros(1, 4, 1, 8, requires_grad=True)
+    omega = torch.zeros(4, 8)
     with pytest.raises(NotImplementedError, match="backward is not implemented yet"):
-        hla.distributed.kda(x, x, x, g=x, beta=x[..., 0])
+        hla.distributed.linsimp(x, x, x, x, x, omega=omega, window=2)
     with pytest.raises(NotImplementedError, match="packed sequences across ranks"):
         hla.distributed.hla2(x, x, x, cu_seqlens=[0, 2, 4])
 

@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "hla/Conversion/HLAToLinalg.h"
 #include "hla/Conversion/Passes.h"
 #include "hla/Dialect/HLA/IR/HLAAttrs.h"
 #include "hla/Dialect/HLA/IR/HLAOps.h"
@@ -245,8 +246,9 @@ Value BatchedBuilder::scale(Value a, double s) {
       .getResult(0);
 }
 
-/// Lowers one hla.combine.
-static void lowerCombine(CombineOp op) {
+} // namespace
+
+void mlir::hla::lowerCombineToLinalg(CombineOp op) {
   OpBuilder b(op);
   Location loc = op.getLoc();
   const MonoidSpec &spec = op.getMonoid().getSpec();
@@ -303,6 +305,8 @@ static void lowerCombine(CombineOp op) {
   }
   op.erase();
 }
+
+namespace {
 
 /// φ(z) = m^-½ exp(Ω z − ‖z‖²/2) with z = √s x, over every leading index:
 /// the projections Ω x and the squared norms as two reductions, then one
@@ -432,7 +436,7 @@ struct ConvertHLAToLinalgPass
         op.emitError() << "convert-hla-to-linalg: needs static shapes";
         return signalPassFailure();
       }
-      lowerCombine(op);
+      lowerCombineToLinalg(op);
     }
   }
 };

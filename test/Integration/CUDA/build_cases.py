@@ -60,7 +60,7 @@ def graph_of(c):
     dtype = c["dtype"]
     if c["op"] == "kda":
         return kda_graph(c["B"], c["T"], c["hq"], c["hkv"], c["d"], c["dv"],
-                         state=c["state"], dtype=dtype,
+                         state=c["state"], dtype=dtype, scale=c["options"].get("scale"),
                          cu_seqlens=len(c["cu_seqlens"]) if c["cu_seqlens"] else None)
     if c["op"] == "linsimp":
         text = linsimp_graph(c["B"], c["T"], c["hq"], c["hkv"], c["d"], c["dv"], c["m"],

@@ -371,6 +371,10 @@ def kda_cases():
                       cu_seqlens=[0, 1, 1, 70, 150]))
     cases.append(case("kda-bf16", "kda", 300, chunk=64, B=1, hq=2, hkv=2, d=64, dv=64,
                       dtype="bf16", tol=1e-2))
+    # Scale 1: the monoid simplified without its parameter, still the gated
+    # delta rule (every target once refused it).
+    cases.append(case("kda-scale1", "kda", 100, chunk=16, hq=2, hkv=1,
+                      options={"scale": 1.0}))
     # Decays to exactly zero (g = -inf at these (token, kv head, channel)),
     # in the middle and at the start of chunks: finite and as the reference.
     for schedule, segments in [("persistent", 0), ("segmented", 3)]:

@@ -177,7 +177,7 @@ def run_kda_case(c, casedir, rng):
     beta = rng.uniform(0.1, 0.9, (B, T, hkv))
     tensors = [torch.from_numpy(x).to(dtype).cuda().contiguous() for x in (q, k, v, g, beta)]
     q, k, v, g, beta = (t.double().cpu().numpy() for t in tensors)
-    kwargs = {}
+    kwargs = {"scale": c["options"]["scale"]} if "scale" in c["options"] else {}
     if c["state"]:
         n = len(c["cu_seqlens"]) - 1 if c["cu_seqlens"] else B
         s0 = (rng.standard_normal((n, hq, d, dv)) * 0.3).astype(np.float32)

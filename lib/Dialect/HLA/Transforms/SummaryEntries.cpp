@@ -12,11 +12,14 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ChunkRewriter.h"
 #include "TileBuilder.h"
 #include "TransformUtils.h"
+#include "hla/Conversion/HLAToLinalg.h"
 #include "hla/Dialect/HLA/IR/HLAOps.h"
 #include "hla/Dialect/HLA/Transforms/ChunkVjp.h"
 #include "hla/Dialect/HLA/Transforms/Passes.h"
+#include "hla/Dialect/HLA/Transforms/ReverseDiff.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/BitVector.h"
@@ -143,7 +146,8 @@ struct AddSummaryEntriesPass
         combineCarried(b, loc, monoid, args.take_front(stateTypes.size()),
                        args.drop_front(stateTypes.size()), totalTypes);
     func::ReturnOp::create(b, loc, state);
-    addCombineVjp(b, combine, monoid, stateTypes, totalTypes);
+    if (failed(addCombineVjp(b, combine, monoid, stateTypes, totalTypes)))
+      return signalPassFailure();
   }
 
   /// Where the monoid's backward is derived (every carried component
@@ -152,17 +156,24 @@ struct AddSummaryEntriesPass
   /// span, μ = (∂(state ∘ total)/∂state)ᵀ λ (the transposed combine of the
   /// derived backward, ChunkVjp.h). The backward across ranks carries the
   /// final state's cotangent back through the spans after a rank's with it.
-  void addCombineVjp(OpBuilder &b, func::FuncOp after, MonoidAttr monoid,
-                     llvm::ArrayRef<Type> stateTypes,
-                     llvm::ArrayRef<Type> totalTypes) {
+  /// Without an index plan (the gated delta rule's matrix transition), the
+  /// combine's linalg form differentiated in reverse (ReverseDiff.h).
+  LogicalResult addCombineVjp(OpBuilder &b, func::FuncOp after,
+                              MonoidAttr monoid,
+                              llvm::ArrayRef<Type> stateTypes,
+                              llvm::ArrayRef<Type> totalTypes) {
     const MonoidSpec &spec = monoid.getSpec();
     std::string error;
     FailureOr<chunk::ChunkVjpPlan> plan = chunk::buildChunkVjpPlan(spec, error);
     llvm::SmallVector<unsigned> carried = spec.getCarryComponents();
-    if (failed(plan) || llvm::any_of(carried, [&](unsigned c) {
-          return !plan->differentiable[c];
-        }))
-      return;
+    if (failed(plan)) {
+      if (!chunk::isGatedDeltaRule(spec, b.getContext()))
+        return success();
+      return addReversedCombine(b, after, monoid, stateTypes, totalTypes);
+    }
+    if (llvm::any_of(carried,
+                     [&](unsigned c) { return !plan->differentiable[c]; }))
+      return success();
     unsigned n = spec.components.size();
     auto aux =
         MonoidAttr::get(b.getContext(), chunk::transposedCombineMonoid(*plan));
@@ -205,6 +216,50 @@ struct AddSummaryEntriesPass
     for (unsigned c : carried)
       mu.push_back(transposed.getResult(n + c));
     func::ReturnOp::create(b, loc, mu);
+    return success();
+  }
+
+  /// `@<function>_combine_vjp(state, total, λ) -> μ` as the reverse of the
+  /// combine lowered to linalg: μ = (∂(state ∘ total)/∂state)ᵀ λ (for KDA,
+  /// the total's transition transposed applied to λ).
+  LogicalResult addReversedCombine(OpBuilder &b, func::FuncOp after,
+                                   MonoidAttr monoid,
+                                   llvm::ArrayRef<Type> stateTypes,
+                                   llvm::ArrayRef<Type> totalTypes) {
+    size_t k = stateTypes.size(), n = totalTypes.size();
+    llvm::SmallVector<Type> argTypes(stateTypes);
+    llvm::append_range(argTypes, totalTypes);
+    llvm::append_range(argTypes, stateTypes);
+    Location loc = after.getLoc();
+    b.setInsertionPointAfter(after);
+    auto fn = func::FuncOp::create(b, loc, function + "_combine_vjp",
+                                   b.getFunctionType(argTypes, stateTypes));
+    Block *entry = fn.addEntryBlock();
+    b.setInsertionPointToStart(entry);
+    ValueRange args = entry->getArguments();
+    ValueRange state = args.take_front(k), total = args.slice(k, n),
+               lambda = args.take_back(k);
+    llvm::SmallVector<Value> next =
+        combineCarried(b, loc, monoid, state, total, totalTypes);
+    auto ret = func::ReturnOp::create(b, loc, next);
+    if (auto combine = next.front().getDefiningOp<CombineOp>())
+      lowerCombineToLinalg(combine);
+    llvm::SmallVector<Operation *> program;
+    for (Operation &op : entry->without_terminator())
+      program.push_back(&op);
+    llvm::SmallVector<std::pair<Value, Value>> seeds;
+    for (auto [after, cotangent] : llvm::zip(ret.getOperands(), lambda))
+      seeds.push_back({after, cotangent});
+    b.setInsertionPoint(ret);
+    FailureOr<llvm::SmallVector<Value>> mu = emitReverseDiff(
+        b, loc, program, seeds, llvm::SmallVector<Value>(state));
+    if (failed(mu)) {
+      fn.erase();
+      return failure();
+    }
+    func::ReturnOp::create(b, loc, *mu);
+    ret.erase();
+    return success();
   }
 };
 
