@@ -1,4 +1,5 @@
-//===- HLAToLinalg.cpp - hla.combine to linalg --------------------*- C++ -*-===//
+//===- HLAToLinalg.cpp - hla.combine to linalg --------------------*- C++
+//-*-===//
 //
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
@@ -132,19 +133,19 @@ ChainValue BatchedBuilder::multiply(const ChainValue &x, const ChainValue &y) {
     const ChainValue &o = x.kind == Kind::Scalar ? y : x;
     if (o.kind == Kind::Scalar)
       return {Kind::Scalar,
-              generic({s.tensor, o.tensor}, empty({}), {map(0, {}), map(0, {}),
-                                                        map(0, {})},
-                      0, {}, false)};
+              generic({s.tensor, o.tensor}, empty({}),
+                      {map(0, {}), map(0, {}), map(0, {})}, 0, {}, false)};
     unsigned rank = o.kind == Kind::Matrix ? 2 : 1;
-    llvm::SmallVector<unsigned> all = rank == 2 ? llvm::SmallVector<unsigned>{0, 1}
-                                                : llvm::SmallVector<unsigned>{0};
+    llvm::SmallVector<unsigned> all = rank == 2
+                                          ? llvm::SmallVector<unsigned>{0, 1}
+                                          : llvm::SmallVector<unsigned>{0};
     llvm::SmallVector<int64_t> shape;
     for (unsigned t = 0; t < rank; ++t)
       shape.push_back(dim(o.tensor, t));
-    Value result = generic({o.tensor, s.tensor}, empty(shape),
-                           {map(rank, all), map(rank, {}), map(rank, all)},
-                           rank, llvm::SmallVector<IteratorType>(rank, P),
-                           false);
+    Value result =
+        generic({o.tensor, s.tensor}, empty(shape),
+                {map(rank, all), map(rank, {}), map(rank, all)}, rank,
+                llvm::SmallVector<IteratorType>(rank, P), false);
     return {o.kind, result, o.transposed};
   }
   // Matrix · matrix: dims (i, j, k).
@@ -159,33 +160,33 @@ ChainValue BatchedBuilder::multiply(const ChainValue &x, const ChainValue &y) {
   // Matrix · column: dims (i, k).
   if (x.kind == Kind::Matrix && y.kind == Kind::Column) {
     int64_t m = matrixShape(x).first;
-    Value result = generic({x.tensor, y.tensor}, zeros({m}),
-                           {map(2, matrixDims(x, 0, 1)), map(2, {1}),
-                            map(2, {0})},
-                           2, {P, R}, true);
+    Value result =
+        generic({x.tensor, y.tensor}, zeros({m}),
+                {map(2, matrixDims(x, 0, 1)), map(2, {1}), map(2, {0})}, 2,
+                {P, R}, true);
     return {Kind::Column, result};
   }
   // Row · matrix: dims (j, k).
   if (x.kind == Kind::Row && y.kind == Kind::Matrix) {
     int64_t n = matrixShape(y).second;
-    Value result = generic({x.tensor, y.tensor}, zeros({n}),
-                           {map(2, {1}), map(2, matrixDims(y, 1, 0)),
-                            map(2, {0})},
-                           2, {P, R}, true);
+    Value result =
+        generic({x.tensor, y.tensor}, zeros({n}),
+                {map(2, {1}), map(2, matrixDims(y, 1, 0)), map(2, {0})}, 2,
+                {P, R}, true);
     return {Kind::Row, result};
   }
   // Row · column: a dot product.
   if (x.kind == Kind::Row && y.kind == Kind::Column) {
-    Value result = generic({x.tensor, y.tensor}, zeros({}),
-                           {map(1, {0}), map(1, {0}), map(1, {})}, 1, {R},
-                           true);
+    Value result =
+        generic({x.tensor, y.tensor}, zeros({}),
+                {map(1, {0}), map(1, {0}), map(1, {})}, 1, {R}, true);
     return {Kind::Scalar, result};
   }
   // Column · row: an outer product.
   int64_t m = dim(x.tensor, 0), n = dim(y.tensor, 0);
-  Value result = generic({x.tensor, y.tensor}, empty({m, n}),
-                         {map(2, {0}), map(2, {1}), map(2, {0, 1})}, 2, {P, P},
-                         false);
+  Value result =
+      generic({x.tensor, y.tensor}, empty({m, n}),
+              {map(2, {0}), map(2, {1}), map(2, {0, 1})}, 2, {P, P}, false);
   return {Kind::Matrix, result};
 }
 
@@ -193,8 +194,7 @@ Value BatchedBuilder::materialize(const ChainValue &v) {
   if (v.kind != Kind::Matrix || !v.transposed)
     return v.tensor;
   auto [r, c] = matrixShape(v);
-  return generic({v.tensor}, empty({r, c}),
-                 {map(2, {1, 0}), map(2, {0, 1})}, 2,
+  return generic({v.tensor}, empty({r, c}), {map(2, {1, 0}), map(2, {0, 1})}, 2,
                  {IteratorType::parallel, IteratorType::parallel}, false);
 }
 
@@ -215,7 +215,8 @@ Value BatchedBuilder::add(Value a, Value c) {
              iters, "", "",
              [&](OpBuilder &nb, Location l, ValueRange args) {
                linalg::YieldOp::create(
-                   nb, l, Value(arith::AddFOp::create(nb, l, args[0], args[1])));
+                   nb, l,
+                   Value(arith::AddFOp::create(nb, l, args[0], args[1])));
              })
       .getResult(0);
 }
@@ -339,14 +340,15 @@ static void lowerFeatureMap(FeatureMapOp op) {
   llvm::SmallVector<AffineExpr> leadDims;
   for (int64_t i = 0; i < lead; ++i)
     leadDims.push_back(b.getAffineDimExpr(i));
-  AffineExpr mDim = b.getAffineDimExpr(lead), dDim = b.getAffineDimExpr(lead + 1);
+  AffineExpr mDim = b.getAffineDimExpr(lead),
+             dDim = b.getAffineDimExpr(lead + 1);
   auto withDims = [&](llvm::ArrayRef<AffineExpr> tail, int64_t dims) {
     llvm::SmallVector<AffineExpr> exprs(leadDims);
     llvm::append_range(exprs, tail);
     return AffineMap::get(dims, 0, exprs, ctx);
   };
-  llvm::SmallVector<utils::IteratorType> projIters(lead,
-                                                   utils::IteratorType::parallel);
+  llvm::SmallVector<utils::IteratorType> projIters(
+      lead, utils::IteratorType::parallel);
   projIters.push_back(utils::IteratorType::parallel);
   projIters.push_back(utils::IteratorType::reduction);
   llvm::SmallVector<int64_t> outShape(outType.getShape());
@@ -368,8 +370,8 @@ static void lowerFeatureMap(FeatureMapOp op) {
           })
           .getResult(0);
   llvm::SmallVector<int64_t> leadShape(inType.getShape().drop_back());
-  llvm::SmallVector<utils::IteratorType> normIters(lead,
-                                                   utils::IteratorType::parallel);
+  llvm::SmallVector<utils::IteratorType> normIters(
+      lead, utils::IteratorType::parallel);
   normIters.push_back(utils::IteratorType::reduction);
   Value squares =
       linalg::GenericOp::create(

@@ -228,15 +228,14 @@ DeltaRuleChunks::emit(OpBuilder &b, Location loc, const ChunkTiles &tiles,
           {map4({b1, i, j}), map4({b1, i, b2, j}), map4({b1, i, b2, j})},
           {IT::parallel, IT::parallel, IT::parallel, IT::parallel},
           [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
-            Value same = arith::CmpIOp::create(
-                nb, l, arith::CmpIPredicate::eq,
-                linalg::IndexOp::create(nb, l, 0),
-                linalg::IndexOp::create(nb, l, 2));
+            Value same =
+                arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq,
+                                      linalg::IndexOp::create(nb, l, 0),
+                                      linalg::IndexOp::create(nb, l, 2));
             return arith::SelectOp::create(nb, l, same, args[0], args[1]);
           });
       return tensor::CollapseShapeOp::create(
-          b, loc, RankedTensorType::get({c, c}, b.getF32Type()), joined,
-          split);
+          b, loc, RankedTensorType::get({c, c}, b.getF32Type()), joined, split);
     }
     AffineMap bandAt = AffineMap::get(
         2, 0, {b.getAffineDimExpr(0), b.getAffineDimExpr(1) % block}, ctx);

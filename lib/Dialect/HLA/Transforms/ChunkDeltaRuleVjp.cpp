@@ -345,10 +345,9 @@ DeltaRuleVjpLowering::reversePass(OpBuilder &b, DeltaRuleChunks &chunks,
           : stateOf(b, op.getFinalCotangent()[0], bi, hi)};
   for (size_t i = 0; i < numFirst; ++i) {
     auto type = cast<RankedTensorType>(shared[i].getType());
-    places.push_back(parallelGradients
-                         ? stackRowsPlace(b, bi, hi)
-                         : rowsPlace(b, type, bi, hi, idx(b, 0),
-                                     idx(b, length)));
+    places.push_back(parallelGradients ? stackRowsPlace(b, bi, hi)
+                                       : rowsPlace(b, type, bi, hi, idx(b, 0),
+                                                   idx(b, length)));
     auto [offsets, sizes, strides] = places.back();
     llvm::SmallVector<int64_t> rowShape = {parallelGradients ? numChunks * dk
                                                              : length};
@@ -360,8 +359,8 @@ DeltaRuleVjpLowering::reversePass(OpBuilder &b, DeltaRuleChunks &chunks,
   }
 
   auto loop = scf::ForOp::create(
-      b, loc, constant(b, 0), constant(b, numChunks), constant(b, 1),
-      loopInits, [&](OpBuilder &nb, Location l, Value j, ValueRange iter) {
+      b, loc, constant(b, 0), constant(b, numChunks), constant(b, 1), loopInits,
+      [&](OpBuilder &nb, Location l, Value j, ValueRange iter) {
         // From the last chunk to the first.
         Value c = arith::SubIOp::create(nb, l, constant(nb, numChunks - 1), j);
         FailureOr<Step> step =
@@ -449,9 +448,8 @@ DeltaRuleVjpLowering::gradientPass(OpBuilder &b, DeltaRuleChunks &chunks,
     auto type = cast<RankedTensorType>(inits[i].getType());
     auto [offsets, sizes, strides] =
         rowsPlace(b, type, bi, hi, step->start, step->count);
-    tensor::ParallelInsertSliceOp::create(b, loc, grad,
-                                          pass.getRegionIterArgs()[i], offsets,
-                                          sizes, strides);
+    tensor::ParallelInsertSliceOp::create(
+        b, loc, grad, pass.getRegionIterArgs()[i], offsets, sizes, strides);
   }
   return llvm::SmallVector<Value>(pass.getResults());
 }
@@ -501,11 +499,10 @@ LogicalResult DeltaRuleVjpLowering::lower() {
     results = gradients;
   }
   if (auto module = op->getParentOfType<ModuleOp>())
-    recordChunking(module,
-                   spec.name + " backward: " +
-                       (parallelGradients ? "parallel gradients"
-                                          : "two passes") +
-                       ", the chunk's WY/UT form differentiated in reverse");
+    recordChunking(
+        module, spec.name + " backward: " +
+                    (parallelGradients ? "parallel gradients" : "two passes") +
+                    ", the chunk's WY/UT form differentiated in reverse");
   op->replaceAllUsesWith(results);
   op->erase();
   return success();
@@ -513,8 +510,7 @@ LogicalResult DeltaRuleVjpLowering::lower() {
 
 } // namespace
 
-LogicalResult mlir::hla::chunk::lowerDeltaRuleVjp(PrefixVjpOp op,
-                                                  int64_t chunk,
+LogicalResult mlir::hla::chunk::lowerDeltaRuleVjp(PrefixVjpOp op, int64_t chunk,
                                                   bool parallelGradients) {
   return DeltaRuleVjpLowering(op, chunk, parallelGradients).lower();
 }

@@ -403,19 +403,17 @@ private:
       return success();
     }
     if (auto expand = dyn_cast<tensor::ExpandShapeOp>(op)) {
-      accumulate(expand.getSrc(),
-                 tensor::CollapseShapeOp::create(
-                     b, loc, expand.getSrcType(),
-                     adjoints.lookup(expand.getResult()),
-                     expand.getReassociationIndices()));
+      accumulate(expand.getSrc(), tensor::CollapseShapeOp::create(
+                                      b, loc, expand.getSrcType(),
+                                      adjoints.lookup(expand.getResult()),
+                                      expand.getReassociationIndices()));
       return success();
     }
     if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(op)) {
-      accumulate(collapse.getSrc(),
-                 tensor::ExpandShapeOp::create(
-                     b, loc, collapse.getSrcType(),
-                     adjoints.lookup(collapse.getResult()),
-                     collapse.getReassociationIndices()));
+      accumulate(collapse.getSrc(), tensor::ExpandShapeOp::create(
+                                        b, loc, collapse.getSrcType(),
+                                        adjoints.lookup(collapse.getResult()),
+                                        collapse.getReassociationIndices()));
       return success();
     }
     if (auto insert = dyn_cast<tensor::InsertSliceOp>(op)) {
