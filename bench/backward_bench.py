@@ -252,7 +252,8 @@ def check(outdir, c):
 
 def run(outdir):
     import torch
-    from gpu_util import backward_refusal, hla_call, median_ms, provenance, reference_error
+    from gpu_util import (backward_refusal, hla_call, median_ms, provenance, reference_error,
+                          time_variants, write_results)
     with open(os.path.join(outdir, "cases.json")) as f:
         cases = json.load(f)
     results = {"device": torch.cuda.get_device_name(), "provenance": provenance(outdir),
@@ -324,14 +325,7 @@ def run(outdir):
         row["hla_fwd_ms"] = median_ms(fwd)
         row["hla_bwd_ms"] = median_ms(bwd)
         row["hla_fwdbwd_ms"] = row["hla_fwd_ms"] + row["hla_bwd_ms"]
-        for variant in row["variants"]:
-            grads2 = [torch.empty_like(x) for x in (q, k, v)]
-            bwd2 = hla_call(os.path.join(outdir, variant["so"]), [q, k, v, do], grads2)
-            bwd2()
-            torch.cuda.synchronize()
-            variant["vs_bwd"] = [float((a.float() - b.float()).norm() / b.float().norm())
-                                 for a, b in zip(grads2, grads)]
-            variant["ms"] = median_ms(bwd2)
+        time_variants(outdir, row["variants"], [q, k, v, do], grads)
         if peers is not None and c["op"] == "linear_attention":
             qs, ks, vs = (x.detach().clone().requires_grad_(True) for x in (q, k, v))
             row["fla_fwdbwd_ms"] = peers.median_ms(
@@ -354,10 +348,7 @@ def run(outdir):
             row["torch_eager_fwdbwd_ms"] = median_ms(eager)
         results["timed"].append(row)
         print(json.dumps(row), flush=True)
-    out = os.environ.get("OUT", outdir)
-    with open(os.path.join(out, "backward_bench.json"), "w") as f:
-        json.dump(results, f, indent=1)
-    print(f"\n{results['device']}\n")
+    write_results(outdir, "backward_bench", results)
     print("| op, B×H×T×d | bwd on | hla fwd ms | hla bwd ms | hla fwd+bwd | peer fwd+bwd | "
           "hla ÷ peer speed | other forms' bwd ms |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")

@@ -176,3 +176,27 @@ def kda_inputs(B, T, H, d):
     g = (-torch.rand(B, T, H, d, device=dev) * 0.2).to(torch.bfloat16)
     beta = (torch.rand(B, T, H, device=dev) * 0.8 + 0.1).to(torch.bfloat16)
     return q, k.to(torch.bfloat16), v, g, beta
+
+
+def time_variants(outdir, variants, inputs, reference):
+    """Times each variant's backward (its shared library `so` under `outdir`)
+    on `inputs`, recording in it the relative difference of each of its
+    gradients from `reference` (the search's choice's) and its median ms."""
+    import torch
+    for variant in variants:
+        mine = [torch.empty_like(g) for g in reference]
+        call = hla_call(os.path.join(outdir, variant["so"]), inputs, mine)
+        call()
+        torch.cuda.synchronize()
+        variant["vs_bwd"] = [float((a.float() - b.float()).norm() / b.float().norm())
+                             for a, b in zip(mine, reference)]
+        variant["ms"] = median_ms(call)
+
+
+def write_results(outdir, name, results):
+    """`results` as $OUT/<name>.json (OUT defaults to `outdir`); prints the
+    device's name."""
+    out = os.environ.get("OUT", outdir)
+    with open(os.path.join(out, name + ".json"), "w") as f:
+        json.dump(results, f, indent=1)
+    print(f"\n{results['device']}\n")

@@ -150,7 +150,7 @@ def check(outdir, c):
 def run(outdir):
     import torch
     from gpu_util import (backward_refusal, hla_call, kda_inputs, median_ms, provenance,
-                          reference_error)
+                          reference_error, time_variants, write_results)
     with open(os.path.join(outdir, "cases.json")) as f:
         cases = json.load(f)
     results = {"device": torch.cuda.get_device_name(), "provenance": provenance(outdir),
@@ -187,15 +187,7 @@ def run(outdir):
         row["hla_fwd_ms"] = median_ms(fwd)
         row["hla_bwd_ms"] = median_ms(bwd)
         row["hla_fwdbwd_ms"] = row["hla_fwd_ms"] + row["hla_bwd_ms"]
-        for variant in row["variants"]:
-            grads2 = [torch.empty_like(x) for x in ins]
-            bwd2 = hla_call(os.path.join(outdir, variant["so"]), ins + [do], grads2)
-            bwd2()
-            torch.cuda.synchronize()
-            variant["vs_bwd"] = [float((a.float() - b.float()).norm() / b.float().norm())
-                                 for a, b in zip(grads2, grads)]
-            variant["ms"] = median_ms(bwd2)
-            del grads2
+        time_variants(outdir, row["variants"], ins + [do], grads)
         if peers is not None:
             leaves = [x.detach().clone().requires_grad_(True) for x in ins]
             call = peers.kda(*leaves, scale=d ** -0.5)
@@ -211,10 +203,7 @@ def run(outdir):
         print(json.dumps(row), flush=True)
         del q, k, v, g, beta, do, o, grads, ins
         torch.cuda.empty_cache()
-    out = os.environ.get("OUT", outdir)
-    with open(os.path.join(out, "kda_backward_bench.json"), "w") as f:
-        json.dump(results, f, indent=1)
-    print(f"\n{results['device']}\n")
+    write_results(outdir, "kda_backward_bench", results)
     print("| kda, B×H×T×d | hla fwd ms | hla bwd ms | hla fwd+bwd | FLA fwd+bwd | "
           "hla ÷ FLA speed | grads vs FLA (q k v g β) | other forms' bwd ms |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")

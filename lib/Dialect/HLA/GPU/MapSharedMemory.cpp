@@ -26,6 +26,8 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include <limits>
+
 using namespace mlir;
 using namespace mlir::hla;
 using namespace mlir::hla::gpumap;
@@ -80,6 +82,36 @@ static LogicalResult retypeViews(Value value) {
           subview.getMixedSizes(), subview.getMixedStrides());
       subview.getResult().setType(cast<MemRefType>(inferred));
       if (failed(retypeViews(subview.getResult())))
+        return failure();
+      continue;
+    }
+    // Reshapes of a view whose strides changed take strided layouts too
+    // (KDA's reverse pass reshapes its tiles into blocks of 16 rows).
+    if (auto expand = dyn_cast<memref::ExpandShapeOp>(user)) {
+      FailureOr<MemRefType> inferred =
+          memref::ExpandShapeOp::computeExpandedType(
+              expand.getSrcType(), expand.getResultType().getShape(),
+              expand.getReassociationIndices());
+      if (failed(inferred))
+        return user->emitOpError(
+            "hla-gpu-map-chunk-loops: cannot reshape this view of a chunk "
+            "buffer in shared memory");
+      expand.getResult().setType(*inferred);
+      if (failed(retypeViews(expand.getResult())))
+        return failure();
+      continue;
+    }
+    if (auto collapse = dyn_cast<memref::CollapseShapeOp>(user)) {
+      MemRefType source = collapse.getSrcType();
+      if (!memref::CollapseShapeOp::isGuaranteedCollapsible(
+              source, collapse.getReassociationIndices()))
+        return user->emitOpError(
+            "hla-gpu-map-chunk-loops: cannot collapse this view of a chunk "
+            "buffer in shared memory (its rows are padded)");
+      collapse.getResult().setType(
+          memref::CollapseShapeOp::computeCollapsedType(
+              source, collapse.getReassociationIndices()));
+      if (failed(retypeViews(collapse.getResult())))
         return failure();
       continue;
     }
@@ -246,6 +278,16 @@ LogicalResult ChunkLoopMapper::placeInSharedMemory(gpu::LaunchOp launch) {
       return launch.emitOpError(
           "hla-gpu-map-chunk-loops: a device-memory scratch buffer needs a "
           "static number of blocks");
+    // Each block's slice starts at blockIdx.x · scratch, computed with the
+    // kernels' (32-bit) indices: past 2³¹ bytes the slices would wrap onto
+    // each other (KDA's backward with parallel gradients at 8x16x8192 gave
+    // gradients 40x off on an H100, 2026-12-06).
+    if (*blocks * scratch > std::numeric_limits<int32_t>::max())
+      return launch.emitOpError("hla-gpu-map-chunk-loops: ")
+             << *blocks << " blocks of " << scratch
+             << " bytes of device-memory scratch exceed the 2^31 bytes the "
+                "kernels' 32-bit indices address (fewer blocks, e.g. without "
+                "parallel gradients, or a smaller chunk size)";
     OpBuilder host(launch);
     // Recorded for the schedule choice (hla.device_scratch: state streamed
     // through device memory).

@@ -77,6 +77,20 @@ DeltaRuleChunks::emit(OpBuilder &b, Location loc, const ChunkTiles &tiles,
   bool built = static_cast<bool>(parts.gamma);
   Value gamma = parts.gamma;
 
+  // One (row, column, d) term of a band's sum over d: args are x[row, d],
+  // k[col, d], Γ[row, d], Γ[col, d] and the sum so far.
+  auto pairTerm = [](OpBuilder &nb, Location l, ValueRange args, Value row,
+                     Value col, bool strict) -> Value {
+    Value inside = arith::CmpIOp::create(
+        nb, l, strict ? arith::CmpIPredicate::slt : arith::CmpIPredicate::sle,
+        col, row);
+    Value decay = math::ExpOp::create(
+        nb, l, arith::SubFOp::create(nb, l, args[2], args[3]));
+    Value term = arith::MulFOp::create(
+        nb, l, arith::MulFOp::create(nb, l, args[0], args[1]), decay);
+    Value add = arith::AddFOp::create(nb, l, args[4], term);
+    return arith::SelectOp::create(nb, l, inside, add, args[4]);
+  };
   // P(x)[r, s] = Σ_d x[r,d] k[s,d] e^{Γ[r,d] − Γ[s,d]} for s < r (s ≤ r
   // when not strict): the decay between two tokens of the chunk, never
   // e^{−Γ} alone (it would overflow). `band(x, w)` takes the exponential of
@@ -85,38 +99,20 @@ DeltaRuleChunks::emit(OpBuilder &b, Location loc, const ChunkTiles &tiles,
   // P itself, c² dk exponentials).
   auto band = [&](Value x, int64_t width, bool strict) -> Value {
     AffineExpr column = width == c ? s : r.floorDiv(width) * width + s;
-    return tb.generic(
-        {x, k, gamma, gamma}, tb.zeros({c, width}),
-        {map3({r, d}), map3({column, d}), map3({r, d}), map3({column, d}),
-         map3({r, s})},
-        {IT::parallel, IT::parallel, IT::reduction},
-        [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
-          Value row = linalg::IndexOp::create(nb, l, 0);
-          Value col = linalg::IndexOp::create(nb, l, 1);
-          if (width != c)
-            row = arith::RemUIOp::create(
-                nb, l, row, arith::ConstantIndexOp::create(nb, l, width));
-          Value inside = arith::CmpIOp::create(
-              nb, l,
-              strict ? arith::CmpIPredicate::slt : arith::CmpIPredicate::sle,
-              col, row);
-          Value decay = math::ExpOp::create(
-              nb, l, arith::SubFOp::create(nb, l, args[2], args[3]));
-          Value term = arith::MulFOp::create(
-              nb, l, arith::MulFOp::create(nb, l, args[0], args[1]), decay);
-          Value add = arith::AddFOp::create(nb, l, args[4], term);
-          return arith::SelectOp::create(nb, l, inside, add, args[4]);
-        });
+    return tb.generic({x, k, gamma, gamma}, tb.zeros({c, width}),
+                      {map3({r, d}), map3({column, d}), map3({r, d}),
+                       map3({column, d}), map3({r, s})},
+                      {IT::parallel, IT::parallel, IT::reduction},
+                      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+                        Value row = linalg::IndexOp::create(nb, l, 0);
+                        Value col = linalg::IndexOp::create(nb, l, 1);
+                        if (width != c)
+                          row = arith::RemUIOp::create(
+                              nb, l, row,
+                              arith::ConstantIndexOp::create(nb, l, width));
+                        return pairTerm(nb, l, args, row, col, strict);
+                      });
   };
-  // `pairs(x)` is P(x) in blocks of kPairBlock tokens. A pair of tokens in
-  // different blocks factors through the first token ρ of the later block:
-  // e^{Γ_r − Γ_s} = e^{Γ_r − Γ_ρ} · e^{Γ_ρ − Γ_s}, both factors ≤ 1 (Γ falls:
-  // s < ρ ≤ r), so those pairs are a sum over the reference blocks of
-  // contractions over d of token rows scaled toward and from each
-  // reference (on tensor cores where the chunk's products are; a sum of
-  // products, not one product of the blocks side by side, so that each
-  // operand is a whole chunk tile). Pairs within one block are the band:
-  // c · kPairBlock · dk exponentials in place of c² dk.
   // The same band with every tile read through a projection of the loops
   // (what reverse differentiation takes): the tiles as [blocks, w, dk],
   // the loops (block, i, j, d), the band [blocks, w, w].
@@ -136,26 +132,25 @@ DeltaRuleChunks::emit(OpBuilder &b, Location loc, const ChunkTiles &tiles,
     Value init = linalg::FillOp::create(b, loc, cst(b, loc, 0.0),
                                         tb.empty({blocks, width, width}))
                      .getResult(0);
-    return tb.generic(
-        {x4, k4, gamma4, gamma4}, init,
-        {map4({blk, i, e}), map4({blk, j, e}), map4({blk, i, e}),
-         map4({blk, j, e}), map4({blk, i, j})},
-        {IT::parallel, IT::parallel, IT::parallel, IT::reduction},
-        [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
-          Value row = linalg::IndexOp::create(nb, l, 1);
-          Value col = linalg::IndexOp::create(nb, l, 2);
-          Value inside = arith::CmpIOp::create(
-              nb, l,
-              strict ? arith::CmpIPredicate::slt : arith::CmpIPredicate::sle,
-              col, row);
-          Value decay = math::ExpOp::create(
-              nb, l, arith::SubFOp::create(nb, l, args[2], args[3]));
-          Value term = arith::MulFOp::create(
-              nb, l, arith::MulFOp::create(nb, l, args[0], args[1]), decay);
-          Value add = arith::AddFOp::create(nb, l, args[4], term);
-          return arith::SelectOp::create(nb, l, inside, add, args[4]);
-        });
+    return tb.generic({x4, k4, gamma4, gamma4}, init,
+                      {map4({blk, i, e}), map4({blk, j, e}), map4({blk, i, e}),
+                       map4({blk, j, e}), map4({blk, i, j})},
+                      {IT::parallel, IT::parallel, IT::parallel, IT::reduction},
+                      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+                        Value row = linalg::IndexOp::create(nb, l, 1);
+                        Value col = linalg::IndexOp::create(nb, l, 2);
+                        return pairTerm(nb, l, args, row, col, strict);
+                      });
   };
+  // `pairs(x)` is P(x) in blocks of kPairBlock tokens. A pair of tokens in
+  // different blocks factors through the first token ρ of the later block:
+  // e^{Γ_r − Γ_s} = e^{Γ_r − Γ_ρ} · e^{Γ_ρ − Γ_s}, both factors ≤ 1 (Γ falls:
+  // s < ρ ≤ r), so those pairs are a sum over the reference blocks of
+  // contractions over d of token rows scaled toward and from each
+  // reference (on tensor cores where the chunk's products are; a sum of
+  // products, not one product of the blocks side by side, so that each
+  // operand is a whole chunk tile). Pairs within one block are the band:
+  // c · kPairBlock · dk exponentials in place of c² dk.
   auto pairs = [&](Value x, bool strict) -> Value {
     int64_t block = kPairBlock;
     if (!pairBlocks || c <= block || c % block)

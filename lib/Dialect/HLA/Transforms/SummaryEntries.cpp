@@ -156,6 +156,25 @@ struct AddSummaryEntriesPass
   /// span, μ = (∂(state ∘ total)/∂state)ᵀ λ (the transposed combine of the
   /// derived backward, ChunkVjp.h). The backward across ranks carries the
   /// final state's cotangent back through the spans after a rank's with it.
+  /// `@<function>_combine_vjp(state, total, λ) -> μ` after `after`, empty;
+  /// `b` at the start of its body. Its arguments: the state, the total, λ.
+  std::tuple<func::FuncOp, ValueRange, ValueRange, ValueRange>
+  beginCombineVjp(OpBuilder &b, func::FuncOp after,
+                  llvm::ArrayRef<Type> stateTypes,
+                  llvm::ArrayRef<Type> totalTypes) {
+    size_t k = stateTypes.size(), n = totalTypes.size();
+    llvm::SmallVector<Type> argTypes(stateTypes);
+    llvm::append_range(argTypes, totalTypes);
+    llvm::append_range(argTypes, stateTypes);
+    b.setInsertionPointAfter(after);
+    auto fn = func::FuncOp::create(b, after.getLoc(), function + "_combine_vjp",
+                                   b.getFunctionType(argTypes, stateTypes));
+    Block *entry = fn.addEntryBlock();
+    b.setInsertionPointToStart(entry);
+    ValueRange args = entry->getArguments();
+    return {fn, args.take_front(k), args.slice(k, n), args.take_back(k)};
+  }
+
   /// Without an index plan (the gated delta rule's matrix transition), the
   /// combine's linalg form differentiated in reverse (ReverseDiff.h).
   LogicalResult addCombineVjp(OpBuilder &b, func::FuncOp after,
@@ -177,19 +196,9 @@ struct AddSummaryEntriesPass
     unsigned n = spec.components.size();
     auto aux =
         MonoidAttr::get(b.getContext(), chunk::transposedCombineMonoid(*plan));
-    llvm::SmallVector<Type> argTypes(stateTypes);
-    llvm::append_range(argTypes, totalTypes);
-    llvm::append_range(argTypes, stateTypes);
     Location loc = after.getLoc();
-    b.setInsertionPointAfter(after);
-    auto fn = func::FuncOp::create(b, loc, function + "_combine_vjp",
-                                   b.getFunctionType(argTypes, stateTypes));
-    Block *entry = fn.addEntryBlock();
-    b.setInsertionPointToStart(entry);
-    ValueRange args = entry->getArguments();
-    size_t k = carried.size();
-    ValueRange state = args.take_front(k), total = args.slice(k, n),
-               lambda = args.take_back(k);
+    auto [fn, state, total, lambda] =
+        beginCombineVjp(b, after, stateTypes, totalTypes);
     auto empty = [&](unsigned c) -> Value {
       auto type = cast<RankedTensorType>(totalTypes[c]);
       return tensor::EmptyOp::create(b, loc, type.getShape(),
@@ -226,19 +235,10 @@ struct AddSummaryEntriesPass
                                    MonoidAttr monoid,
                                    llvm::ArrayRef<Type> stateTypes,
                                    llvm::ArrayRef<Type> totalTypes) {
-    size_t k = stateTypes.size(), n = totalTypes.size();
-    llvm::SmallVector<Type> argTypes(stateTypes);
-    llvm::append_range(argTypes, totalTypes);
-    llvm::append_range(argTypes, stateTypes);
     Location loc = after.getLoc();
-    b.setInsertionPointAfter(after);
-    auto fn = func::FuncOp::create(b, loc, function + "_combine_vjp",
-                                   b.getFunctionType(argTypes, stateTypes));
-    Block *entry = fn.addEntryBlock();
-    b.setInsertionPointToStart(entry);
-    ValueRange args = entry->getArguments();
-    ValueRange state = args.take_front(k), total = args.slice(k, n),
-               lambda = args.take_back(k);
+    auto [fn, state, total, lambda] =
+        beginCombineVjp(b, after, stateTypes, totalTypes);
+    Block *entry = &fn.getBody().front();
     llvm::SmallVector<Value> next =
         combineCarried(b, loc, monoid, state, total, totalTypes);
     auto ret = func::ReturnOp::create(b, loc, next);
