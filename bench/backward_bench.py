@@ -253,7 +253,7 @@ def check(outdir, c):
 def run(outdir):
     import torch
     from gpu_util import (backward_refusal, hla_call, median_ms, provenance, reference_error,
-                          time_variants, write_results)
+                          time_forward_backward, time_variants, write_results)
     with open(os.path.join(outdir, "cases.json")) as f:
         cases = json.load(f)
     results = {"device": torch.cuda.get_device_name(), "provenance": provenance(outdir),
@@ -317,14 +317,8 @@ def run(outdir):
         row["fwd_rel_err"] = reference_error(c["op"], (q, k, v), o)
         failed = [x["name"] for x in results["checks"] if x["op"] == c["op"] and not x["ok"]]
         why = backward_refusal(", ".join(failed), row["fwd_rel_err"], grads)
-        if why:
-            row["refused"] = why
-            results["timed"].append(row)
-            print(c["name"], why, flush=True)
+        if not time_forward_backward(results, row, why, fwd, bwd):
             continue
-        row["hla_fwd_ms"] = median_ms(fwd)
-        row["hla_bwd_ms"] = median_ms(bwd)
-        row["hla_fwdbwd_ms"] = row["hla_fwd_ms"] + row["hla_bwd_ms"]
         time_variants(outdir, row["variants"], [q, k, v, do], grads)
         if peers is not None and c["op"] == "linear_attention":
             qs, ks, vs = (x.detach().clone().requires_grad_(True) for x in (q, k, v))

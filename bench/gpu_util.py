@@ -200,3 +200,18 @@ def write_results(outdir, name, results):
     with open(os.path.join(out, name + ".json"), "w") as f:
         json.dump(results, f, indent=1)
     print(f"\n{results['device']}\n")
+
+
+def time_forward_backward(results, row, why, fwd, bwd):
+    """Where `why` (a refusal) is set, appends `row` refused with it and
+    returns False; else times `fwd` and `bwd` into it (hla_fwd_ms,
+    hla_bwd_ms, hla_fwdbwd_ms) and returns True."""
+    if why:
+        row["refused"] = why
+        results["timed"].append(row)
+        print(row["name"], why, flush=True)
+        return False
+    row["hla_fwd_ms"] = median_ms(fwd)
+    row["hla_bwd_ms"] = median_ms(bwd)
+    row["hla_fwdbwd_ms"] = row["hla_fwd_ms"] + row["hla_bwd_ms"]
+    return True

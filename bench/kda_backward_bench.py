@@ -149,8 +149,9 @@ def check(outdir, c):
 
 def run(outdir):
     import torch
-    from gpu_util import (backward_refusal, hla_call, kda_inputs, median_ms, provenance,
-                          reference_error, time_variants, write_results)
+    from gpu_util import (backward_refusal, hla_call, kda_inputs, provenance,
+                          reference_error, time_forward_backward, time_variants,
+                          write_results)
     with open(os.path.join(outdir, "cases.json")) as f:
         cases = json.load(f)
     results = {"device": torch.cuda.get_device_name(), "provenance": provenance(outdir),
@@ -179,14 +180,8 @@ def run(outdir):
         row = dict(c)
         row["fwd_rel_err"] = reference_error("kda", ins, o, scale=d ** -0.5)
         why = backward_refusal("" if checks_ok else "see checks", row["fwd_rel_err"], grads)
-        if why:
-            row["refused"] = why
-            results["timed"].append(row)
-            print(c["name"], why, flush=True)
+        if not time_forward_backward(results, row, why, fwd, bwd):
             continue
-        row["hla_fwd_ms"] = median_ms(fwd)
-        row["hla_bwd_ms"] = median_ms(bwd)
-        row["hla_fwdbwd_ms"] = row["hla_fwd_ms"] + row["hla_bwd_ms"]
         time_variants(outdir, row["variants"], ins + [do], grads)
         if peers is not None:
             leaves = [x.detach().clone().requires_grad_(True) for x in ins]
