@@ -18,6 +18,7 @@
 
 #include "hla/Dialect/HLA/Transforms/ChunkVjp.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 namespace mlir::hla::chunk {
@@ -36,6 +37,17 @@ pairSlice(OpBuilder &b, Value bi, Value hi, llvm::ArrayRef<int64_t> shape,
     sizes.push_back(idx(b, s));
   llvm::SmallVector<OpFoldResult> strides(offsets.size(), idx(b, 1));
   return std::make_tuple(offsets, sizes, strides);
+}
+
+/// Chunk `c`'s first token and token count, chunks of `chunk` tokens over
+/// `length` (the last one ragged).
+inline std::pair<Value, Value> chunkSpan(OpBuilder &b, Location loc, Value c,
+                                         int64_t chunk, int64_t length) {
+  Value size = arith::ConstantIndexOp::create(b, loc, chunk);
+  Value start = arith::MulIOp::create(b, loc, c, size);
+  Value rest = arith::SubIOp::create(
+      b, loc, arith::ConstantIndexOp::create(b, loc, length), start);
+  return {start, arith::MinSIOp::create(b, loc, rest, size)};
 }
 
 /// Lowers one hla.prefix_vjp: the passes of ChunkBackward.cpp, each built

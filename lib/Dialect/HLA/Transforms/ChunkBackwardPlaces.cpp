@@ -195,12 +195,7 @@ ChunkTiles PrefixVjpLowering::loadChunk(OpBuilder &b, Location loc, Value batch,
 
 std::pair<Value, Value> PrefixVjpLowering::bounds(OpBuilder &b, Location loc,
                                                   Value c) const {
-  Value size = arith::ConstantIndexOp::create(b, loc, chunk);
-  Value start = arith::MulIOp::create(b, loc, c, size);
-  Value rest = arith::SubIOp::create(
-      b, loc, arith::ConstantIndexOp::create(b, loc, length), start);
-  Value rows = arith::MinSIOp::create(b, loc, rest, size);
-  return {start, rows};
+  return chunkSpan(b, loc, c, chunk, length);
 }
 
 /// A stack of `chunks` states of `shape`, stacked along its first

@@ -63,12 +63,8 @@ private:
   Value constant(OpBuilder &b, int64_t v) {
     return arith::ConstantIndexOp::create(b, op.getLoc(), v);
   }
-  /// Chunk `c`'s first token and token count.
   std::pair<Value, Value> bounds(OpBuilder &b, Value c) {
-    Location loc = op.getLoc();
-    Value start = arith::MulIOp::create(b, loc, c, constant(b, chunk));
-    Value rest = arith::SubIOp::create(b, loc, constant(b, length), start);
-    return {start, arith::MinSIOp::create(b, loc, rest, constant(b, chunk))};
+    return chunkSpan(b, op.getLoc(), c, chunk, length);
   }
   /// Chunk `c`'s token tiles ([chunk, width] or [chunk], f32, zero-padded).
   ChunkTiles loadChunk(OpBuilder &b, Value bi, Value hi, Value start,
@@ -103,15 +99,11 @@ private:
         RankedTensorType::get(
             {dk, dv}, cast<RankedTensorType>(state.getType()).getElementType()),
         state, offsets, sizes, strides);
-    return castToF32(b, slice);
-  }
-  Value castToF32(OpBuilder &b, Value tile) {
-    TileBuilder tb(b, op.getLoc());
-    return tb.castTo(tile, b.getF32Type());
+    return TileBuilder(b, op.getLoc()).castTo(slice, b.getF32Type());
   }
 
-  /// A [B, H, N·dk, dv] stack of one state per chunk; its (bi, hi) rows
-  /// as a loop carries them (`rowsOf`) and where they go back.
+  /// A [B, H, N·dk, dv] stack of one state per chunk; where its (bi, hi)
+  /// rows, as a loop carries them, are.
   Value emptyStack(OpBuilder &b);
   std::tuple<llvm::SmallVector<OpFoldResult>, llvm::SmallVector<OpFoldResult>,
              llvm::SmallVector<OpFoldResult>>
