@@ -35,6 +35,13 @@ from backward_bench import _round_bf16, compile_to  # noqa: E402
 from gpu_util import record_build  # noqa: E402
 
 NAMES = ("q", "k", "v", "g", "beta")
+# Every pass on register tiles at 64-token chunks (the reverse program's
+# tiles in blocks flattened; the gradients' pass, 1,376 fragment registers
+# per thread, spills), as they are and with the sequential passes'
+# state-free work hoisted into passes parallel over chunks.
+TILES_64 = ["--parallel-gradients=on", "--chunk-size=64", "--cuda-generator=auto",
+            "--cuda-allow-spills"]
+HOISTED = ["--hoist-chunk-work=on"]
 # (dtype, B, T, H, d, dv, H_kv[, hla-opt flags])
 CHECKS = [
     ("f32", 2, 100, 2, 16, 16, 2),
@@ -43,13 +50,18 @@ CHECKS = [
     ("bf16", 1, 1, 2, 64, 64, 2),
     ("bf16", 1, 130, 2, 64, 64, 2, ["--parallel-gradients=on"]),
     ("bf16", 1, 130, 2, 64, 64, 2, ["--parallel-gradients=off"]),
+    ("bf16", 1, 130, 2, 64, 64, 2, TILES_64),
+    ("bf16", 2, 70, 4, 64, 64, 2, TILES_64 + HOISTED),
+    ("bf16", 1, 1, 2, 64, 64, 2, TILES_64 + HOISTED),
 ]
 CHECK_TOL = {"f32": 1e-4, "bf16": 1e-2}
 TIMED = [(8, 16, 2048, 64), (8, 16, 8192, 64), (1, 16, 65536, 64), (4, 16, 8192, 128)]
 # Other forms of the backward, timed beside the search's choice on the same
 # inputs: (label, hla-opt flags).
 VARIANTS = [("parallel gradients", ["--parallel-gradients=on"]),
-            ("two passes", ["--parallel-gradients=off"])]
+            ("two passes", ["--parallel-gradients=off"]),
+            ("tiles 64, parallel gradients", TILES_64),
+            ("tiles 64, parallel gradients, hoisted", TILES_64 + HOISTED)]
 
 
 def graph(B, T, H, d, dv, dtype, kv_heads=None):

@@ -297,6 +297,19 @@ private:
     pipeline.warpgroups = warpgroups;
     return placed;
   }
+  /// Whether the pipeline as it is, but with `count` warpgroups, maps every
+  /// kernel (a quiet trial; `pipeline` is left as it was): a loop with row
+  /// or column reductions keeps one warpgroup.
+  bool mapsWithWarpgroups(int64_t count) {
+    int64_t warpgroups = pipeline.warpgroups;
+    pipeline.warpgroups = count;
+    OwningOpRef<ModuleOp> trial = module.clone();
+    ScopedDiagnosticHandler quiet(module.getContext(),
+                                  [](Diagnostic &) { return success(); });
+    bool mapped = succeeded(mapKernels(*trial));
+    pipeline.warpgroups = warpgroups;
+    return mapped;
+  }
   /// The first half of the device pipeline on a trial: judged on this.
   LogicalResult mapKernels(ModuleOp trial) {
     PassManager mapping(module.getContext());
@@ -650,7 +663,8 @@ LogicalResult KernelSearch::run(std::string &error) {
                                  pipeline.warpgroups,
                                  pipeline.parallelGradients, spilledSchedule};
     if (tiles && pipeline.generator == ChunkLoopGenerator::Tiles &&
-        oneWarpgroup && requested.warpgroups == 0 && pipeline.warpgroups == 0) {
+        oneWarpgroup && requested.warpgroups == 0 && pipeline.warpgroups == 0 &&
+        mapsWithWarpgroups(2)) {
       // Two warpgroups first, each with half of every fragment's columns,
       // at the same value tiles: linear attention at d = 128 with causal
       // isolation spills 40 bytes in one warpgroup at 64 columns, which

@@ -28,6 +28,7 @@ namespace mlir::hla::test {
 void registerTestMonoidPass();
 void registerTestChunkPlanPass();
 void registerTestReverseDiffPass();
+void registerTestPrepareTilesPass();
 } // namespace mlir::hla::test
 
 namespace {
@@ -120,6 +121,7 @@ int main(int argc, char **argv) {
   mlir::hla::test::registerTestMonoidPass();
   mlir::hla::test::registerTestChunkPlanPass();
   mlir::hla::test::registerTestReverseDiffPass();
+  mlir::hla::test::registerTestPrepareTilesPass();
   mlir::DialectRegistry registry;
   mlir::hla::registerAllDialects(registry);
 

@@ -4,11 +4,14 @@
 // RUN: FileCheck %s --check-prefix=LOG < %t/ptxas.log
 
 // Tests that KDA's derived backward (the chunk's WY/UT form differentiated
-// in reverse) compiles for the GPU: its two passes over the chunks, a
-// kernel each, on the phase mapping (the register tiles do not place the
-// reverse program's slices of Γ's last row yet). The pass saving the states
-// does not spill; the reverse pass, with its pair blocks' bands as 4-D
-// loops, spills a little on the phases (212 bytes at d = 64, 2026-12-06).
+// in reverse, its triangular solve by its closed form) compiles for the
+// GPU: its two passes over the chunks, a kernel each, on the phase mapping.
+// The register tiles place the reverse pass (its tiles in blocks
+// flattened) on one warpgroup, which ptxas spills; it cannot take two
+// (it reduces rows and columns), so the search keeps the phases. The pass
+// saving the states does not spill; the reverse pass, with its pair
+// blocks' bands as 4-D loops, spills a little on the phases (136 bytes at
+// d = 64, 212 before the solve's closed form; 2026-12-06).
 // CHECK: remark: hla.cuda_options = "{{.*}}generator=phases{{.*}}"
 // CHECK: remark: hla.chunking = ["kda backward: two passes, the chunk's WY/UT form differentiated in reverse"]
 // LOG: 0 bytes spill stores, 0 bytes spill loads

@@ -331,17 +331,83 @@ llvm::SmallVector<Value> TileEmitter::vectorValues(Value vector,
   return values;
 }
 
+llvm::SmallVector<Value> TileEmitter::convertVector(Value vector, Placement to,
+                                                    Value scratch) {
+  bool toRows = to == Placement::RowVector;
+  int64_t n = cast<RankedTensorType>(vector.getType()).getDimSize(0);
+  llvm::SmallVector<Value> from =
+      toRows ? colVectors.lookup(vector) : rowVectors.lookup(vector);
+  barrier(); // the scratch's last readers are done
+  // One thread of each row (lane 4r of warpgroup 0) writes a row vector's
+  // values; the first four lanes of warpgroup 0 a column vector's.
+  Value writer =
+      toRows
+          ? Value(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                        threadId, index(4)))
+          : arith::AndIOp::create(
+                b, loc,
+                arith::CmpIOp::create(
+                    b, loc, arith::CmpIPredicate::eq,
+                    arith::RemUIOp::create(b, loc, lane, index(4)), index(0)),
+                arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                      threadId, index(kTileThreads)));
+  auto write = scf::IfOp::create(b, loc, writer, /*withElseRegion=*/false);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(write.thenBlock()->getTerminator());
+    for (auto [t, value] : llvm::enumerate(from))
+      memref::StoreOp::create(b, loc, value, scratch,
+                              ValueRange{toRows ? colOfSlot(t) : rowOfSlot(t)});
+  }
+  barrier();
+  llvm::SmallVector<Value> values;
+  for (int64_t t = 0; t < (toRows ? rowVectorSlots(n) : colVectorSlots(n)); ++t)
+    values.push_back(memref::LoadOp::create(
+        b, loc, scratch, ValueRange{toRows ? rowOfSlot(t) : colOfSlot(t)}));
+  return values;
+}
+
+llvm::DenseMap<Value, llvm::SmallVector<Value>>
+TileEmitter::convertVectors(linalg::GenericOp op, Placement kind) {
+  llvm::DenseMap<Value, llvm::SmallVector<Value>> converted;
+  if (!plan.conversionScratch.count(op))
+    return converted;
+  int64_t n = cast<RankedTensorType>(op.getResult(0).getType()).getDimSize(0);
+  int64_t k = 0;
+  for (OpOperand &operand : op->getOpOperands()) {
+    Value vector = operand.get();
+    Placement p = plan.of(vector);
+    if ((p != Placement::RowVector && p != Placement::ColVector) || p == kind ||
+        converted.count(vector) ||
+        op.getMatchingBlockArgument(&operand).use_empty())
+      continue;
+    Value scratch = memref::ViewOp::create(
+        b, loc,
+        MemRefType::get({n}, b.getF32Type(), AffineMap(),
+                        workgroupSpace(b.getContext())),
+        window, index(plan.conversionScratch.lookup(op) + 4 * n * k++),
+        ValueRange{});
+    converted[vector] = convertVector(vector, kind, scratch);
+  }
+  return converted;
+}
+
 void TileEmitter::emitVectorOp(linalg::GenericOp op) {
   Placement kind = plan.of(op.getResult(0));
   bool rows = kind == Placement::RowVector;
   int64_t n = cast<RankedTensorType>(op.getResult(0).getType()).getDimSize(0);
   auto &own = rows ? rowVectors : colVectors;
+  llvm::DenseMap<Value, llvm::SmallVector<Value>> converted =
+      convertVectors(op, kind);
   llvm::SmallVector<Value> values;
   for (int64_t t = 0; t < (rows ? rowVectorSlots(n) : colVectorSlots(n)); ++t) {
     llvm::SmallVector<Value> ivs = {rows ? rowOfSlot(t) : colOfSlot(t)};
     values.push_back(cloneBody(op, ivs, [&](OpOperand &operand) -> Value {
       if (plan.of(operand.get()) == kind)
         return own[operand.get()][t];
+      auto it = converted.find(operand.get());
+      if (it != converted.end())
+        return it->second[t];
       return evalOperand(op, operand, ivs);
     })[0]);
   }
@@ -442,13 +508,63 @@ void TileEmitter::emitVectorReduction(linalg::GenericOp op) {
       value = total;
     }
   }
-  // The running value joins last.
+  // The running value joins last (converted where it is of the other
+  // orientation).
+  Value initVector = op.getDpsInitOperand(0)->get();
+  llvm::DenseMap<Value, llvm::SmallVector<Value>> converted =
+      convertVectors(op, plan.of(op.getResult(0)));
   llvm::SmallVector<Value> init =
-      vectorValues(op.getDpsInitOperand(0)->get(), plan.of(op.getResult(0)));
+      converted.count(initVector)
+          ? converted.lookup(initVector)
+          : vectorValues(initVector, plan.of(op.getResult(0)));
   llvm::SmallVector<Value> values;
   for (auto [t, value] : llvm::enumerate(partial))
     values.push_back(combine(init[t], value));
   (rows ? rowVectors : colVectors)[op.getResult(0)] = values;
+}
+
+void TileEmitter::emitVectorPrefix(
+    Value prefix, Value buffer,
+    llvm::function_ref<llvm::SmallVector<Value>(Value)> indices) {
+  auto slice = prefix.getDefiningOp<tensor::ExtractSliceOp>();
+  Value vector = slice.getSource();
+  Value length = scalar(slice.getMixedSizes()[0]);
+  bool rows = plan.of(vector) == Placement::RowVector;
+  llvm::SmallVector<Value> values =
+      rows ? rowVectors.lookup(vector) : colVectors.lookup(vector);
+  Type element = cast<MemRefType>(buffer.getType()).getElementType();
+  // A row's first thread of warpgroup 0 stores a row vector's values; the
+  // first four threads hold every column's value of a column vector.
+  Value storer =
+      rows ? arith::AndIOp::create(
+                 b, loc,
+                 arith::CmpIOp::create(
+                     b, loc, arith::CmpIPredicate::eq,
+                     arith::RemUIOp::create(b, loc, lane, index(4)), index(0)),
+                 arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                       threadId, index(kTileThreads)))
+           : Value(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                         threadId, index(4)));
+  auto store = scf::IfOp::create(b, loc, storer, /*withElseRegion=*/false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(store.thenBlock()->getTerminator());
+  for (auto [t, value] : llvm::enumerate(values)) {
+    Value at = rows ? rowOfSlot(t) : colOfSlot(t);
+    Value inside =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, at, length);
+    auto guardInside =
+        scf::IfOp::create(b, loc, inside, /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPoint(guardInside.thenBlock()->getTerminator());
+    Value v = value;
+    if (v.getType() != element) {
+      if (!v.getType().isF32())
+        v = arith::ExtFOp::create(b, loc, b.getF32Type(), v);
+      if (!element.isF32())
+        v = arith::TruncFOp::create(b, loc, element, v);
+    }
+    memref::StoreOp::create(b, loc, v, buffer, indices(at));
+  }
 }
 
 void TileEmitter::emitVectorRow(tensor::InsertSliceOp op) {
@@ -496,6 +612,8 @@ void TileEmitter::emitThreadReduction(linalg::GenericOp op) {
   bool byEight =
       ranges[inner] % 8 == 0 &&
       llvm::all_of(op.getDpsInputOperands(), [&](OpOperand *operand) {
+        if (op.getMatchingBlockArgument(operand).use_empty())
+          return true;
         AffineMap map = op.getMatchingIndexingMap(operand);
         if (map.getNumResults() != 2 ||
             map.getResult(1) != b.getAffineDimExpr(inner) ||
@@ -532,6 +650,8 @@ void TileEmitter::emitThreadReduction(linalg::GenericOp op) {
     }
     llvm::DenseMap<OpOperand *, llvm::SmallVector<Value>> eight;
     for (OpOperand *operand : op.getDpsInputOperands()) {
+      if (op.getMatchingBlockArgument(operand).use_empty())
+        continue;
       llvm::SmallVector<Value> rc =
           applyMap(op.getMatchingIndexingMap(operand), at);
       eight[operand] = readRow8(operand->get(), rc[0], rc[1]);
@@ -1032,10 +1152,19 @@ void TileEmitter::emitOp(Operation *op) {
   if (auto insert = dyn_cast<tensor::InsertSliceOp>(op)) {
     if (plan.of(insert.getResult()) == Placement::Rows) {
       prepareExactReads(insert);
-      if (plan.of(insert.getSource()) == Placement::ColVector)
+      if (plan.of(insert.getSource()) == Placement::ColVector) {
         emitVectorRow(insert);
-      else
+      } else if (insert.getSourceType().getRank() == 1) {
+        tensor::ExtractSliceOp slice = plan.rowsSlice.lookup(insert.getDest());
+        Value offset = scalar(insert.getMixedOffsets()[0]);
+        emitVectorPrefix(
+            insert.getSource(), buffers[slice.getSource()], [&](Value at) {
+              return sliceIndices(
+                  slice, arith::AddIOp::create(b, loc, offset, at), Value());
+            });
+      } else {
         emitRows(insert);
+      }
     }
     return;
   }
@@ -1225,6 +1354,15 @@ void TileEmitter::run() {
       emitVectorStore(insert);
       continue;
     }
+    if (plan.of(insert.getSource()) == Placement::Prefix &&
+        insert.getSourceType().getRank() == 1) {
+      llvm::SmallVector<OpFoldResult> offsets = insert.getMixedOffsets();
+      llvm::SmallBitVector dropped = insert.getDroppedDims();
+      emitVectorPrefix(
+          insert.getSource(), buffers[insert.getDest()],
+          [&](Value at) { return indicesAt(offsets, dropped, at, Value()); });
+      continue;
+    }
     if (plan.of(insert.getSource()) != Placement::Rows)
       emitRows(insert);
   }
@@ -1297,6 +1435,7 @@ struct HLAGPULowerRegisterTilesPass
       // phase mapper transposes in shared memory for free.
       OpBuilder builder(forall);
       auto candidate = cast<scf::ForallOp>(builder.clone(*forall));
+      prepareForRegisterTiles(candidate);
       transposeProductReads(candidate);
       sinkIntoBranches(candidate);
       std::string why;

@@ -100,6 +100,9 @@ private:
   /// A vector op (one loop, no reduction): on-demand where its inputs are,
   /// a row vector where it reads one.
   LogicalResult placeVectorOp(linalg::GenericOp op);
+  /// Gives `op` the scratch converting the row or column vectors it reads
+  /// of the other orientation than its result's.
+  LogicalResult convertVectors(linalg::GenericOp op);
   /// Whether a vector of `type` can be a row vector.
   static bool rowVectorShape(Type type) {
     auto t = dyn_cast<RankedTensorType>(type);
@@ -321,9 +324,9 @@ LogicalResult Placer::placeThreadReduction(linalg::GenericOp op) {
     return refuse(op, "a reduction whose result is not indexed by two of "
                       "its loops");
   for (OpOperand &operand : op->getOpOperands()) {
-    bool read = !op.isDpsInit(&operand) ||
-                !op.getMatchingBlockArgument(&operand).use_empty();
-    if (!read)
+    // (An input never read gives a loop its range: hla's flattened tiles'
+    // window operands.)
+    if (op.getMatchingBlockArgument(&operand).use_empty())
       continue;
     std::optional<Placement> p = of(operand.get());
     if (p == Placement::ScalarTensor)
@@ -544,6 +547,14 @@ LogicalResult Placer::placeVectorReduction(linalg::GenericOp op) {
     if ((p == Placement::RowVector && map == rowMap) ||
         (p == Placement::ColVector && map == colMap))
       continue;
+    // A running value of the other orientation, converted.
+    if (op.isDpsInit(&operand) &&
+        (p == Placement::RowVector || p == Placement::ColVector) &&
+        map.getNumResults() == 1) {
+      if (failed(convertVectors(op)))
+        return failure();
+      continue;
+    }
     if (p == Placement::Frag && map == fragmentMap && !op.isDpsInit(&operand))
       continue;
     auto type = dyn_cast<RankedTensorType>(operand.get().getType());
@@ -574,8 +585,17 @@ int64_t TilePlan::scratchBytes(Operation *op) {
   return 128;
 }
 
+LogicalResult Placer::convertVectors(linalg::GenericOp op) {
+  if (op->getNumOperands() > 4)
+    return refuse(op, "a vector op converting more than four vectors");
+  plan.conversionScratch[op] = plan.sharedBytes;
+  plan.sharedBytes += llvm::alignTo(TilePlan::scratchBytes(op), 128);
+  return success();
+}
+
 LogicalResult Placer::placeVectorOp(linalg::GenericOp op) {
   std::optional<Placement> kind;
+  bool converts = false;
   for (OpOperand &operand : op->getOpOperands()) {
     auto type = dyn_cast<RankedTensorType>(operand.get().getType());
     bool read = !op.isDpsInit(&operand) ||
@@ -586,9 +606,13 @@ LogicalResult Placer::placeVectorOp(linalg::GenericOp op) {
       continue;
     std::optional<Placement> p = of(operand.get());
     if (p == Placement::RowVector || p == Placement::ColVector) {
+      // Vectors of the other orientation (KDA's backward adds a row sum of
+      // its state's cotangent to a column sum of token tiles) are converted
+      // through shared memory (the op's scratch).
       if (kind && kind != p)
-        return refuse(op, "a vector op on a row and a column vector");
-      kind = p;
+        converts = true;
+      if (!kind)
+        kind = p;
       continue;
     }
     if (p != Placement::Expr && p != Placement::ScalarTensor)
@@ -599,6 +623,8 @@ LogicalResult Placer::placeVectorOp(linalg::GenericOp op) {
                !llvm::all_of(op.getIndexingMapsArray(),
                              [](AffineMap m) { return m.isIdentity(); })))
     return refuse(op, "a row or column vector op not element by element");
+  if (converts && failed(convertVectors(op)))
+    return failure();
   // A vector of on-demand values (decay powers of a chunk's tokens), or of
   // rows' or columns' values.
   plan.placement[op.getResult(0)] = kind.value_or(Placement::Expr);
@@ -822,6 +848,25 @@ LogicalResult Placer::placeOp(Operation *op) {
       plan.placement[extract] = Placement::Expr;
       return success();
     }
+    // A vector's leading values, about to be written into a 1-D output
+    // (KDA's dβ of a chunk).
+    if ((p == Placement::RowVector || p == Placement::ColVector) &&
+        extract.hasUnitStride() && extract.getType().getRank() == 1 &&
+        isZeroInteger(extract.getMixedOffsets()[0])) {
+      plan.placement[extract] = Placement::Prefix;
+      return success();
+    }
+    if (p == Placement::Rows) {
+      // A slice of a shared output stands for itself; a slice of a slice
+      // is not written (rows go in by insertion).
+      if (!llvm::is_contained(forall.getRegionIterArgs(), extract.getSource()))
+        return refuse(op, "a slice of output rows");
+      if (!extract.hasUnitStride() || extract.getType().getRank() > 2)
+        return refuse(op, "a strided slice of output rows, or not of rows");
+      plan.placement[extract] = Placement::Rows;
+      plan.rowsSlice[extract] = extract;
+      return success();
+    }
     if (!extract.hasUnitStride() || extract.getType().getRank() != 2)
       return refuse(op, "a strided or non-2-D slice");
     if (p == Placement::Global) {
@@ -847,15 +892,6 @@ LogicalResult Placer::placeOp(Operation *op) {
           tile.getDimSize(1) % 8 == 0 && extract.hasUnitStride()) {
         land(extract, tile, /*buffers=*/2);
       }
-      return success();
-    }
-    if (p == Placement::Rows) {
-      // A slice of a shared output stands for itself; a slice of a slice
-      // is not written (rows go in by insertion).
-      if (!llvm::is_contained(forall.getRegionIterArgs(), extract.getSource()))
-        return refuse(op, "a slice of output rows");
-      plan.placement[extract] = Placement::Rows;
-      plan.rowsSlice[extract] = extract;
       return success();
     }
     if ((p == Placement::Frag || p == Placement::Expr) &&
@@ -885,6 +921,15 @@ LogicalResult Placer::placeOp(Operation *op) {
     if (src == Placement::ColVector && dest == Placement::Rows &&
         insert.hasUnitStride() && insert.getDestType().getRank() == 2 &&
         getConstantIntValue(insert.getMixedSizes()[0]) == 1) {
+      plan.placement[insert] = Placement::Rows;
+      plan.rowsSlice[insert] = plan.rowsSlice[insert.getDest()];
+      return success();
+    }
+    // A row or column vector's leading values as a chunk's rows of a 1-D
+    // output.
+    if (src == Placement::Prefix && dest == Placement::Rows &&
+        insert.hasUnitStride() && insert.getSourceType().getRank() == 1 &&
+        insert.getDestType().getRank() == 1) {
       plan.placement[insert] = Placement::Rows;
       plan.rowsSlice[insert] = plan.rowsSlice[insert.getDest()];
       return success();
@@ -1001,6 +1046,9 @@ LogicalResult Placer::run() {
       auto prefix = insert.getSource().getDefiningOp<tensor::ExtractSliceOp>();
       Value tile =
           source == Placement::Prefix ? prefix.getSource() : insert.getSource();
+      // A row or column vector's leading values (KDA's dβ of a chunk).
+      if (source == Placement::Prefix && insert.getSourceType().getRank() == 1)
+        continue;
       if (insert.getSourceType().getRank() != 2 ||
           insert.getSourceType().isDynamicDim(1) ||
           insert.getSourceType().getDimSize(1) !=

@@ -7,6 +7,8 @@
 // hla-gpu-lower-register-tiles runs a tensor chunk loop as one warpgroup per
 // (sequence, head) with its tiles as values, in these files:
 //
+//   PrepareTiles.cpp        the loop's copy rewritten into forms they
+//                           place (PrepareTiles.h);
 //   PlaceTiles.cpp          where each tile lives (TilePlan), or why the
 //                           loop cannot be placed;
 //   OrderTiles.cpp          the chunk body's order, for register pressure;
@@ -18,6 +20,8 @@
 
 #ifndef HLA_LIB_DIALECT_HLA_GPU_REGISTERTILES_H
 #define HLA_LIB_DIALECT_HLA_GPU_REGISTERTILES_H
+
+#include "hla/Dialect/HLA/GPU/PrepareTiles.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -148,6 +152,12 @@ struct TilePlan {
   /// (In placement order: the shared-memory layout must not depend on
   /// pointer values.)
   llvm::MapVector<Operation *, int64_t> reductionScratch;
+  /// The scratch of each vector op or reduction into a vector that reads
+  /// row and column vectors both (KDA's backward adds a row sum of its
+  /// state's cotangent to column sums of token tiles): the vectors of the
+  /// other orientation than its result's go through shared memory, up to
+  /// four (scratchBytes).
+  llvm::MapVector<Operation *, int64_t> conversionScratch;
   int64_t sharedBytes = 0;
   int64_t contractions = 0;
   /// Reductions computed by each thread for its own elements.

@@ -129,6 +129,19 @@ private:
       return colVectors[vector][colSlot(i, cols)];
     return nullptr;
   }
+  /// The row and column vectors `op` reads of the other orientation than
+  /// `kind`, converted (through its conversionScratch).
+  llvm::DenseMap<Value, llvm::SmallVector<Value>>
+  convertVectors(linalg::GenericOp op, Placement kind);
+  /// A row vector's values at the thread's columns, or a column vector's
+  /// at its rows, through `scratch` (a vector's words in shared memory).
+  llvm::SmallVector<Value> convertVector(Value vector, Placement to,
+                                         Value scratch);
+  /// Stores a row or column vector's leading values (`prefix`, a slice of
+  /// it) into `buffer` at `indices` of each position.
+  void
+  emitVectorPrefix(Value prefix, Value buffer,
+                   llvm::function_ref<llvm::SmallVector<Value>(Value)> indices);
   /// Stores a column vector into one row of a shared output.
   void emitVectorRow(tensor::InsertSliceOp op);
   static int64_t columns(Value tile) {

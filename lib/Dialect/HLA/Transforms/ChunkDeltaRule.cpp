@@ -332,6 +332,7 @@ DeltaRuleChunks::emit(OpBuilder &b, Location loc, const ChunkTiles &tiles,
           });
     };
     // From the identity (M's, the monoid's own, c x c).
+    OpRecorder solveOps(b);
     Value inverse =
         buildMonoidIdentity(b, loc, spec, *spec.findComponent("M"),
                             RankedTensorType::get({c, c}, b.getF32Type()));
@@ -345,6 +346,18 @@ DeltaRuleChunks::emit(OpBuilder &b, Location loc, const ChunkTiles &tiles,
                        return arith::SubFOp::create(nb, l, args[0], args[1]);
                      });
     }
+    // Reversed, N = (I + L)^-1 gives L the cotangent −Nᵀ dN Nᵀ: two
+    // products, where reversing the doubling takes about four per level and
+    // keeps every level's N.
+    solveVjps.push_back(
+        {lower, inverse, solveOps.recorded(),
+         [inverse](OpBuilder &nb, Location l, Value cotangent) -> Value {
+           TileBuilder rb(nb, l);
+           Value left = rb.matmul(inverse, cotangent, /*transA=*/true);
+           return rb.scale(
+               rb.matmul(left, inverse, /*transA=*/false, /*transB=*/true),
+               -1.0);
+         }});
     Value tri = tb.scaleCols(inverse, beta);
 
     Value expGamma = tb.generic(

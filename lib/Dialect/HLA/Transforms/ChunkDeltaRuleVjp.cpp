@@ -214,9 +214,16 @@ DeltaRuleVjpLowering::emitStep(OpBuilder &b, DeltaRuleChunks &chunks, Value bi,
     wrt = tiles.tokens;
   if (wantLambda)
     wrt.push_back(entry);
+  // The chunk's triangular solve reversed by its closed form.
+  llvm::SmallVector<Operation *> program = recorder.recorded();
+  llvm::DenseSet<Operation *> inProgram(program.begin(), program.end());
+  llvm::SmallVector<ClosedFormVjp> solves;
+  for (const ClosedFormVjp &solve : chunks.solves())
+    if (inProgram.contains(solve.result.getDefiningOp()))
+      solves.push_back(solve);
   FailureOr<llvm::SmallVector<Value>> grads = emitReverseDiff(
-      b, loc, recorder.recorded(),
-      {{rows->front(), cotangent}, {next->front(), lambda}}, wrt);
+      b, loc, program, {{rows->front(), cotangent}, {next->front(), lambda}},
+      wrt, solves);
   if (failed(grads))
     return failure();
   if (wantLambda)

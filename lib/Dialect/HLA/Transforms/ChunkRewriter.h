@@ -27,6 +27,7 @@
 #include "hla/Dialect/HLA/IR/HLAAttrs.h"
 #include "hla/Dialect/HLA/IR/HLAOps.h"
 #include "hla/Dialect/HLA/Transforms/ChunkPlan.h"
+#include "hla/Dialect/HLA/Transforms/ReverseDiff.h"
 
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
@@ -239,6 +240,10 @@ public:
                                            const ChunkTiles &tiles, Part part,
                                            Value carried = Value());
 
+  /// The triangular solves `emit` built, each with its closed-form
+  /// vector-Jacobian product (for emitReverseDiff).
+  llvm::ArrayRef<ClosedFormVjp> solves() const { return solveVjps; }
+
 private:
   /// A chunk's cumulative log-decay Γ, e^Γ, W and U (per key tile).
   struct Chunk {
@@ -254,6 +259,7 @@ private:
   int64_t chunk;
   bool f16Gates;
   llvm::DenseMap<Value, Chunk> chunks;
+  llvm::SmallVector<ClosedFormVjp> solveVjps;
 };
 
 class ChunkRewriter {

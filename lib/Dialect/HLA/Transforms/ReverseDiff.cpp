@@ -333,7 +333,22 @@ public:
 
   LogicalResult run(llvm::ArrayRef<Operation *> program,
                     llvm::ArrayRef<std::pair<Value, Value>> seeds,
-                    llvm::ArrayRef<Value> wrt) {
+                    llvm::ArrayRef<Value> wrt,
+                    llvm::ArrayRef<ClosedFormVjp> closedForms) {
+    // The ops each closed form covers, and the op making its result (where
+    // its rule runs).
+    llvm::DenseMap<Operation *, const ClosedFormVjp *> covered;
+    for (const ClosedFormVjp &form : closedForms) {
+      for (Operation *op : form.ops)
+        covered[op] = &form;
+      for (Operation *op : form.ops)
+        for (Value r : op->getResults())
+          for (Operation *user : r.getUsers())
+            if (r != form.result && !covered.count(user))
+              return user->emitError()
+                     << "reverse differentiation: reads a value inside a "
+                        "closed form's ops";
+    }
     active.insert(wrt.begin(), wrt.end());
     for (Operation *op : program)
       if (llvm::any_of(op->getOperands(),
@@ -345,6 +360,12 @@ public:
       if (llvm::none_of(op->getResults(),
                         [&](Value r) { return adjoints.contains(r); }))
         continue;
+      if (const ClosedFormVjp *form = covered.lookup(op)) {
+        if (form->result.getDefiningOp() == op && active.contains(form->input))
+          accumulate(form->input,
+                     form->vjp(b, loc, adjoints.lookup(form->result)));
+        continue;
+      }
       if (llvm::none_of(op->getOperands(),
                         [&](Value v) { return active.contains(v); }))
         continue;
@@ -525,9 +546,10 @@ private:
 
 FailureOr<llvm::SmallVector<Value>> mlir::hla::emitReverseDiff(
     OpBuilder &b, Location loc, llvm::ArrayRef<Operation *> program,
-    llvm::ArrayRef<std::pair<Value, Value>> seeds, llvm::ArrayRef<Value> wrt) {
+    llvm::ArrayRef<std::pair<Value, Value>> seeds, llvm::ArrayRef<Value> wrt,
+    llvm::ArrayRef<ClosedFormVjp> closedForms) {
   ReverseDiff diff(b, loc);
-  if (failed(diff.run(program, seeds, wrt)))
+  if (failed(diff.run(program, seeds, wrt, closedForms)))
     return failure();
   llvm::SmallVector<Value> gradients;
   for (Value v : wrt)
