@@ -6,7 +6,7 @@
 // the kernels' 32-bit indices, so the slices would wrap onto each other
 // (KDA's backward with parallel gradients, 32768 blocks of 152 KB, gave
 // gradients 40x off before this check).
-// CHECK: error: 'gpu.launch' op hla-gpu-map-chunk-loops: 32768 blocks of 155648 bytes of device-memory scratch exceed the 2^31 bytes the kernels' 32-bit indices address
+// CHECK: error: 'gpu.launch' op hla-gpu-map-chunk-loops: 32768 blocks of {{[0-9]+}} bytes of device-memory scratch exceed the 2^31 bytes the kernels' 32-bit indices address
 func.func @main(%q: tensor<8x8192x16x64xbf16>, %k: tensor<8x8192x16x64xbf16>, %v: tensor<8x8192x16x64xbf16>, %g: tensor<8x8192x16x64xbf16>, %beta: tensor<8x8192x16xbf16>) -> tensor<8x8192x16x64xbf16> {
   %o = hla.kda %q, %k, %v, %g, %beta {scale = 0.125 : f64} : (tensor<8x8192x16x64xbf16>, tensor<8x8192x16x64xbf16>, tensor<8x8192x16x64xbf16>, tensor<8x8192x16x64xbf16>, tensor<8x8192x16xbf16>) -> tensor<8x8192x16x64xbf16>
   return %o : tensor<8x8192x16x64xbf16>

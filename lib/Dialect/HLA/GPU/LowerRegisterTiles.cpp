@@ -298,6 +298,16 @@ void TileEmitter::emitElementwise(linalg::GenericOp op) {
         plan.of(operand.get()) == Placement::Frag &&
         op.getMatchingIndexingMap(&operand) == outMap)
       fragmentInputs[operand.get()] = elements(operand.get());
+  // A row vector read along the output's columns or a column vector along
+  // its rows, converted first.
+  auto along = [&](OpOperand &operand) {
+    return op.getMatchingIndexingMap(&operand) ==
+                   outMap.getSubMap(llvm::ArrayRef<unsigned>{0})
+               ? Placement::RowVector
+               : Placement::ColVector;
+  };
+  llvm::DenseMap<Value, llvm::SmallVector<Value>> across =
+      convertVectors(op, along);
   Fragment f = Fragment::of(op.getResult(0));
   for (int64_t i = 0; i < slotsOf(op.getResult(0)); ++i) {
     llvm::SmallVector<Value> ivs(2);
@@ -308,6 +318,11 @@ void TileEmitter::emitElementwise(linalg::GenericOp op) {
       if (it != fragmentInputs.end() &&
           op.getMatchingIndexingMap(&operand) == outMap)
         return it->second[i];
+      if (auto converted = across.find(operand.get());
+          converted != across.end())
+        return converted
+            ->second[along(operand) == Placement::RowVector ? rowSlot(i, cols)
+                                                            : colSlot(i, cols)];
       if (Value v = vectorAtSlot(operand.get(), i, cols))
         return v;
       return evalOperand(op, operand, ivs);
@@ -368,26 +383,29 @@ llvm::SmallVector<Value> TileEmitter::convertVector(Value vector, Placement to,
 }
 
 llvm::DenseMap<Value, llvm::SmallVector<Value>>
-TileEmitter::convertVectors(linalg::GenericOp op, Placement kind) {
+TileEmitter::convertVectors(linalg::GenericOp op,
+                            llvm::function_ref<Placement(OpOperand &)> wanted) {
   llvm::DenseMap<Value, llvm::SmallVector<Value>> converted;
   if (!plan.conversionScratch.count(op))
     return converted;
-  int64_t n = cast<RankedTensorType>(op.getResult(0).getType()).getDimSize(0);
   int64_t k = 0;
   for (OpOperand &operand : op->getOpOperands()) {
     Value vector = operand.get();
     Placement p = plan.of(vector);
-    if ((p != Placement::RowVector && p != Placement::ColVector) || p == kind ||
-        converted.count(vector) ||
+    if ((p != Placement::RowVector && p != Placement::ColVector) ||
+        p == wanted(operand) || converted.count(vector) ||
         op.getMatchingBlockArgument(&operand).use_empty())
       continue;
-    Value scratch = memref::ViewOp::create(
-        b, loc,
-        MemRefType::get({n}, b.getF32Type(), AffineMap(),
-                        workgroupSpace(b.getContext())),
-        window, index(plan.conversionScratch.lookup(op) + 4 * n * k++),
-        ValueRange{});
-    converted[vector] = convertVector(vector, kind, scratch);
+    int64_t n = cast<RankedTensorType>(vector.getType()).getDimSize(0);
+    Value scratch =
+        memref::ViewOp::create(b, loc,
+                               MemRefType::get({n}, b.getF32Type(), AffineMap(),
+                                               workgroupSpace(b.getContext())),
+                               window,
+                               index(plan.conversionScratch.lookup(op).offset +
+                                     4 * kMaxFragmentRows * k++),
+                               ValueRange{});
+    converted[vector] = convertVector(vector, wanted(operand), scratch);
   }
   return converted;
 }
@@ -398,7 +416,7 @@ void TileEmitter::emitVectorOp(linalg::GenericOp op) {
   int64_t n = cast<RankedTensorType>(op.getResult(0).getType()).getDimSize(0);
   auto &own = rows ? rowVectors : colVectors;
   llvm::DenseMap<Value, llvm::SmallVector<Value>> converted =
-      convertVectors(op, kind);
+      convertVectors(op, [&](OpOperand &) { return kind; });
   llvm::SmallVector<Value> values;
   for (int64_t t = 0; t < (rows ? rowVectorSlots(n) : colVectorSlots(n)); ++t) {
     llvm::SmallVector<Value> ivs = {rows ? rowOfSlot(t) : colOfSlot(t)};
@@ -511,12 +529,12 @@ void TileEmitter::emitVectorReduction(linalg::GenericOp op) {
   // The running value joins last (converted where it is of the other
   // orientation).
   Value initVector = op.getDpsInitOperand(0)->get();
+  Placement kind = plan.of(op.getResult(0));
   llvm::DenseMap<Value, llvm::SmallVector<Value>> converted =
-      convertVectors(op, plan.of(op.getResult(0)));
-  llvm::SmallVector<Value> init =
-      converted.count(initVector)
-          ? converted.lookup(initVector)
-          : vectorValues(initVector, plan.of(op.getResult(0)));
+      convertVectors(op, [&](OpOperand &) { return kind; });
+  llvm::SmallVector<Value> init = converted.count(initVector)
+                                      ? converted.lookup(initVector)
+                                      : vectorValues(initVector, kind);
   llvm::SmallVector<Value> values;
   for (auto [t, value] : llvm::enumerate(partial))
     values.push_back(combine(init[t], value));

@@ -310,11 +310,13 @@ void mlir::hla::gpumap::shareSharedMemory(TilePlan &plan) {
     l.offset = offset;
     offset += llvm::alignTo(2 * l.bufferBytes(), int64_t(128));
   }
-  for (auto *scratch : {&plan.reductionScratch, &plan.conversionScratch}) {
-    for (auto &[op, words] : *scratch) {
-      words = offset;
-      offset += llvm::alignTo(TilePlan::scratchBytes(op), int64_t(128));
-    }
+  for (auto &[op, words] : plan.reductionScratch) {
+    words = offset;
+    offset += llvm::alignTo(TilePlan::scratchBytes(op), int64_t(128));
+  }
+  for (auto &[op, scratch] : plan.conversionScratch) {
+    scratch.offset = offset;
+    offset += llvm::alignTo(scratch.bytes(), int64_t(128));
   }
   int64_t base = offset, end = offset;
   llvm::SmallVector<unsigned> order(plan.staged.size());

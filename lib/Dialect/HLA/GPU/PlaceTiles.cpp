@@ -100,9 +100,9 @@ private:
   /// A vector op (one loop, no reduction): on-demand where its inputs are,
   /// a row vector where it reads one.
   LogicalResult placeVectorOp(linalg::GenericOp op);
-  /// Gives `op` the scratch converting the row or column vectors it reads
-  /// of the other orientation than its result's.
-  LogicalResult convertVectors(linalg::GenericOp op);
+  /// Gives `op` the scratch converting `vectors` row or column vectors it
+  /// reads in the other orientation.
+  void convertVectors(linalg::GenericOp op, int64_t vectors);
   /// Whether a vector of `type` can be a row vector.
   static bool rowVectorShape(Type type) {
     auto t = dyn_cast<RankedTensorType>(type);
@@ -417,6 +417,8 @@ LogicalResult Placer::placeGeneric(linalg::GenericOp op) {
     return placeVectorOp(op);
   if (op.getNumLoops() != 2)
     return refuse(op, "an elementwise op of more than two dimensions");
+  // Row and column vectors read in the other orientation.
+  int64_t across = 0;
   for (OpOperand &operand : op->getOpOperands()) {
     auto type = dyn_cast<RankedTensorType>(operand.get().getType());
     if (type && type.getRank() == 0 &&
@@ -433,10 +435,15 @@ LogicalResult Placer::placeGeneric(linalg::GenericOp op) {
         of(operand.get()) == Placement::ColVector) {
       AffineMap outMap = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
       unsigned along = of(operand.get()) == Placement::RowVector ? 0 : 1;
-      if (op.isDpsInit(&operand) ||
-          op.getMatchingIndexingMap(&operand) !=
-              outMap.getSubMap(llvm::ArrayRef<unsigned>{along}))
-        return refuse(op, "a row or column vector read across");
+      if (op.isDpsInit(&operand))
+        return refuse(op, "a row or column vector as an output");
+      // Read across (a row vector broadcast along the columns), converted.
+      AffineMap map = op.getMatchingIndexingMap(&operand);
+      if (map != outMap.getSubMap(llvm::ArrayRef<unsigned>{along})) {
+        if (map != outMap.getSubMap(llvm::ArrayRef<unsigned>{1 - along}))
+          return refuse(op, "a row or column vector read through another map");
+        ++across;
+      }
       continue;
     }
     // A tile read through a map of its own (a narrower tile repeated:
@@ -452,6 +459,8 @@ LogicalResult Placer::placeGeneric(linalg::GenericOp op) {
         !op.getMatchingIndexingMap(&operand).isPermutation())
       return refuse(op, "an elementwise op on other than whole 2-D tiles");
   }
+  if (across)
+    convertVectors(op, across);
   AffineMap outMap = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
   bool readsFragment = false;
   for (OpOperand &operand : op->getOpOperands()) {
@@ -551,8 +560,7 @@ LogicalResult Placer::placeVectorReduction(linalg::GenericOp op) {
     if (op.isDpsInit(&operand) &&
         (p == Placement::RowVector || p == Placement::ColVector) &&
         map.getNumResults() == 1) {
-      if (failed(convertVectors(op)))
-        return failure();
+      convertVectors(op, 1);
       continue;
     }
     if (p == Placement::Frag && map == fragmentMap && !op.isDpsInit(&operand))
@@ -585,17 +593,15 @@ int64_t TilePlan::scratchBytes(Operation *op) {
   return 128;
 }
 
-LogicalResult Placer::convertVectors(linalg::GenericOp op) {
-  if (op->getNumOperands() > 4)
-    return refuse(op, "a vector op converting more than four vectors");
-  plan.conversionScratch[op] = plan.sharedBytes;
-  plan.sharedBytes += llvm::alignTo(TilePlan::scratchBytes(op), 128);
-  return success();
+void Placer::convertVectors(linalg::GenericOp op, int64_t vectors) {
+  TilePlan::Conversions scratch{plan.sharedBytes, vectors};
+  plan.conversionScratch[op] = scratch;
+  plan.sharedBytes += llvm::alignTo(scratch.bytes(), 128);
 }
 
 LogicalResult Placer::placeVectorOp(linalg::GenericOp op) {
   std::optional<Placement> kind;
-  bool converts = false;
+  int64_t converts = 0;
   for (OpOperand &operand : op->getOpOperands()) {
     auto type = dyn_cast<RankedTensorType>(operand.get().getType());
     bool read = !op.isDpsInit(&operand) ||
@@ -610,7 +616,7 @@ LogicalResult Placer::placeVectorOp(linalg::GenericOp op) {
       // its state's cotangent to a column sum of token tiles) are converted
       // through shared memory (the op's scratch).
       if (kind && kind != p)
-        converts = true;
+        ++converts;
       if (!kind)
         kind = p;
       continue;
@@ -623,8 +629,8 @@ LogicalResult Placer::placeVectorOp(linalg::GenericOp op) {
                !llvm::all_of(op.getIndexingMapsArray(),
                              [](AffineMap m) { return m.isIdentity(); })))
     return refuse(op, "a row or column vector op not element by element");
-  if (converts && failed(convertVectors(op)))
-    return failure();
+  if (converts)
+    convertVectors(op, converts);
   // A vector of on-demand values (decay powers of a chunk's tokens), or of
   // rows' or columns' values.
   plan.placement[op.getResult(0)] = kind.value_or(Placement::Expr);

@@ -155,9 +155,13 @@ struct TilePlan {
   /// The scratch of each vector op or reduction into a vector that reads
   /// row and column vectors both (KDA's backward adds a row sum of its
   /// state's cotangent to column sums of token tiles): the vectors of the
-  /// other orientation than its result's go through shared memory, up to
-  /// four (scratchBytes).
-  llvm::MapVector<Operation *, int64_t> conversionScratch;
+  /// other orientation go through shared memory, kMaxFragmentRows words
+  /// each.
+  struct Conversions {
+    int64_t offset, vectors;
+    int64_t bytes() const { return vectors * kMaxFragmentRows * 4; }
+  };
+  llvm::MapVector<Operation *, Conversions> conversionScratch;
   int64_t sharedBytes = 0;
   int64_t contractions = 0;
   /// Reductions computed by each thread for its own elements.

@@ -129,10 +129,11 @@ private:
       return colVectors[vector][colSlot(i, cols)];
     return nullptr;
   }
-  /// The row and column vectors `op` reads of the other orientation than
-  /// `kind`, converted (through its conversionScratch).
+  /// The row and column vectors `op` reads in the other orientation than
+  /// `wanted` says of each, converted (through its conversionScratch).
   llvm::DenseMap<Value, llvm::SmallVector<Value>>
-  convertVectors(linalg::GenericOp op, Placement kind);
+  convertVectors(linalg::GenericOp op,
+                 llvm::function_ref<Placement(OpOperand &)> wanted);
   /// A row vector's values at the thread's columns, or a column vector's
   /// at its rows, through `scratch` (a vector's words in shared memory).
   llvm::SmallVector<Value> convertVector(Value vector, Placement to,

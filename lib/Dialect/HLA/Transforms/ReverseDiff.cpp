@@ -34,6 +34,7 @@
 #include "hla/Dialect/HLA/Transforms/ReverseDiff.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -416,6 +417,44 @@ private:
     if (auto generic = dyn_cast<linalg::GenericOp>(op))
       return propagateGeneric(generic);
     if (auto slice = dyn_cast<tensor::ExtractSliceOp>(op)) {
+      // One row of a tile whose cotangent has terms already (KDA's Γ at a
+      // pair block's first token): added into that row, not a tile of
+      // zeros with the row added to the whole (alive beside the running
+      // sum until then).
+      RankedTensorType source = slice.getSourceType();
+      auto it = adjoints.find(slice.getSource());
+      if (it != adjoints.end() && source.getRank() == 2 &&
+          slice.getType().getRank() == 1 && slice.hasUnitStride() &&
+          isZeroInteger(slice.getMixedOffsets()[1]) &&
+          getConstantIntValue(slice.getMixedSizes()[1]) ==
+              source.getDimSize(1)) {
+        Value row =
+            getValueOrCreateConstantIndexOp(b, loc, slice.getMixedOffsets()[0]);
+        MLIRContext *ctx = b.getContext();
+        AffineExpr r = getAffineDimExpr(0, ctx), c = getAffineDimExpr(1, ctx);
+        AffineMap id = AffineMap::get(2, 0, {r, c}, ctx);
+        it->second =
+            linalg::GenericOp::create(
+                b, loc, source,
+                ValueRange{it->second, adjoints.lookup(slice.getResult())},
+                ValueRange{tensor::EmptyOp::create(b, loc, source.getShape(),
+                                                   source.getElementType())},
+                llvm::ArrayRef<AffineMap>{id, AffineMap::get(2, 0, {c}, ctx),
+                                          id},
+                llvm::SmallVector<utils::IteratorType>(
+                    2, utils::IteratorType::parallel),
+                [&](OpBuilder &nb, Location l, ValueRange args) {
+                  Value here = arith::CmpIOp::create(
+                      nb, l, arith::CmpIPredicate::eq,
+                      linalg::IndexOp::create(nb, l, 0), row);
+                  Value added = arith::AddFOp::create(nb, l, args[0], args[1]);
+                  linalg::YieldOp::create(nb, l,
+                                          ValueRange{arith::SelectOp::create(
+                                              nb, l, here, added, args[0])});
+                })
+                .getResult(0);
+        return success();
+      }
       Value grad = tensor::InsertSliceOp::create(
           b, loc, adjoints.lookup(slice.getResult()),
           zerosLike(slice.getSource()), slice.getMixedOffsets(),
