@@ -38,10 +38,11 @@ NAMES = ("q", "k", "v", "g", "beta")
 # Every pass on register tiles at 64-token chunks (the reverse program's
 # tiles in blocks flattened; the gradients' pass, 1,376 fragment registers
 # per thread, spills), as they are and with the sequential passes'
-# state-free work hoisted into passes parallel over chunks.
+# state-free work hoisted into passes parallel over chunks (which the fused
+# form of the persistent schedule takes).
 TILES_64 = ["--parallel-gradients=on", "--chunk-size=64", "--cuda-generator=auto",
             "--cuda-allow-spills"]
-HOISTED = ["--hoist-chunk-work=on"]
+HOISTED = ["--hoist-chunk-work=on", "--cuda-schedule=persistent"]
 # (dtype, B, T, H, d, dv, H_kv[, hla-opt flags])
 CHECKS = [
     ("f32", 2, 100, 2, 16, 16, 2),
