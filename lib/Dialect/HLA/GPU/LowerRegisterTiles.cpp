@@ -355,17 +355,7 @@ llvm::SmallVector<Value> TileEmitter::convertVector(Value vector, Placement to,
   barrier(); // the scratch's last readers are done
   // One thread of each row (lane 4r of warpgroup 0) writes a row vector's
   // values; the first four lanes of warpgroup 0 a column vector's.
-  Value writer =
-      toRows
-          ? Value(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
-                                        threadId, index(4)))
-          : arith::AndIOp::create(
-                b, loc,
-                arith::CmpIOp::create(
-                    b, loc, arith::CmpIPredicate::eq,
-                    arith::RemUIOp::create(b, loc, lane, index(4)), index(0)),
-                arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
-                                      threadId, index(kTileThreads)));
+  Value writer = holdsVector(plan.of(vector));
   auto write = scf::IfOp::create(b, loc, writer, /*withElseRegion=*/false);
   {
     OpBuilder::InsertionGuard guard(b);
@@ -408,6 +398,19 @@ TileEmitter::convertVectors(linalg::GenericOp op,
     converted[vector] = convertVector(vector, wanted(operand), scratch);
   }
   return converted;
+}
+
+Value TileEmitter::holdsVector(Placement kind) {
+  if (kind == Placement::ColVector)
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, threadId,
+                                 index(4));
+  return arith::AndIOp::create(
+      b, loc,
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                            arith::RemUIOp::create(b, loc, lane, index(4)),
+                            index(0)),
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, threadId,
+                            index(kTileThreads)));
 }
 
 void TileEmitter::emitVectorOp(linalg::GenericOp op) {
@@ -553,16 +556,7 @@ void TileEmitter::emitVectorPrefix(
   Type element = cast<MemRefType>(buffer.getType()).getElementType();
   // A row's first thread of warpgroup 0 stores a row vector's values; the
   // first four threads hold every column's value of a column vector.
-  Value storer =
-      rows ? arith::AndIOp::create(
-                 b, loc,
-                 arith::CmpIOp::create(
-                     b, loc, arith::CmpIPredicate::eq,
-                     arith::RemUIOp::create(b, loc, lane, index(4)), index(0)),
-                 arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
-                                       threadId, index(kTileThreads)))
-           : Value(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
-                                         threadId, index(4)));
+  Value storer = holdsVector(plan.of(vector));
   auto store = scf::IfOp::create(b, loc, storer, /*withElseRegion=*/false);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(store.thenBlock()->getTerminator());

@@ -134,6 +134,10 @@ private:
   llvm::DenseMap<Value, llvm::SmallVector<Value>>
   convertVectors(linalg::GenericOp op,
                  llvm::function_ref<Placement(OpOperand &)> wanted);
+  /// Whether this thread is one that, together, hold every value of a
+  /// vector of `kind` once: a row's first thread of warpgroup 0 (a row
+  /// vector), the first four threads (a column vector).
+  Value holdsVector(Placement kind);
   /// A row vector's values at the thread's columns, or a column vector's
   /// at its rows, through `scratch` (a vector's words in shared memory).
   llvm::SmallVector<Value> convertVector(Value vector, Placement to,
