@@ -43,6 +43,9 @@ NAMES = ("q", "k", "v", "g", "beta")
 TILES_64 = ["--parallel-gradients=on", "--chunk-size=64", "--cuda-generator=auto",
             "--cuda-allow-spills"]
 HOISTED = ["--hoist-chunk-work=on", "--cuda-schedule=persistent"]
+# The gradients' pass cut into stages of at most this many live bytes
+# (hla-fission-chunk-passes).
+FISSION = ["--fission-live-bytes=98304"]
 # (dtype, B, T, H, d, dv, H_kv[, hla-opt flags])
 CHECKS = [
     ("f32", 2, 100, 2, 16, 16, 2),
@@ -54,6 +57,9 @@ CHECKS = [
     ("bf16", 1, 130, 2, 64, 64, 2, TILES_64),
     ("bf16", 2, 70, 4, 64, 64, 2, TILES_64 + HOISTED),
     ("bf16", 1, 1, 2, 64, 64, 2, TILES_64 + HOISTED),
+    ("bf16", 1, 130, 2, 64, 64, 2, TILES_64 + FISSION),
+    ("bf16", 2, 70, 4, 64, 64, 2, TILES_64 + HOISTED + FISSION),
+    ("bf16", 1, 1, 2, 64, 64, 2, TILES_64 + HOISTED + FISSION),
 ]
 CHECK_TOL = {"f32": 1e-4, "bf16": 1e-2}
 TIMED = [(8, 16, 2048, 64), (8, 16, 8192, 64), (1, 16, 65536, 64), (4, 16, 8192, 128)]
@@ -61,8 +67,13 @@ TIMED = [(8, 16, 2048, 64), (8, 16, 8192, 64), (1, 16, 65536, 64), (4, 16, 8192,
 # inputs: (label, hla-opt flags).
 VARIANTS = [("parallel gradients", ["--parallel-gradients=on"]),
             ("two passes", ["--parallel-gradients=off"]),
-            ("tiles 64, parallel gradients", TILES_64),
-            ("tiles 64, parallel gradients, hoisted", TILES_64 + HOISTED)]
+            ("tiles 64, parallel gradients, hoisted", TILES_64 + HOISTED),
+            ("tiles 64, hoisted, fission 64 KiB",
+             TILES_64 + HOISTED + ["--fission-live-bytes=65536"]),
+            ("tiles 64, hoisted, fission 96 KiB", TILES_64 + HOISTED + FISSION),
+            ("tiles 64, hoisted, fission 128 KiB",
+             TILES_64 + HOISTED + ["--fission-live-bytes=131072"]),
+            ("tiles 64, fission 96 KiB", TILES_64 + FISSION)]
 
 
 def graph(B, T, H, d, dv, dtype, kv_heads=None):

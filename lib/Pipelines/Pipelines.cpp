@@ -82,6 +82,9 @@ void mlir::hla::buildCPUPipeline(OpPassManager &pm,
   if (options.hoistChunkWork == AutoSwitch::On &&
       options.chunkForm == ChunkForm::Fused)
     pm.addPass(createHLAHoistChunkWorkPass());
+  if (options.fissionLiveBytes > 0)
+    pm.addPass(createHLAFissionChunkPassesPass(
+        HLAFissionChunkPassesPassOptions{options.fissionLiveBytes}));
   if (options.vectorize) {
     // Register tiles: the chunk math becomes vector code.
     pm.addPass(createHLAVectorizeTilesPass());
@@ -223,6 +226,13 @@ void mlir::hla::buildCUDAKernelMapping(OpPassManager &pm,
   // keeps every term's product alive until it is read).
   if (options.generator != ChunkLoopGenerator::Phases)
     pm.addPass(createHLASplitTileSumsPass());
+  // Passes parallel over chunks whose tiles would not fit the registers
+  // at once (KDA's gradients) cut into stages, tiles between them in
+  // device memory (bf16 where only tensor cores read them).
+  if (options.fissionLiveBytes > 0)
+    pm.addPass(createHLAFissionChunkPassesPass(
+        HLAFissionChunkPassesPassOptions{options.fissionLiveBytes,
+                                         /*bf16Operands=*/true}));
   // The model graph's own ops (projections, norms, gathers) as loops of
   // row blocks: kernels too, like the chunk loops.
   pm.addNestedPass<func::FuncOp>(createHLAGPUDistributeGraphOpsPass(

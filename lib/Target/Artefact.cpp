@@ -322,6 +322,7 @@ LogicalResult mlir::hla::compileToArtefact(ModuleOp module,
     pipeline.parallelGradients = options.parallelGradients;
     pipeline.splitGradients = options.splitGradients;
     pipeline.hoistChunkWork = options.hoistChunkWork;
+    pipeline.fissionLiveBytes = options.fissionLiveBytes;
     pipeline.scanSchedule = options.scanSchedule;
     pipeline.scanThreads = options.scanThreads;
     pipeline.vectorize = options.vectorize;
@@ -353,6 +354,7 @@ LogicalResult mlir::hla::compileToArtefact(ModuleOp module,
   requested.parallelGradients = options.parallelGradients;
   requested.splitGradients = options.splitGradients;
   requested.hoistChunkWork = options.hoistChunkWork;
+  requested.fissionLiveBytes = options.fissionLiveBytes;
   requested.warpgroups = options.cudaWarpgroups;
   requested.causalIsolation = options.causalIsolation;
   requested.stableFeatures = options.stableFeatures;

@@ -209,6 +209,14 @@ const std::vector<Knob> &knobs() {
        "tiles at once",
        show(&O::splitGradients),
        boolean(&O::splitGradients, "split-gradients")},
+      {"fission-live-bytes",
+       "Passes parallel over chunks (the backward's gradients) cut into "
+       "stages whose tiles alive at once stay within this many bytes, the "
+       "tiles between stages in device memory (hla-fission-chunk-passes; "
+       "0: uncut)",
+       show(&O::fissionLiveBytes),
+       integer(&O::fissionLiveBytes, 0, int64_t(1) << 30,
+               "fission-live-bytes")},
       {"cuda-warpgroups",
        "CUDA register tiles: warpgroups per block, each holding its share of "
        "every fragment's columns (0: auto, two where one would hold more "

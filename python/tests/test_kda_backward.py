@@ -125,3 +125,46 @@ def test_kda_parallel_gradients(tmp_path, t, chunk):
     want = central_differences(fn, arrays, grad)
     for name, a, b in zip(names, got, want):
         assert rel_err(a, b) <= 1e-4, f"d{name}: {rel_err(a, b):.2e}"
+
+
+@needs_artefacts
+@pytest.mark.parametrize("t,chunk,live_bytes", [
+    (1, 16, 1024),
+    (37, 16, 1024),   # a ragged tail
+    (70, 32, 2048),
+    (70, 32, 8192),
+])
+def test_kda_fission(tmp_path, t, chunk, live_bytes):
+    """--fission-live-bytes: the parallel gradients' pass cut into stages
+    whose live tiles fit the budget, tiles between them through stacks
+    (hla-fission-chunk-passes). The gradients equal the uncut pass's and
+    central differences (grouped heads, an initial state)."""
+    from .codegen_util import compile_graph, run_exe
+    q, k, v, g, beta, rng = _inputs(300 + t, t, 2, 1, d=8, dv=8)
+    s0 = (rng.standard_normal((1, 2, 8, 8)) * 0.3).astype(np.float32)
+    grad = rng.standard_normal((1, t, 2, 8)).astype(np.float32)
+
+    def ty(x):
+        return "tensor<" + "x".join(str(n) for n in x.shape) + "xf32>"
+
+    names = ("q", "k", "v", "g", "beta", "s0")
+    arrays = [x.numpy() for x in (q, k, v, g, beta)] + [s0]
+    args = ", ".join(f"%{n}: {ty(a)}" for n, a in zip(names, arrays))
+    graph = (f"func.func @main({args}) -> {ty(grad)} {{\n"
+             f"  %o = hla.kda %q, %k, %v, %g, %beta initial_state(%s0) {{scale = 0.5 : f64}} : "
+             f"({', '.join(ty(a) for a in arrays)}) -> {ty(grad)}\n"
+             f"  return %o : {ty(grad)}\n}}\n")
+    whole = run_exe(compile_graph(graph, chunk=chunk, extra=("--vjp", "--parallel-gradients=on")),
+                    arrays + [grad], tmp_path)
+    cut = run_exe(compile_graph(graph, chunk=chunk,
+                                extra=("--vjp", "--parallel-gradients=on",
+                                       f"--fission-live-bytes={live_bytes}")),
+                  arrays + [grad], tmp_path)
+
+    def fn(q, k, v, g, beta, s0):
+        return hla.reference.kda(q, k, v, g=g, beta=beta, scale=0.5, initial_state=(s0,))
+
+    want = central_differences(fn, arrays, grad)
+    for name, a, w, b in zip(names, cut, whole, want):
+        assert rel_err(a, w) <= 1e-6, f"d{name} vs the uncut pass: {rel_err(a, w):.2e}"
+        assert rel_err(a, b) <= 1e-4, f"d{name}: {rel_err(a, b):.2e}"

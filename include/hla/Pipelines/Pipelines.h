@@ -65,6 +65,12 @@ struct CPUPipelineOptions : public PassPipelineOptions<CPUPipelineOptions> {
                      "parallel over chunks (hla-chunk's parallel-gradients): "
                      "auto (off here), on or off"),
       llvm::cl::init(AutoSwitch::Auto), modeValues<AutoSwitch>()};
+  PassOptions::Option<int64_t> fissionLiveBytes{
+      *this, "fission-live-bytes",
+      llvm::cl::desc("Passes parallel over chunks cut into stages holding "
+                     "at most this many bytes of tiles at once "
+                     "(hla-fission-chunk-passes; 0: uncut)"),
+      llvm::cl::init(0)};
   PassOptions::Option<bool> splitGradients{
       *this, "split-gradients",
       llvm::cl::desc("The derived backward with parallel gradients: a pass "
@@ -197,6 +203,12 @@ struct CUDAPipelineOptions : public PassPipelineOptions<CUDAPipelineOptions> {
                      "over chunks (hla-hoist-chunk-work, bf16 operands): "
                      "auto (with register tiles), on or off"),
       llvm::cl::init(AutoSwitch::Auto), modeValues<AutoSwitch>()};
+  PassOptions::Option<int64_t> fissionLiveBytes{
+      *this, "fission-live-bytes",
+      llvm::cl::desc("Passes parallel over chunks cut into stages holding "
+                     "at most this many bytes of tiles at once "
+                     "(hla-fission-chunk-passes; 0: uncut)"),
+      llvm::cl::init(0)};
   PassOptions::Option<bool> splitGradients{
       *this, "split-gradients",
       llvm::cl::desc("The derived backward with parallel gradients: a pass "

@@ -80,6 +80,9 @@ struct ArtefactOptions {
   AutoSwitch hoistChunkWork = AutoSwitch::Auto;
   /// With parallel gradients: a pass per input's gradient.
   bool splitGradients = false;
+  /// Passes parallel over chunks cut into stages holding at most this many
+  /// bytes of tiles at once (hla-fission-chunk-passes; 0: uncut).
+  int64_t fissionLiveBytes = 0;
   /// CUDA register tiles: warpgroups per block, each holding its share of
   /// every fragment's columns (0: auto, two where one would hold more than
   /// 128 fragment registers per thread).

@@ -547,9 +547,14 @@ void TileEmitter::emitVectorReduction(linalg::GenericOp op) {
 void TileEmitter::emitVectorPrefix(
     Value prefix, Value buffer,
     llvm::function_ref<llvm::SmallVector<Value>(Value)> indices) {
-  auto slice = prefix.getDefiningOp<tensor::ExtractSliceOp>();
-  Value vector = slice.getSource();
-  Value length = scalar(slice.getMixedSizes()[0]);
+  // The vector's leading values, or all of it.
+  Value vector = prefix;
+  Value length = index(cast<RankedTensorType>(prefix.getType()).getDimSize(0));
+  if (plan.of(prefix) == Placement::Prefix) {
+    auto slice = prefix.getDefiningOp<tensor::ExtractSliceOp>();
+    vector = slice.getSource();
+    length = scalar(slice.getMixedSizes()[0]);
+  }
   bool rows = plan.of(vector) == Placement::RowVector;
   llvm::SmallVector<Value> values =
       rows ? rowVectors.lookup(vector) : colVectors.lookup(vector);
@@ -1366,7 +1371,9 @@ void TileEmitter::run() {
       emitVectorStore(insert);
       continue;
     }
-    if (plan.of(insert.getSource()) == Placement::Prefix &&
+    if (llvm::is_contained(
+            {Placement::Prefix, Placement::RowVector, Placement::ColVector},
+            plan.of(insert.getSource())) &&
         insert.getSourceType().getRank() == 1) {
       llvm::SmallVector<OpFoldResult> offsets = insert.getMixedOffsets();
       llvm::SmallBitVector dropped = insert.getDroppedDims();

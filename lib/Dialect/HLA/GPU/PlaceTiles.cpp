@@ -843,6 +843,16 @@ LogicalResult Placer::placeOp(Operation *op) {
       plan.placement[extract] = Placement::Expr;
       return success();
     }
+    // One row of an on-demand tile as a vector (KDA's Γ at a reference
+    // token, where an earlier kernel stacked Γ): read where it is needed.
+    if (p == Placement::Expr && extract.hasUnitStride() &&
+        extract.getType().getRank() == 1 &&
+        extract.getSourceType().getRank() == 2 &&
+        extract.getType().hasStaticShape() &&
+        extract.getDroppedDims().test(0)) {
+      plan.placement[extract] = Placement::Expr;
+      return success();
+    }
     // A window of an on-demand tile or vector (LinSimp's anchor rows of one
     // offset, from the chunk's rows and the halo before it): read where it
     // is needed, at the window's offset.
@@ -1041,8 +1051,12 @@ LogicalResult Placer::run() {
     if (insert && source == Placement::ScalarTensor)
       continue; // a 0-d state, stored by one thread
     // A vector (KDA's decay row at a chunk's end, stacked for a later
-    // kernel): an element per thread.
-    if (insert && source == Placement::Expr &&
+    // kernel): an element per thread; a row or column vector by the threads
+    // holding its values.
+    if (insert &&
+        llvm::is_contained(
+            {Placement::Expr, Placement::RowVector, Placement::ColVector},
+            source) &&
         insert.getSourceType().getRank() == 1 &&
         insert.getSourceType().hasStaticShape())
       continue;

@@ -143,7 +143,8 @@ private:
   llvm::SmallVector<Value> convertVector(Value vector, Placement to,
                                          Value scratch);
   /// Stores a row or column vector's leading values (`prefix`, a slice of
-  /// it) into `buffer` at `indices` of each position.
+  /// it), or the whole vector (`prefix` itself), into `buffer` at `indices`
+  /// of each position.
   void
   emitVectorPrefix(Value prefix, Value buffer,
                    llvm::function_ref<llvm::SmallVector<Value>(Value)> indices);

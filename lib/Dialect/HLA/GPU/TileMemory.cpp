@@ -217,6 +217,8 @@ void TileEmitter::prepareExactReads(Operation *op,
     if (auto slice = dyn_cast<tensor::ExtractSliceOp>(def)) {
       if (plan.of(slice.getSource()) == Placement::Frag)
         need(slice.getSource());
+      else
+        visit(slice.getSource()); // a window of an on-demand tile
       return;
     }
     for (Value operand : def->getOperands())

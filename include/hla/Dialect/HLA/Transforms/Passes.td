@@ -608,6 +608,72 @@ def HLAHoistChunkWorkPass : Pass<"hla-hoist-chunk-work"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def HLAFissionChunkPassesPass : Pass<"hla-fission-chunk-passes"> {
+  let summary = "Split a pass parallel over chunks into passes whose live "
+                "tiles fit a budget, the tiles between them in device memory";
+  let description = [{
+    A pass parallel over chunks (`scf.forall` over the sequences and heads
+    and, last, the chunks, with no loop inside: the derived backward's
+    gradients, hla-hoist-chunk-work's passes) runs all of a chunk's work in
+    one thread block. When the tiles alive at once outgrow the registers
+    (KDA's gradients: the reverse program keeps the forward tiles that its
+    uses of Γ need), the kernel spills. This pass cuts the body's
+    straight-line ops, in order, into stages whose live tiles stay within
+    `max-live-bytes`, counting a tile alive from its definition (or its
+    first use, for a tile an earlier stage wrote) to its last use in the
+    stage, or to the stage's end where a later stage reads it. Each stage
+    becomes an `scf.forall` over the same indices; a tile a later stage
+    reads goes into a stack laid out as hla-hoist-chunk-work's (a 2-D
+    tile's rows at `[indices..., chunk · rows, 0]` of
+    `[..., chunks · rows, cols]`, a vector at `[..., chunk, 0]`), in f32,
+    or in bf16 with `bf16-operands` where later stages read it only as a
+    contraction's input; the later stage reads it back. Ops that reduce
+    nothing and read only token rows, constants and indices (token tiles,
+    masks, widenings) are recomputed by each stage that needs them rather
+    than stored. An output's rows are written by the stage that computes
+    them.
+
+    ```mlir
+    scf.forall (%p, %c) in (P, N) shared_outs(%o = %e) {
+      %a = <products of tokens>
+      %b = <products of %a>
+      %y = <products of %a and %b>
+      scf.forall.in_parallel { tensor.parallel_insert_slice %y into %o ... }
+    }
+    // becomes (cut after %b)
+    %s:2 = scf.forall (%p, %c) in (P, N) shared_outs(%sa = %ea, %sb = %eb) {
+      %a = ... ; %b = ...
+      scf.forall.in_parallel { <%a, %b into their stacks> }
+    }
+    scf.forall (%p, %c) in (P, N) shared_outs(%o = %e) {
+      %a = tensor.extract_slice %s#0[%p, %c * R, 0] ...
+      %b = tensor.extract_slice %s#1[%p, %c * R, 0] ...
+      %y = <products of %a and %b>
+      scf.forall.in_parallel { tensor.parallel_insert_slice %y into %o ... }
+    }
+    ```
+
+    A forall whose body has other ops with regions than linalg's, reads
+    its shared outputs, or would pass a tile of another element type than
+    f32 and bf16, or of rank above 2, between stages is left as it is.
+  }];
+  let options = [
+    Option<"maxLiveBytes", "max-live-bytes", "int64_t", "65536",
+           "Bytes of tiles alive at once in a stage (a 64 x 64 f32 tile is "
+           "16,384)">,
+    Option<"bf16Operands", "bf16-operands", "bool", "false",
+           "Stack tiles that later stages read only as contractions' "
+           "inputs in bf16">,
+    Option<"report", "report", "bool", "false",
+           "Remark on each pass split: stages, their products and live "
+           "bytes, tiles stacked">,
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def HLASplitTileSumsPass : Pass<"hla-split-tile-sums"> {
   let summary = "Add the terms of a tile sum one at a time";
   let description = [{
