@@ -95,7 +95,7 @@ def cache_dir():
 # compiler checks values again.
 _OPTIONS = {
     "chunk_size": ("int", 1), "segments": ("int", 0), "scan_threads": ("int", 1),
-    "value_tile": ("int", -1),
+    "value_tile": ("int", -1), "fission_live_bytes": ("int", 0),
     "cuda_threads": ("int", 32), "cuda_warpgroups": ("int", 0),
     "scan_schedule": ("choice", SCAN_SCHEDULES), "cuda_schedule": ("choice", CUDA_SCHEDULES),
     "chunk_form": ("choice", CHUNK_FORMS),
