@@ -63,6 +63,23 @@ static int64_t kdaSequenceHeads(ModuleOp module) {
   return pairs;
 }
 
+/// The fewest (sequence, head) pairs of the graph's derived backwards of
+/// KDA at d = 64 (hla.prefix_vjp of the "kda" monoid; B · H of the query's
+/// gradient, its first result, [B, T, H, 64]), 0 for none.
+static int64_t kdaBackwardSequenceHeads(ModuleOp module) {
+  int64_t pairs = 0;
+  module.walk([&](PrefixVjpOp op) {
+    auto type = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+    if (op.getMonoid().getSpec().name != "kda" || !type ||
+        type.getRank() != 4 || type.isDynamicDim(0) || type.isDynamicDim(2) ||
+        type.getDimSize(3) != 64)
+      return;
+    int64_t here = type.getDimSize(0) * type.getDimSize(2);
+    pairs = pairs ? std::min(pairs, here) : here;
+  });
+  return pairs;
+}
+
 /// The widest value dimension of the graph's attention ops (their one
 /// result is [B, T, H, dv]), 0 for none and for graphs with a LinSimp op,
 /// whose anchor window hla-chunk does not cut by value columns.
@@ -204,6 +221,10 @@ static LogicalResult assembleKernels(ModuleOp module,
   return success();
 }
 
+/// Live bytes a stage of KDA's gradients' pass holds at most (see
+/// tryRegisterTiles).
+static constexpr int64_t kKdaGradientStageBytes = 96 * 1024;
+
 namespace {
 
 /// One run of the search over one module.
@@ -229,6 +250,9 @@ public:
     }
     // Nor is a derived backward's state-free work moved out of its loops
     // unless asked for (hla3's reverse pass would be: not measured yet).
+    choosesBackwardForm = hasPrefixVjp(module) &&
+                          requested.hoistChunkWork == AutoSwitch::Auto &&
+                          requested.fissionLiveBytes == 0;
     if (hasPrefixVjp(module) && requested.hoistChunkWork == AutoSwitch::Auto) {
       this->requested.hoistChunkWork = AutoSwitch::Off;
       pipeline.hoistChunkWork = AutoSwitch::Off;
@@ -335,6 +359,13 @@ private:
   /// Whether the register tiles kept hoist KDA's state-free work (the
   /// search's choice), measured with the spills of its kernels.
   bool hoisted = false;
+  /// A derived backward whose hoisting and fission are left to auto: the
+  /// search chooses them for KDA's.
+  bool choosesBackwardForm = false;
+  /// Whether the kernels kept are KDA's backward with its gradients' pass
+  /// cut into stages (the search's choice), measured with the few spills
+  /// of its stages.
+  bool cutGradients = false;
 };
 
 } // namespace
@@ -423,6 +454,38 @@ bool KernelSearch::tryRegisterTiles() {
     pipeline.schedule = schedule;
     pipeline.chunkSize = chunk;
     return false;
+  }
+  // KDA's derived backward: the tokens' gradients in a pass parallel over
+  // chunks, cut into stages of at most 96 KiB of live tiles
+  // (hla-fission-chunk-passes; as one kernel it needs 1,216 fragment
+  // registers a thread), its sequential passes' state-free work hoisted
+  // where the (sequence, head) pairs fill half of the SMs or fewer. Against
+  // the phases' two passes: 8x16x2048x64 9.49 ms against 13.41, 8x16x8192
+  // 37.2 against 55.9 (not hoisted; hoisted 10.5 and 41.1), 1x16x65536
+  // 44.8 against 371 (hoisted; 68.2 not; H100, 2026-12-06). Its stages
+  // spill up to 936 bytes, as measured. Only at d = 64 (measured there) and
+  // where the tiles take the kernels (16-bit inputs).
+  if (int64_t pairs = kdaBackwardSequenceHeads(module);
+      pairs > 0 && choosesGradients && choosesBackwardForm &&
+      requested.chunkSize == 0 && schedule == KernelSchedule::Auto) {
+    // (Auto generator: a stage left without a product, as one chunk's
+    // can be once its zero state folds away, runs on the phases.)
+    pipeline.generator = ChunkLoopGenerator::Auto;
+    pipeline.parallelGradients = AutoSwitch::On;
+    pipeline.fissionLiveBytes = kKdaGradientStageBytes;
+    hoisted = 2 * pairs <= pipeline.parallelism;
+    pipeline.hoistChunkWork = hoisted ? AutoSwitch::On : AutoSwitch::Off;
+    if (tryTiles() && rowsOnTiles(*trial) &&
+        succeeded(generateKernels(*trial))) {
+      cutGradients = true;
+      adopt(std::move(trial));
+      return true;
+    }
+    hoisted = false;
+    pipeline.generator = ChunkLoopGenerator::Tiles;
+    pipeline.hoistChunkWork = AutoSwitch::Off;
+    pipeline.fissionLiveBytes = 0;
+    pipeline.parallelGradients = AutoSwitch::Off;
   }
   bool placed = tryTiles();
   if (hoisted && !placed) {
@@ -608,7 +671,7 @@ LogicalResult KernelSearch::run(std::string &error) {
     KernelSchedule schedule;
   };
   std::optional<TileChoice> spillingTiles;
-  bool allowSpills = settings.allowSpills || hoisted;
+  bool allowSpills = settings.allowSpills || hoisted || cutGradients;
   TimingScope assembly = phase("ptxas");
   while (failed(assembleKernels(module, pipeline, settings.ptxasLog, spills,
                                 error, allowSpills))) {
