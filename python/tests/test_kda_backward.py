@@ -34,6 +34,19 @@ def _inputs(seed, t, hq, hkv, d=4, dv=3, b=1):
     return q, k, v, g, beta, rng
 
 
+def _graph_with_state(names, arrays, grad):
+    """MLIR text of hla.kda (scale 0.5) over f32 `arrays` named `names`,
+    the last the initial state, returning `grad`'s shape."""
+    def ty(x):
+        return "tensor<" + "x".join(str(n) for n in x.shape) + "xf32>"
+
+    args = ", ".join(f"%{n}: {ty(a)}" for n, a in zip(names, arrays))
+    return (f"func.func @main({args}) -> {ty(grad)} {{\n"
+            f"  %o = hla.kda %q, %k, %v, %g, %beta initial_state(%s0) {{scale = 0.5 : f64}} : "
+            f"({', '.join(ty(a) for a in arrays)}) -> {ty(grad)}\n"
+            f"  return %o : {ty(grad)}\n}}\n")
+
+
 @needs_artefacts
 @pytest.mark.parametrize("t,chunk,hq,hkv,with_state,scale", [
     (1, 4, 2, 2, False, 0.5),
@@ -106,16 +119,9 @@ def test_kda_parallel_gradients(tmp_path, t, chunk):
     s0 = (rng.standard_normal((1, 2, 4, 3)) * 0.3).astype(np.float32)
     grad = rng.standard_normal((1, t, 2, 3)).astype(np.float32)
 
-    def ty(x):
-        return "tensor<" + "x".join(str(n) for n in x.shape) + "xf32>"
-
     names = ("q", "k", "v", "g", "beta", "s0")
     arrays = [x.numpy() for x in (q, k, v, g, beta)] + [s0]
-    args = ", ".join(f"%{n}: {ty(a)}" for n, a in zip(names, arrays))
-    graph = (f"func.func @main({args}) -> {ty(grad)} {{\n"
-             f"  %o = hla.kda %q, %k, %v, %g, %beta initial_state(%s0) {{scale = 0.5 : f64}} : "
-             f"({', '.join(ty(a) for a in arrays)}) -> {ty(grad)}\n"
-             f"  return %o : {ty(grad)}\n}}\n")
+    graph = _graph_with_state(names, arrays, grad)
     exe = compile_graph(graph, chunk=chunk, extra=("--vjp", "--parallel-gradients=on"))
     got = run_exe(exe, arrays + [grad], tmp_path)
 
@@ -144,16 +150,9 @@ def test_kda_fission(tmp_path, t, chunk, live_bytes):
     s0 = (rng.standard_normal((1, 2, 8, 8)) * 0.3).astype(np.float32)
     grad = rng.standard_normal((1, t, 2, 8)).astype(np.float32)
 
-    def ty(x):
-        return "tensor<" + "x".join(str(n) for n in x.shape) + "xf32>"
-
     names = ("q", "k", "v", "g", "beta", "s0")
     arrays = [x.numpy() for x in (q, k, v, g, beta)] + [s0]
-    args = ", ".join(f"%{n}: {ty(a)}" for n, a in zip(names, arrays))
-    graph = (f"func.func @main({args}) -> {ty(grad)} {{\n"
-             f"  %o = hla.kda %q, %k, %v, %g, %beta initial_state(%s0) {{scale = 0.5 : f64}} : "
-             f"({', '.join(ty(a) for a in arrays)}) -> {ty(grad)}\n"
-             f"  return %o : {ty(grad)}\n}}\n")
+    graph = _graph_with_state(names, arrays, grad)
     whole = run_exe(compile_graph(graph, chunk=chunk, extra=("--vjp", "--parallel-gradients=on")),
                     arrays + [grad], tmp_path)
     cut = run_exe(compile_graph(graph, chunk=chunk,

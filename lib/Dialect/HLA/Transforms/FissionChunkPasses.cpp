@@ -43,11 +43,6 @@ using namespace mlir::hla;
 
 namespace {
 
-bool reduces(Operation *op) {
-  auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
-  return linalgOp && linalgOp.getNumReductionLoops() > 0;
-}
-
 /// A product of two matrices into a matrix (what tensor cores run; a
 /// product with a vector is a reduction by threads).
 bool isProduct(Operation *op) {
@@ -193,7 +188,7 @@ bool Fission::analyse() {
     llvm::SmallVector<Value> read = valuesRead(&op);
     if (llvm::any_of(read, [&](Value v) { return outputs.contains(v); }))
       return false; // reads an output being written
-    if (isMemoryEffectFree(&op) && !reduces(&op) &&
+    if (isMemoryEffectFree(&op) && !isReduction(&op) &&
         llvm::all_of(read, [&](Value v) { return recomputable(v); })) {
       recomputed.insert(&op);
       continue;
@@ -328,32 +323,6 @@ bool Fission::readAsOperandOnly(const Tile &tile) const {
     }
   }
   return true;
-}
-
-/// `tile` with each element converted to `element` (exact: bf16 → f32, or
-/// back from a value that was bf16).
-Value convertElements(OpBuilder &b, Location loc, Value tile, Type element) {
-  auto type = cast<RankedTensorType>(tile.getType());
-  if (type.getElementType() == element)
-    return tile;
-  Value empty = tensor::EmptyOp::create(b, loc, type.getShape(), element);
-  AffineMap identity = b.getMultiDimIdentityMap(type.getRank());
-  llvm::SmallVector<utils::IteratorType> parallel(
-      type.getRank(), utils::IteratorType::parallel);
-  bool widen = element.getIntOrFloatBitWidth() >
-               type.getElementType().getIntOrFloatBitWidth();
-  return linalg::GenericOp::create(
-             b, loc, empty.getType(), tile, empty,
-             llvm::ArrayRef<AffineMap>{identity, identity}, parallel,
-             [&](OpBuilder &nb, Location nloc, ValueRange args) {
-               Value v =
-                   widen ? arith::ExtFOp::create(nb, nloc, element, args[0])
-                               .getResult()
-                         : arith::TruncFOp::create(nb, nloc, element, args[0])
-                               .getResult();
-               linalg::YieldOp::create(nb, nloc, v);
-             })
-      .getResult(0);
 }
 
 int64_t Fission::outputIndex(tensor::ParallelInsertSliceOp write) const {
@@ -528,12 +497,7 @@ public:
   using HLAFissionChunkPassesPassBase::HLAFissionChunkPassesPassBase;
 
   void runOnOperation() override {
-    llvm::SmallVector<scf::ForallOp> foralls;
-    getOperation()->walk([&](scf::ForallOp forall) {
-      if (!forall->getParentOfType<scf::ForallOp>())
-        foralls.push_back(forall);
-    });
-    for (scf::ForallOp forall : foralls) {
+    for (scf::ForallOp forall : outermostForalls(getOperation())) {
       Fission fission(forall, maxLiveBytes, bf16Operands);
       if (!fission.analyse())
         continue;

@@ -41,12 +41,6 @@ using namespace mlir::hla;
 
 namespace {
 
-/// Whether `op` reduces (a contraction, a pair sum): the work worth moving.
-bool isReduction(Operation *op) {
-  auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
-  return linalgOp && linalgOp.getNumReductionLoops() > 0;
-}
-
 /// The forall's one chunk loop (an scf.for carrying values, from 0 by 1 to
 /// a static bound; the forall's bounds static too), or null.
 scf::ForOp chunkLoopOf(scf::ForallOp forall) {
@@ -89,12 +83,7 @@ public:
   using HLAHoistChunkWorkPassBase::HLAHoistChunkWorkPassBase;
 
   void runOnOperation() override {
-    llvm::SmallVector<scf::ForallOp> foralls;
-    getOperation()->walk([&](scf::ForallOp forall) {
-      if (!forall->getParentOfType<scf::ForallOp>())
-        foralls.push_back(forall);
-    });
-    for (scf::ForallOp forall : foralls) {
+    for (scf::ForallOp forall : outermostForalls(getOperation())) {
       std::optional<Split> split = analyse(forall);
       if (!split) {
         Location where = forall.getLoc();
@@ -215,25 +204,6 @@ std::optional<Split> HoistChunkWork::analyse(scf::ForallOp forall) const {
   return split;
 }
 
-/// A tile with every element converted by `convert` (extf or truncf) into
-/// `element`.
-template <typename ConvertOp>
-Value convertTile(OpBuilder &b, Location loc, Value tile, Type element) {
-  auto type = cast<RankedTensorType>(tile.getType());
-  Value empty = tensor::EmptyOp::create(b, loc, type.getShape(), element);
-  AffineMap identity = b.getMultiDimIdentityMap(type.getRank());
-  llvm::SmallVector<utils::IteratorType> parallel(
-      type.getRank(), utils::IteratorType::parallel);
-  return linalg::GenericOp::create(
-             b, loc, empty.getType(), tile, empty,
-             llvm::ArrayRef<AffineMap>{identity, identity}, parallel,
-             [&](OpBuilder &nb, Location nloc, ValueRange args) {
-               Value converted = ConvertOp::create(nb, nloc, element, args[0]);
-               linalg::YieldOp::create(nb, nloc, converted);
-             })
-      .getResult(0);
-}
-
 void HoistChunkWork::rewrite(Split &split) const {
   scf::ForallOp forall = split.forall;
   scf::ForOp loop = split.loop;
@@ -267,7 +237,7 @@ void HoistChunkWork::rewrite(Split &split) const {
     for (auto [tile, bf16] : llvm::zip(split.stacked, split.inBF16)) {
       Value value = mapping.lookup(tile);
       if (bf16)
-        value = convertTile<arith::TruncFOp>(b, loc, value, b.getBF16Type());
+        value = convertElements(b, loc, value, b.getBF16Type());
       values.push_back(value);
       places.push_back(chunkRows(b, loc, ValueRange(ivs).drop_back(),
                                  ivs.back(),
@@ -294,7 +264,7 @@ void HoistChunkWork::rewrite(Split &split) const {
         tensor::ExtractSliceOp::create(b, loc, sliceType, parallel.getResult(k),
                                        at.offsets, at.sizes, at.strides);
     if (split.inBF16[k])
-      read = convertTile<arith::ExtFOp>(b, loc, read, type.getElementType());
+      read = convertElements(b, loc, read, type.getElementType());
     tile.replaceUsesWithIf(read, [&](OpOperand &use) {
       Operation *reader = body->findAncestorOpInBlock(*use.getOwner());
       return reader && !split.free.contains(reader);
@@ -366,6 +336,45 @@ llvm::SmallVector<int64_t> mlir::hla::forallExtents(scf::ForallOp forall) {
   for (OpFoldResult ub : forall.getMixedUpperBound())
     extents.push_back(*getConstantIntValue(ub));
   return extents;
+}
+
+llvm::SmallVector<scf::ForallOp> mlir::hla::outermostForalls(Operation *root) {
+  llvm::SmallVector<scf::ForallOp> foralls;
+  root->walk([&](scf::ForallOp forall) {
+    if (!forall->getParentOfType<scf::ForallOp>())
+      foralls.push_back(forall);
+  });
+  return foralls;
+}
+
+bool mlir::hla::isReduction(Operation *op) {
+  auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
+  return linalgOp && linalgOp.getNumReductionLoops() > 0;
+}
+
+Value mlir::hla::convertElements(OpBuilder &b, Location loc, Value tile,
+                                 Type element) {
+  auto type = cast<RankedTensorType>(tile.getType());
+  if (type.getElementType() == element)
+    return tile;
+  Value empty = tensor::EmptyOp::create(b, loc, type.getShape(), element);
+  AffineMap identity = b.getMultiDimIdentityMap(type.getRank());
+  llvm::SmallVector<utils::IteratorType> parallel(
+      type.getRank(), utils::IteratorType::parallel);
+  bool widen = element.getIntOrFloatBitWidth() >
+               type.getElementType().getIntOrFloatBitWidth();
+  return linalg::GenericOp::create(
+             b, loc, empty.getType(), tile, empty,
+             llvm::ArrayRef<AffineMap>{identity, identity}, parallel,
+             [&](OpBuilder &nb, Location nloc, ValueRange args) {
+               Value v =
+                   widen ? arith::ExtFOp::create(nb, nloc, element, args[0])
+                               .getResult()
+                         : arith::TruncFOp::create(nb, nloc, element, args[0])
+                               .getResult();
+               linalg::YieldOp::create(nb, nloc, v);
+             })
+      .getResult(0);
 }
 
 llvm::SmallVector<Value> mlir::hla::valuesRead(Operation *op) {

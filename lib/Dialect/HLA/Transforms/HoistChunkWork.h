@@ -30,6 +30,18 @@ namespace mlir::hla {
 /// outside it).
 llvm::SmallVector<Value> valuesRead(Operation *op);
 
+/// The foralls under `root` that no forall holds (the passes over
+/// sequences, heads and chunks), in order.
+llvm::SmallVector<scf::ForallOp> outermostForalls(Operation *root);
+
+/// Whether `op` reduces (a contraction, a pair sum): the work worth moving
+/// out of a loop.
+bool isReduction(Operation *op);
+
+/// `tile` with each element widened or narrowed to the float type
+/// `element` (a stack's bf16 and back), itself where it has that type.
+Value convertElements(OpBuilder &b, Location loc, Value tile, Type element);
+
 /// The static extents of `forall` (its bounds start at 0, step 1).
 llvm::SmallVector<int64_t> forallExtents(scf::ForallOp forall);
 
