@@ -457,7 +457,7 @@ bool KernelSearch::tryRegisterTiles() {
   }
   // KDA's derived backward: the tokens' gradients in a pass parallel over
   // chunks, cut into stages of at most 96 KiB of live tiles
-  // (hla-fission-chunk-passes; as one kernel it needs 1,216 fragment
+  // (hla-fission-chunk-passes; as one kernel it needs 776 fragment
   // registers a thread), its sequential passes' state-free work hoisted
   // where the (sequence, head) pairs fill half of the SMs or fewer. Against
   // the phases' two passes: 8x16x2048x64 9.49 ms against 13.41, 8x16x8192

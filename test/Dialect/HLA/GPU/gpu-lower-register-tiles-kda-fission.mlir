@@ -3,7 +3,7 @@
 
 // Tests KDA's derived backward (bf16, c = d = dv = 64, parallel gradients)
 // with its gradients' pass cut by hla-fission-chunk-passes: one program
-// needing 1,216 fragment registers per thread at its peak
+// needing 776 fragment registers per thread at its peak
 // (gpu-lower-register-tiles-kda-vjp.mlir) becomes twelve passes of at
 // most 96 KiB of live tiles each, the tiles between them stacked (in bf16
 // where later passes only multiply them). Every pass places on register

@@ -502,6 +502,13 @@ def HLAFuseTileElementwisePass : Pass<"hla-fuse-tile-elementwise"> {
     parallel take producers, so contractions keep their plain `C += A·B`
     form for the tensor-core lowering. Fewer ops mean fewer passes over
     shared memory, fewer barriers and fewer temporary tiles on the GPU.
+
+    An elementwise generic's output made by a linalg.fill is read as the
+    fill's scalar (each element is written once, from its initial value):
+    otherwise upstream's fusion keeps a producer whose body reads its
+    output as a result of the fused op, a whole tile nobody reads (KDA's
+    backward: 14 results of one generic, 13 of them dead, 448 fragment
+    registers a thread to the register tiles' count).
   }];
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
