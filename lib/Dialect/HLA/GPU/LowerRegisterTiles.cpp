@@ -1428,6 +1428,9 @@ void mlir::hla::registerHLAGPUInterfaceModels(DialectRegistry &registry) {
 
 namespace {
 
+/// The shared memory the driver keeps for itself per block (sm_80, sm_90).
+constexpr int64_t kReservedSharedBytes = 1024;
+
 struct HLAGPULowerRegisterTilesPass
     : public hla::impl::HLAGPULowerRegisterTilesPassBase<
           HLAGPULowerRegisterTilesPass> {
@@ -1470,8 +1473,22 @@ struct HLAGPULowerRegisterTilesPass
         }
         return plan;
       };
-      std::optional<TilePlan> plan =
-          place(ExtraLandings{/*upFront=*/true, landF32Stacks});
+      ExtraLandings landings{/*upFront=*/true, landF32Stacks};
+      std::optional<TilePlan> plan = place(landings);
+      // A pass with no loop copies its most-read stacked tiles before its
+      // work too, within half an SM's shared memory (two blocks an SM, as
+      // its registers allow: one block's copies overlap the other's work).
+      int64_t half =
+          (maxSharedMemory + kReservedSharedBytes) / 2 - kReservedSharedBytes;
+      if (plan && plan->sharedBytes < half) {
+        landings.passStackBytes = half - plan->sharedBytes;
+        std::optional<TilePlan> more = place(landings);
+        if (more && more->sharedBytes <= half &&
+            more->landing.size() > plan->landing.size())
+          plan = std::move(more);
+        else if (more)
+          plan = place(ExtraLandings{/*upFront=*/true, landF32Stacks});
+      }
       // Tiles read from global memory where they are needed, where their
       // buffers would not fit.
       if (plan && plan->sharedBytes > maxSharedMemory)

@@ -119,10 +119,15 @@ private:
            t.getDimSize(1) >= 8 && t.getDimSize(1) <= 256;
   }
 
+  /// The stacked tiles (extract_slice ops) copied before the work of a
+  /// pass with no loop, within extra.passStackBytes.
+  void chooseLandedStacks();
+
   scf::ForallOp forall;
   TilePlan &plan;
   std::string &why;
   ExtraLandings extra;
+  llvm::SmallPtrSet<Operation *, 8> landedStacks;
 };
 
 } // namespace
@@ -208,6 +213,65 @@ static bool isEarlierKernelState(tensor::ExtractSliceOp slice) {
     }
   }
   return true;
+}
+
+int64_t gpumap::stackReads(Value tile) {
+  int64_t reads = 0;
+  for (OpOperand &use : tile.getUses()) {
+    Operation *user = use.getOwner();
+    if (isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp,
+            tensor::ExtractSliceOp>(user)) {
+      reads += stackReads(user->getResult(0));
+      continue;
+    }
+    auto generic = dyn_cast<linalg::GenericOp>(user);
+    if (!generic || matchContraction(generic)) {
+      reads += 1;
+      continue;
+    }
+    AffineMap map = generic.getMatchingIndexingMap(&use);
+    int64_t steps = 1;
+    for (auto [loop, range] : llvm::enumerate(generic.getStaticLoopRanges()))
+      if (!map.isFunctionOfDim(loop) && !ShapedType::isDynamic(range))
+        steps *= range;
+    reads += steps;
+  }
+  return reads;
+}
+
+void Placer::chooseLandedStacks() {
+  // (Read fewer times, a tile costs less from global memory than its copy
+  // and the barrier after it.)
+  constexpr int64_t kMinReads = 4;
+  if (extra.passStackBytes <= 0 ||
+      !forall.getBody()->getOps<scf::ForOp>().empty())
+    return;
+  // (reads, program order, slice): the most read first, ties in order.
+  llvm::SmallVector<std::tuple<int64_t, int64_t, tensor::ExtractSliceOp>>
+      candidates;
+  for (auto slice : forall.getBody()->getOps<tensor::ExtractSliceOp>()) {
+    RankedTensorType tile = slice.getType();
+    Operation *source = slice.getSource().getDefiningOp();
+    if (!isEarlierKernelState(slice) || tile.getRank() != 2 ||
+        tile.getDimSize(1) % 4 != 0 || !source || forall->isAncestor(source))
+      continue;
+    if (int64_t reads = stackReads(slice); reads >= kMinReads)
+      candidates.push_back({-reads, candidates.size(), slice});
+  }
+  llvm::sort(candidates, [](const auto &a, const auto &b) {
+    return std::get<0>(a) != std::get<0>(b) ? std::get<0>(a) < std::get<0>(b)
+                                            : std::get<1>(a) < std::get<1>(b);
+  });
+  int64_t bytes = 0;
+  for (auto [negativeReads, order, slice] : candidates) {
+    TilePlan::Landing landing{slice, slice.getType().getDimSize(0),
+                              slice.getType().getDimSize(1), 0, /*f32=*/true};
+    int64_t more = llvm::alignTo(landing.bufferBytes(), int64_t(128));
+    if (bytes + more > extra.passStackBytes)
+      continue;
+    bytes += more;
+    landedStacks.insert(slice);
+  }
 }
 
 /// The token insertion (or stacked tile) whose bf16 values `tile` holds:
@@ -821,6 +885,12 @@ LogicalResult Placer::placeOp(Operation *op) {
           tile.getRank() == 2 && tile.getDimSize(1) % 4 == 0) {
         land(extract, tile, /*buffers=*/2, /*f32=*/true);
       }
+      // In a pass with no loop, the tiles read most (KDA's Γ in its
+      // gradients' last stage: by each step of its pair sums and by most
+      // of its terms) are copied before the work: read again and again
+      // from global memory they miss in L1.
+      if (landedStacks.contains(extract))
+        land(extract, tile, /*buffers=*/1, /*f32=*/true);
       return success();
     }
     std::optional<Placement> p = of(extract.getSource());
@@ -1041,6 +1111,7 @@ LogicalResult Placer::run() {
                             "tensor");
     plan.placement[arg] = Placement::Rows;
   }
+  chooseLandedStacks();
   if (failed(placeBlock(*forall.getBody())))
     return failure();
   for (Operation &op : forall.getTerminator().getYieldingOps()) {
@@ -1102,6 +1173,10 @@ int64_t TilePlan::copies() const {
 
 std::string TilePlan::summary() const {
   int64_t frags = 0, exprs = 0;
+  int64_t stacksFirst = llvm::count_if(landing, [&](const Landing &l) {
+    return l.f32 && l.tokens->getParentOp() ==
+                        const_cast<scf::ForallOp &>(forall).getOperation();
+  });
   for (auto &[value, p] : placement) {
     if (!isa<RankedTensorType>(value.getType()))
       continue;
@@ -1129,6 +1204,10 @@ std::string TilePlan::summary() const {
          (rowReductions || colReductions
               ? llvm::formatv(", {0} reductions of rows, {1} of columns",
                               rowReductions, colReductions)
+                    .str()
+              : std::string()) +
+         (stacksFirst
+              ? llvm::formatv(", {0} stacked tiles copied first", stacksFirst)
                     .str()
               : std::string());
 }

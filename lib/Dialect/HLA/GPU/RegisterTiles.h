@@ -234,7 +234,19 @@ struct ExtraLandings {
   /// A chunk loop's whole f32 tiles of earlier kernels' stacks, a chunk
   /// ahead (else read from global memory where they are needed).
   bool f32Stacks = false;
+  /// A pass with no loop: the bytes its whole f32 tiles of earlier
+  /// kernels' stacks may take copied before its work, those read most
+  /// first (stackReads; 0: all read from global memory where needed).
+  int64_t passStackBytes = 0;
 };
+
+/// How many times a kernel reads each element of `tile` where it is
+/// needed: once per elementwise or contraction operand (a contraction's
+/// operand is copied into shared memory once), and for a reduction each
+/// thread computes for its elements, once per step of the loops its map
+/// leaves out (KDA's pair sums read Γ sixteen times an element); through
+/// reshapes and slices.
+int64_t stackReads(Value tile);
 
 /// Places every tile of `forall`'s body; on failure `why` says what could
 /// not be placed.

@@ -162,6 +162,14 @@ def HLAGPULowerRegisterTilesPass : Pass<"hla-gpu-lower-register-tiles",
       landing buffers of this layout, so a token tile (or its exact f32
       widening) is read by wgmma where it landed, with no copy.
 
+    A pass with no loop (parallel over chunks) copies its token rows into
+    shared memory before its work, and the f32 tiles of earlier kernels'
+    stacks it reads four times an element or more (a reduction each thread
+    computes reads its operands once per step of the loops their maps
+    leave out), the most read first, while the block's shared memory stays
+    within half an SM's: read from global memory where needed, over and
+    over, they miss in L1.
+
     An elementwise read of a contraction's result in the other orientation
     (hla2's masked (QKᵀ)ᵀ) is first rewritten into a read of the same
     product computed with its output transposed (K·Qᵀ, from operands already
