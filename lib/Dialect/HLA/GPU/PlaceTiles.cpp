@@ -215,7 +215,13 @@ static bool isEarlierKernelState(tensor::ExtractSliceOp slice) {
   return true;
 }
 
-int64_t gpumap::stackReads(Value tile) {
+/// How many times a kernel reads each element of `tile` where it is
+/// needed: once per elementwise or contraction operand (a contraction's
+/// operand is copied into shared memory once), and for a reduction each
+/// thread computes for its elements, once per step of the loops its map
+/// leaves out (KDA's pair sums read Γ sixteen times an element); through
+/// reshapes and slices.
+static int64_t stackReads(Value tile) {
   int64_t reads = 0;
   for (OpOperand &use : tile.getUses()) {
     Operation *user = use.getOwner();
@@ -1173,9 +1179,9 @@ int64_t TilePlan::copies() const {
 
 std::string TilePlan::summary() const {
   int64_t frags = 0, exprs = 0;
-  int64_t stacksFirst = llvm::count_if(landing, [&](const Landing &l) {
-    return l.f32 && l.tokens->getParentOp() ==
-                        const_cast<scf::ForallOp &>(forall).getOperation();
+  // (Stacked tiles land a chunk ahead inside a chunk loop, or first.)
+  int64_t stacksFirst = llvm::count_if(landing, [](const Landing &l) {
+    return l.f32 && !isa<scf::ForOp>(l.tokens->getParentOp());
   });
   for (auto &[value, p] : placement) {
     if (!isa<RankedTensorType>(value.getType()))

@@ -240,14 +240,6 @@ struct ExtraLandings {
   int64_t passStackBytes = 0;
 };
 
-/// How many times a kernel reads each element of `tile` where it is
-/// needed: once per elementwise or contraction operand (a contraction's
-/// operand is copied into shared memory once), and for a reduction each
-/// thread computes for its elements, once per step of the loops its map
-/// leaves out (KDA's pair sums read Γ sixteen times an element); through
-/// reshapes and slices.
-int64_t stackReads(Value tile);
-
 /// Places every tile of `forall`'s body; on failure `why` says what could
 /// not be placed.
 std::optional<TilePlan> planRegisterTiles(scf::ForallOp forall,
