@@ -48,34 +48,35 @@ static bool hasPrefixVjp(ModuleOp module) {
   return found;
 }
 
-/// The fewest (sequence, head) pairs of the graph's KDA ops (B · H of their
+/// Folds the (sequence, head) pairs of `tokens`, a [B, T, H, width] tensor
+/// (B · H; none where B or H is dynamic), into `pairs`, the fewest so far
+/// (0: none yet); `width` 0 takes any.
+static void keepFewestPairs(Value tokens, int64_t width, int64_t &pairs) {
+  auto type = dyn_cast<RankedTensorType>(tokens.getType());
+  if (!type || type.getRank() != 4 || type.isDynamicDim(0) ||
+      type.isDynamicDim(2) || (width && type.getDimSize(3) != width))
+    return;
+  int64_t here = type.getDimSize(0) * type.getDimSize(2);
+  pairs = pairs ? std::min(pairs, here) : here;
+}
+
+/// The fewest (sequence, head) pairs of the graph's KDA ops (of their
 /// [B, T, H, dv] result), 0 for none.
 static int64_t kdaSequenceHeads(ModuleOp module) {
   int64_t pairs = 0;
-  module.walk([&](KDAOp op) {
-    auto type = dyn_cast<RankedTensorType>(op->getResult(0).getType());
-    if (!type || type.getRank() != 4 || type.isDynamicDim(0) ||
-        type.isDynamicDim(2))
-      return;
-    int64_t here = type.getDimSize(0) * type.getDimSize(2);
-    pairs = pairs ? std::min(pairs, here) : here;
-  });
+  module.walk(
+      [&](KDAOp op) { keepFewestPairs(op->getResult(0), /*width=*/0, pairs); });
   return pairs;
 }
 
 /// The fewest (sequence, head) pairs of the graph's derived backwards of
-/// KDA at d = 64 (hla.prefix_vjp of the "kda" monoid; B · H of the query's
+/// KDA at d = 64 (hla.prefix_vjp of the "kda" monoid; of the query's
 /// gradient, its first result, [B, T, H, 64]), 0 for none.
 static int64_t kdaBackwardSequenceHeads(ModuleOp module) {
   int64_t pairs = 0;
   module.walk([&](PrefixVjpOp op) {
-    auto type = dyn_cast<RankedTensorType>(op->getResult(0).getType());
-    if (op.getMonoid().getSpec().name != "kda" || !type ||
-        type.getRank() != 4 || type.isDynamicDim(0) || type.isDynamicDim(2) ||
-        type.getDimSize(3) != 64)
-      return;
-    int64_t here = type.getDimSize(0) * type.getDimSize(2);
-    pairs = pairs ? std::min(pairs, here) : here;
+    if (op.getMonoid().getSpec().name == "kda")
+      keepFewestPairs(op->getResult(0), /*width=*/64, pairs);
   });
   return pairs;
 }

@@ -1,5 +1,4 @@
-//===- FuseTileElementwise.cpp - Fuse elementwise tile chains -----*- C++
-//-*-===//
+//===- FuseTileElementwise.cpp - Fuse elementwise tile chains ---*- C++ -*-===//
 //
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
