@@ -20,7 +20,8 @@ Public operators (``linear_attention``, ``hla2``, ``ahla``, ``hla3``,
   ``g, beta`` for kda) have ``H_kv`` heads with ``H_q % H_kv == 0``; query head
   ``h`` reads kv head ``h // (H_q // H_kv)`` (consecutive grouping, as in
   flash-attn GQA).
-* ``decay`` gamma in (0, 1] (None means 1); ``normalize`` divides by "the same
+* ``decay`` gamma in (0, 1] (None means 1), or a sequence of ``H_q`` rates,
+  one per query head (the ops' ``head_decay`` tensor); ``normalize`` divides by "the same
   weighted sum with every v_j replaced by 1" plus ``eps``.
 * State in/out: states are tuples of float64 arrays ``[B, H_q, ...]`` (one per
   *query* head, also for grouped heads), ``[N, H_q, ...]`` with ``cu_seqlens``.
@@ -1182,13 +1183,25 @@ def _check_scale(op, scale, d):
     return s
 
 
-def _check_decay(op, decay):
+def _check_decay(op, decay, heads):
+    """The decay rate of each of the ``heads`` query heads: ``decay`` is one
+    number for all of them, or one per head."""
     if decay is None:
-        return 1.0
-    gamma = _to_float(op, "decay", decay)
-    if not 0.0 < gamma <= 1.0:  # also rejects NaN
-        raise ValueError(f"{op}: decay must be in (0, 1], got {decay!r}")
-    return gamma
+        return [1.0] * heads
+    if np.ndim(decay) == 0:
+        rates = [decay] * heads
+    else:
+        rates = list(np.asarray(decay, dtype=np.float64).reshape(-1))
+        if np.ndim(decay) != 1 or len(rates) != heads:
+            raise ValueError(f"{op}: a per-head decay needs {heads} rates (one per query "
+                             f"head), got shape {np.shape(decay)}")
+    gammas = []
+    for rate in rates:
+        gamma = _to_float(op, "decay", rate)
+        if not 0.0 < gamma <= 1.0:  # also rejects NaN
+            raise ValueError(f"{op}: decay must be in (0, 1], got {rate!r}")
+        gammas.append(gamma)
+    return gammas
 
 
 def _check_eps(op, eps):
@@ -1229,16 +1242,25 @@ def _check_state(op, initial_state, N, Hq, shapes):
     return out
 
 
+def _per_head(make):
+    """Marks ``make(h)``, returning query head h's per-head function, for
+    ``_run``."""
+    make.per_head = True
+    return make
+
+
 def _run(op, fn, q_arrays, kv_arrays, shapes, dv, initial_state, output_final_state,
          cu_seqlens):
     """Apply the per-head function ``fn`` to every (sequence, query head).
 
     ``q_arrays`` are [B, T, H_q, ...], ``kv_arrays`` [B, T, H_kv, ...]; query head
     h reads kv head ``h // (H_q // H_kv)``. ``fn(*slices, state)`` returns
-    ``(o [len, dv], state_tuple)`` with per-head state shapes ``shapes``.
+    ``(o [len, dv], state_tuple)`` with per-head state shapes ``shapes``;
+    ``fn`` marked ``_per_head`` is instead ``fn(h)`` returning that function.
     """
     B, T, Hq = q_arrays[0].shape[:3]
     group = Hq // kv_arrays[0].shape[2]
+    fn_of_head = fn if getattr(fn, "per_head", False) else (lambda h: fn)
     seqs = _sequences(op, cu_seqlens, B, T)
     init = _check_state(op, initial_state, len(seqs), Hq, shapes)
     o = np.zeros((B, T, Hq, dv))
@@ -1248,7 +1270,7 @@ def _run(op, fn, q_arrays, kv_arrays, shapes, dv, initial_state, output_final_st
             args = ([x[b, s:e, h] for x in q_arrays]
                     + [x[b, s:e, h // group] for x in kv_arrays])
             st = None if init is None else tuple(x[n, h] for x in init)
-            oh, sh = fn(*args, st)
+            oh, sh = fn_of_head(h)(*args, st)
             o[b, s:e, h] = oh
             for f, x in zip(finals, sh):
                 f[n, h] = x
@@ -1264,13 +1286,15 @@ def linear_attention(q, k, v, *, scale=None, normalize=False, eps=1e-6, decay=No
     """
     op = "linear_attention"
     q, k, v, (B, T, Hq, Hkv, d, dv) = _check_qkv(op, q, k, v)
-    scale, gamma, eps = _check_scale(op, scale, d), _check_decay(op, decay), _check_eps(op, eps)
+    scale, gammas, eps = (_check_scale(op, scale, d), _check_decay(op, decay, Hq),
+                          _check_eps(op, eps))
     normalize = bool(normalize)
     shapes = [(d, dv)] + ([(d,)] if normalize else [])
 
-    def fn(qh, kh, vh, st):
-        return linear_attention_serial(qh, kh, vh, gamma=gamma, normalize=normalize, eps=eps,
-                                       state=st)
+    @_per_head
+    def fn(h):
+        return lambda qh, kh, vh, st: linear_attention_serial(
+            qh, kh, vh, gamma=gammas[h], normalize=normalize, eps=eps, state=st)
 
     return _run(op, fn, [q * scale], [k, v], shapes, dv, initial_state, output_final_state,
                 cu_seqlens)
@@ -1286,7 +1310,8 @@ def hla2(q, k, v, *, scale=None, masked=True, normalize=False, eps=1e-6, decay=N
     """
     op = "hla2"
     q, k, v, (B, T, Hq, Hkv, d, dv) = _check_qkv(op, q, k, v)
-    scale, gamma, eps = _check_scale(op, scale, d), _check_decay(op, decay), _check_eps(op, eps)
+    scale, gammas, eps = (_check_scale(op, scale, d), _check_decay(op, decay, Hq),
+                          _check_eps(op, eps))
     lam = _to_float(op, "ridge", ridge)
     if not (math.isfinite(lam) and lam >= 0):
         raise ValueError(f"{op}: ridge must be finite and >= 0, got {ridge!r}")
@@ -1295,9 +1320,11 @@ def hla2(q, k, v, *, scale=None, masked=True, normalize=False, eps=1e-6, decay=N
     if masked:
         shapes += [(d, dv)] + ([(d,)] if normalize else [])
 
-    def fn(qh, kh, vh, st):
-        return hla2_serial(qh, kh, vh, gamma=gamma, masked=masked, normalize=normalize,
-                           eps=eps, ridge=lam, state=st)
+    @_per_head
+    def fn(h):
+        return lambda qh, kh, vh, st: hla2_serial(
+            qh, kh, vh, gamma=gammas[h], masked=masked, normalize=normalize, eps=eps,
+            ridge=lam, state=st)
 
     return _run(op, fn, [q * scale], [k, v], shapes, dv, initial_state, output_final_state,
                 cu_seqlens)
@@ -1311,12 +1338,15 @@ def ahla(q, k, v, *, scale=None, normalize=False, eps=1e-6, decay=None, initial_
     """
     op = "ahla"
     q, k, v, (B, T, Hq, Hkv, d, dv) = _check_qkv(op, q, k, v)
-    scale, gamma, eps = _check_scale(op, scale, d), _check_decay(op, decay), _check_eps(op, eps)
+    scale, gammas, eps = (_check_scale(op, scale, d), _check_decay(op, decay, Hq),
+                          _check_eps(op, eps))
     normalize = bool(normalize)
     shapes = ([(d, dv), (d,), (d, dv), (d,)] if normalize else [(d, dv), (d, dv)])
 
-    def fn(qh, kh, vh, st):
-        return ahla_serial(qh, kh, vh, gamma=gamma, normalize=normalize, eps=eps, state=st)
+    @_per_head
+    def fn(h):
+        return lambda qh, kh, vh, st: ahla_serial(qh, kh, vh, gamma=gammas[h],
+                                                  normalize=normalize, eps=eps, state=st)
 
     return _run(op, fn, [q * scale], [k, v], shapes, dv, initial_state, output_final_state,
                 cu_seqlens)
@@ -1330,13 +1360,16 @@ def hla3(q, k, v, *, scale=None, normalize=False, eps=1e-6, decay=None, initial_
     """
     op = "hla3"
     q, k, v, (B, T, Hq, Hkv, d, dv) = _check_qkv(op, q, k, v)
-    scale, gamma, eps = _check_scale(op, scale, d), _check_decay(op, decay), _check_eps(op, eps)
+    scale, gammas, eps = (_check_scale(op, scale, d), _check_decay(op, decay, Hq),
+                          _check_eps(op, eps))
     normalize = bool(normalize)
     shapes = ([(d, d), (d, dv), (d,), (d, dv), (d,)] if normalize
               else [(d, d), (d, dv), (d, dv)])
 
-    def fn(qh, kh, vh, st):
-        return hla3_serial(qh, kh, vh, gamma=gamma, normalize=normalize, eps=eps, state=st)
+    @_per_head
+    def fn(h):
+        return lambda qh, kh, vh, st: hla3_serial(qh, kh, vh, gamma=gammas[h],
+                                                  normalize=normalize, eps=eps, state=st)
 
     return _run(op, fn, [q * scale], [k, v], shapes, dv, initial_state, output_final_state,
                 cu_seqlens)

@@ -60,8 +60,10 @@ def _attr(key, value):
 
 
 def attention_graph(op, qshape, kshape, vshape, options, dtype="f32",
-                    state_shapes=None, final_state=False, cu_seqlens=None):
-    """A func.func @main applying hla.<op> to its arguments."""
+                    state_shapes=None, final_state=False, cu_seqlens=None,
+                    head_decay=False):
+    """A func.func @main applying hla.<op> to its arguments; ``head_decay``:
+    the op's decay rates are a last argument, [H_q] f32."""
     state_shapes = list(state_shapes or [])
     out_shape = (qshape[0], qshape[1], qshape[2], vshape[3])
     args = [("q", tensor_type(qshape, dtype)), ("k", tensor_type(kshape, dtype)),
@@ -69,6 +71,8 @@ def attention_graph(op, qshape, kshape, vshape, options, dtype="f32",
     args += [(f"s{i}", tensor_type(s)) for i, s in enumerate(state_shapes)]
     if cu_seqlens:
         args.append(("cu", tensor_type((cu_seqlens,), "i32")))
+    if head_decay:
+        args.append(("g", tensor_type((qshape[2],), "f32")))
     results = [tensor_type(out_shape, dtype)]
     if final_state:
         results += [tensor_type(s) for s in state_shapes]
@@ -77,6 +81,8 @@ def attention_graph(op, qshape, kshape, vshape, options, dtype="f32",
         operands += " initial_state(" + ", ".join(f"%s{i}" for i in range(len(state_shapes))) + ")"
     if cu_seqlens:
         operands += " cu_seqlens(%cu)"
+    if head_decay:
+        operands += " head_decay(%g)"
     attrs = ", ".join(_attr(k, v) for k, v in sorted(options.items()))
     attrs = " {" + attrs + "}" if attrs else ""
     arg_list = ", ".join(f"%{n}: {t}" for n, t in args)

@@ -75,7 +75,8 @@ def graph_of(c):
     shapes = state_shapes(c) if c["state"] else None
     return attention_graph(c["op"], q, k, v, c["options"], dtype=dtype,
                            state_shapes=shapes, final_state=c["state"],
-                           cu_seqlens=len(c["cu_seqlens"]) if c["cu_seqlens"] else None)
+                           cu_seqlens=len(c["cu_seqlens"]) if c["cu_seqlens"] else None,
+                           head_decay=c.get("head_decay", False))
 
 
 def compile_case(hla_opt, outdir, c, emit="shared", suffix=".so"):

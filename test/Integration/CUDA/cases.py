@@ -19,8 +19,10 @@ OPS = ["linear_attention", "hla2", "ahla", "hla3"]
 def case(name, op, T, *, options=None, chunk=64, B=2, hq=2, hkv=2, d=16, dv=16,
          dtype="f32", tol=1e-4, state=False, cu_seqlens=None, positive=False,
          schedule="auto", segments=0, m=0, window=0, mma="auto", misaligned=False,
-         poison=False, value_tile=0, generator="auto", flags=(), zero_decays=()):
+         poison=False, value_tile=0, generator="auto", flags=(), zero_decays=(),
+         head_decay=False):
     return dict(name=name, op=op, T=T, options=dict(options or {}), chunk=chunk, mma=mma,
+                head_decay=head_decay,
                 value_tile=value_tile, generator=generator, flags=list(flags),
                 misaligned=misaligned, poison=poison, zero_decays=list(zero_decays),
                 B=B, hq=hq, hkv=hkv, d=d, dv=dv, dtype=dtype, tol=tol, state=state,
@@ -158,7 +160,40 @@ def all_cases():
     cases.append(case("hla2-d128-f32-state", "hla2", 70, B=1, d=128, dv=128, chunk=16,
                       options=dict(decay=0.9), state=True))
     return (cases + linsimp_cases() + kda_cases() + poison_cases() + value_tile_cases()
-            + register_tile_cases())
+            + register_tile_cases() + head_decay_cases())
+
+
+def head_decay_cases():
+    """A decay rate per query head (`head_decay`, a run-time tensor): on the
+    shared-memory phases (a chunk size given), with state, packed, bf16;
+    on register tiles pinned as register_tile_cases pins the constant
+    decay's (isolation off, value tiles for hla2 and ahla), persistent and
+    segmented, poisoned tokens where isolation is on."""
+    cases = []
+    for op in OPS:
+        cases.append(case(f"{op}-head-decay-state", op, 90, chunk=16, hq=4, hkv=2,
+                          state=True, head_decay=True))
+        cases.append(case(f"{op}-head-decay-packed", op, 150, chunk=16, B=1, hkv=1,
+                          state=True, cu_seqlens=[0, 1, 1, 70, 150], head_decay=True))
+        cases.append(case(f"{op}-head-decay-bf16", op, 300, B=2, hq=4, hkv=2, d=64,
+                          dv=64, dtype="bf16", tol=1e-2, chunk=32 if op == "hla3" else 64,
+                          head_decay=True, options=dict(normalize=True), positive=True))
+    tiles = dict(dtype="bf16", tol=1e-2, chunk=64, d=64, dv=64, schedule="persistent",
+                 generator="tiles", head_decay=True)
+    off = ["--causal-isolation=false"]
+    cases.append(case("linear_attention-tiles-head-decay", "linear_attention", 300, B=2,
+                      hq=4, hkv=2, options=dict(scale=0.5), **tiles))
+    cases.append(case("linear_attention-tiles-head-decay-poison", "linear_attention", 200,
+                      B=2, hq=2, poison=True, **tiles))
+    for op, width in [("hla2", 16), ("ahla", 32)]:
+        cases.append(case(f"{op}-tiles-vt{width}-head-decay", op, 150, B=1, hq=4, hkv=2,
+                          value_tile=width, flags=off, **tiles))
+    seg = dict(tiles, schedule="segmented")
+    cases.append(case("linear_attention-tiles-seg3-head-decay", "linear_attention", 400,
+                      B=1, hq=4, hkv=2, segments=3, **seg))
+    cases.append(case("ahla-tiles-seg3-head-decay", "ahla", 300, B=1, hq=4, hkv=2,
+                      segments=3, flags=off, **seg))
+    return cases
 
 
 def register_tile_cases():

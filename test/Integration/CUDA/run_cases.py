@@ -255,6 +255,12 @@ def run_case(c, casedir, seed):
         cu = np.array(c["cu_seqlens"], np.int32)
         args.append(torch.from_numpy(cu).cuda())
         kwargs["cu_seqlens"] = cu
+    if c.get("head_decay"):
+        # A rate per query head, one of them 1 (no decay), in random order.
+        rates = rng.permutation(np.concatenate(
+            [[1.0], rng.uniform(0.6, 0.99, c["hq"] - 1)])).astype(np.float32)
+        args.append(torch.from_numpy(rates).cuda())
+        kwargs["decay"] = rates.astype(np.float64)
     outs = lib(*args)
     expected = getattr(ref, c["op"])(q, k, v, **kwargs)
     if c["state"]:

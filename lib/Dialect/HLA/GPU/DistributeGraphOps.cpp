@@ -223,10 +223,16 @@ struct HLAGPUDistributeGraphOpsPass
           continue;
         ops.push_back(linalgOp);
       }
+    llvm::SmallPtrSet<Operation *, 8> chunkLoops;
+    for (auto loop : func.getBody().front().getOps<scf::ForallOp>())
+      chunkLoops.insert(loop);
     IRRewriter rewriter(&getContext());
     for (linalg::LinalgOp op : ops)
       if (failed(distribute(rewriter, op)))
         return signalPassFailure();
+    for (auto loop : func.getBody().front().getOps<scf::ForallOp>())
+      if (!chunkLoops.contains(loop))
+        loop->setAttr(kGraphLoopAttrName, UnitAttr::get(&getContext()));
   }
 };
 

@@ -1453,6 +1453,9 @@ struct HLAGPULowerRegisterTilesPass
     llvm::SmallVector<scf::ForallOp> loops(
         getOperation().getBody().getOps<scf::ForallOp>());
     for (scf::ForallOp forall : loops) {
+      // A model graph's op or a run-time check: the phase mapper's.
+      if (forall->hasAttr(kGraphLoopAttrName))
+        continue;
       // Rewritten on a copy, kept only if the copy can be placed: the
       // phase mapper transposes in shared memory for free.
       OpBuilder builder(forall);

@@ -875,6 +875,14 @@ LogicalResult Placer::placeOp(Operation *op) {
     return success();
   }
   if (auto extract = dyn_cast<tensor::ExtractSliceOp>(op)) {
+    // One f32 element of a tensor in device memory (a head's decay rate):
+    // every thread reads it.
+    if (of(extract.getSource()) == Placement::Global &&
+        extract.getType().getRank() == 0 &&
+        extract.getType().getElementType().isF32()) {
+      plan.placement[extract] = Placement::ScalarTensor;
+      return success();
+    }
     if (of(extract.getSource()) == Placement::Global &&
         isEarlierKernelState(extract)) {
       // Read where it is needed (a run's decay: by every thread).

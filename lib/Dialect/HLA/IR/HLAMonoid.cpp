@@ -47,7 +47,8 @@ llvm::hash_code mlir::hla::hash_value(const MonoidSlot &slot) {
 }
 
 llvm::hash_code mlir::hla::hash_value(const MonoidParam &param) {
-  return llvm::hash_combine(param.name, llvm::bit_cast<uint64_t>(param.value));
+  return llvm::hash_combine(param.name, llvm::bit_cast<uint64_t>(param.value),
+                            param.perHead);
 }
 
 llvm::hash_code mlir::hla::hash_value(const MonoidFactor &factor) {
@@ -105,6 +106,13 @@ std::optional<unsigned> MonoidSpec::findComponent(llvm::StringRef n) const {
 }
 std::optional<unsigned> MonoidSpec::findParam(llvm::StringRef n) const {
   return findByName<MonoidParam>(params, n);
+}
+llvm::SmallVector<unsigned> MonoidSpec::getPerHeadParams() const {
+  llvm::SmallVector<unsigned> result;
+  for (auto [i, param] : llvm::enumerate(params))
+    if (param.perHead)
+      result.push_back(i);
+  return result;
 }
 const MonoidReadout *MonoidSpec::findReadout(llvm::StringRef n) const {
   for (const MonoidReadout &readout : readouts)
@@ -317,6 +325,9 @@ MonoidSpec::verify(llvm::function_ref<InFlightDiagnostic()> emitError) const {
   for (const MonoidParam &param : params)
     if (failed(checkName(param.name, "parameter")))
       return failure();
+  if (getPerHeadParams().size() > 1)
+    return emitError() << "monoid '" << name
+                       << "' has more than one per-head parameter";
   for (const MonoidSlot &slot : components) {
     if (failed(checkName(slot.name, "component")))
       return failure();
@@ -363,6 +374,14 @@ MonoidSpec::verify(llvm::function_ref<InFlightDiagnostic()> emitError) const {
                  << "' reads input '" << inputs[f.index].name
                  << "'; combine rules read only components and "
                     "params";
+        // The values of a per-head parameter come with the ops that build
+        // segments (hla.segment, hla.prefix_vjp); the others never see them.
+        if (f.kind == MonoidFactor::Kind::Param && params[f.index].perHead &&
+            family != RuleFamily::Token)
+          return emitError()
+                 << "monoid " << familyName << " rule for '" << ruleName
+                 << "' reads per-head parameter '" << params[f.index].name
+                 << "'; only token rules may";
         if (isComponent && family == RuleFamily::Combine &&
             f.side == MonoidSide::None)
           return emitError()
@@ -444,8 +463,10 @@ MonoidSpec::verify(llvm::function_ref<InFlightDiagnostic()> emitError) const {
 MonoidSpec MonoidSpec::withParams(llvm::ArrayRef<MonoidParam> values) const {
   MonoidSpec result = *this;
   for (const MonoidParam &value : values)
-    if (std::optional<unsigned> index = result.findParam(value.name))
+    if (std::optional<unsigned> index = result.findParam(value.name)) {
       result.params[*index].value = value.value;
+      result.params[*index].perHead = value.perHead;
+    }
   return result;
 }
 
@@ -490,7 +511,7 @@ static bool isConstantOne(const MonoidSpec &spec, unsigned c) {
   if (tok.size() != 1 || tok[0].negated)
     return false;
   for (const MonoidFactor &f : tok[0].factors)
-    if (f.kind != MonoidFactor::Kind::Param ||
+    if (f.kind != MonoidFactor::Kind::Param || spec.params[f.index].perHead ||
         spec.params[f.index].value != 1.0)
       return false;
   const MonoidExpr &comb = spec.combine[c];
@@ -514,6 +535,7 @@ MonoidSpec MonoidSpec::simplify() const {
     llvm::erase_if(expr, [&](const MonoidTerm &term) {
       return llvm::any_of(term.factors, [&](const MonoidFactor &f) {
         return f.kind == MonoidFactor::Kind::Param &&
+               !spec.params[f.index].perHead &&
                spec.params[f.index].value == 0.0;
       });
     });
@@ -537,6 +559,7 @@ MonoidSpec MonoidSpec::simplify() const {
   // Unit parameters leave their products.
   rewriteFactors(spec, [&](MonoidFactor &f) {
     return !(f.kind == MonoidFactor::Kind::Param &&
+             !spec.params[f.index].perHead &&
              spec.params[f.index].value == 1.0);
   });
 
@@ -683,8 +706,11 @@ ParseResult MonoidParser::parseSlot(MonoidSlot &slot, bool allowEye) {
 ParseResult MonoidParser::parseParam() {
   llvm::StringRef name;
   MonoidParam param;
-  if (parser.parseKeyword(&name) || parser.parseEqual() ||
-      parser.parseFloat(param.value))
+  if (parser.parseKeyword(&name) || parser.parseEqual())
+    return failure();
+  if (succeeded(parser.parseOptionalKeyword("per_head")))
+    param.perHead = true;
+  else if (parser.parseFloat(param.value))
     return failure();
   param.name = name.str();
   spec.params.push_back(param);
@@ -1017,7 +1043,10 @@ void MonoidSpec::print(AsmPrinter &printer) const {
     llvm::interleaveComma(params, printer.getStream(),
                           [&](const MonoidParam &p) {
                             printer << p.name << " = ";
-                            printer.printFloat(llvm::APFloat(p.value));
+                            if (p.perHead)
+                              printer << "per_head";
+                            else
+                              printer.printFloat(llvm::APFloat(p.value));
                           });
   });
 }
@@ -1028,7 +1057,11 @@ std::string MonoidSpec::str() const {
   os << "\"" << name << "\"";
   printBody(os, *this, [&]() {
     llvm::interleaveComma(params, os, [&](const MonoidParam &p) {
-      os << p.name << " = " << p.value;
+      os << p.name << " = ";
+      if (p.perHead)
+        os << "per_head";
+      else
+        os << p.value;
     });
   });
   return text;

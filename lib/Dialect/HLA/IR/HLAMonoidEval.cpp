@@ -1,4 +1,5 @@
-//===- HLAMonoidEval.cpp - Numeric evaluation of monoids ---------*- C++ -*-===//
+//===- HLAMonoidEval.cpp - Numeric evaluation of monoids ---------*- C++
+//-*-===//
 //
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
@@ -51,7 +52,8 @@ DenseMatrix DenseMatrix::operator*(const DenseMatrix &other) const {
 DenseMatrix &DenseMatrix::operator+=(const DenseMatrix &other) {
   // Shapes must agree; a mismatch is a bug in the caller.
   if (other.data.size() != data.size())
-    llvm::report_fatal_error("DenseMatrix: adding matrices of different shapes");
+    llvm::report_fatal_error(
+        "DenseMatrix: adding matrices of different shapes");
   for (size_t i = 0; i < data.size(); ++i)
     data[i] += other.data[i];
   return *this;
@@ -147,7 +149,10 @@ DenseMatrix MonoidEvaluator::evaluate(const MonoidExpr &expr,
       DenseMatrix factor;
       switch (f.kind) {
       case MonoidFactor::Kind::Param:
-        factor = DenseMatrix(1, 1, spec.params[f.index].value);
+        factor = DenseMatrix(1, 1,
+                             spec.params[f.index].perHead
+                                 ? kPerHeadSample
+                                 : spec.params[f.index].value);
         break;
       case MonoidFactor::Kind::Input:
         factor = inputs[f.index];

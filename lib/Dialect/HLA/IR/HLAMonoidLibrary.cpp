@@ -1,4 +1,5 @@
-//===- HLAMonoidLibrary.cpp - The attention ops' monoids ----------*- C++ -*-===//
+//===- HLAMonoidLibrary.cpp - The attention ops' monoids ----------*- C++
+//-*-===//
 //
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
@@ -158,11 +159,14 @@ FailureOr<MonoidSpec> HLADialect::getMonoidTemplate(llvm::StringRef name) {
 //===----------------------------------------------------------------------===//
 
 /// The decay of an op with an optional `decay` attribute (1 when absent).
+/// A `head_decay` tensor makes it a per-head parameter.
 template <typename OpTy>
-static double getDecayValue(OpTy op) {
+static MonoidParam getDecayParam(OpTy op) {
+  if (op.getHeadDecay())
+    return {"gamma", 0.0, /*perHead=*/true};
   if (FloatAttr decay = op.getDecayAttr())
-    return decay.getValueAsDouble();
-  return 1.0;
+    return {"gamma", decay.getValueAsDouble()};
+  return {"gamma", 1.0};
 }
 
 FailureOr<MonoidSpec> mlir::hla::getAttentionMonoid(Operation *op,
@@ -182,26 +186,26 @@ FailureOr<MonoidSpec> mlir::hla::getAttentionMonoid(Operation *op,
       llvm::TypeSwitch<Operation *, LogicalResult>(op)
           .Case([&](LinearAttentionOp op) {
             templateName = "linear_attention";
-            params.push_back({"gamma", getDecayValue(op)});
+            params.push_back(getDecayParam(op));
             normalize = op.getNormalize();
             return success();
           })
           .Case([&](HLA2Op op) {
             templateName = op.getMasked() ? "hla2" : "hla2_unmasked";
-            params.push_back({"gamma", getDecayValue(op)});
+            params.push_back(getDecayParam(op));
             params.push_back({"ridge", op.getRidgeAttr().getValueAsDouble()});
             normalize = op.getNormalize();
             return success();
           })
           .Case([&](AHLAOp op) {
             templateName = "ahla";
-            params.push_back({"gamma", getDecayValue(op)});
+            params.push_back(getDecayParam(op));
             normalize = op.getNormalize();
             return success();
           })
           .Case([&](HLA3Op op) {
             templateName = "hla3";
-            params.push_back({"gamma", getDecayValue(op)});
+            params.push_back(getDecayParam(op));
             normalize = op.getNormalize();
             return success();
           })
@@ -230,7 +234,8 @@ FailureOr<MonoidSpec> mlir::hla::getAttentionMonoid(Operation *op,
 
   FailureOr<MonoidSpec> base = dialect->getMonoidTemplate(templateName);
   if (failed(base)) {
-    reason = ("the monoid library entry '" + templateName + "' is broken").str();
+    reason =
+        ("the monoid library entry '" + templateName + "' is broken").str();
     return failure();
   }
   llvm::SmallVector<llvm::StringRef, 2> readouts = {"num"};

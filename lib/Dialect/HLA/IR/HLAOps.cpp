@@ -205,6 +205,13 @@ static LogicalResult verifyStateGroup(Operation *op, llvm::StringRef groupName,
   return success();
 }
 
+Value mlir::hla::getHeadDecay(Operation *op) {
+  return llvm::TypeSwitch<Operation *, Value>(op)
+      .Case<LinearAttentionOp, HLA2Op, AHLAOp, HLA3Op>(
+          [](auto attention) { return attention.getHeadDecay(); })
+      .Default([](Operation *) { return Value(); });
+}
+
 /// Checks everything the attention ops share: q/k/v layout and types, head
 /// grouping, output, options, cu_seqlens and the state tensors.
 static LogicalResult verifyAttentionOp(AttentionOpInterface op) {
@@ -258,6 +265,21 @@ static LogicalResult verifyAttentionOp(AttentionOpInterface op) {
 
   if (failed(verifyOptionAttrs(operation)))
     return failure();
+  if (Value headDecay = getHeadDecay(operation)) {
+    if (operation->hasAttr("decay"))
+      return op.emitOpError()
+             << "takes the decay as the 'decay' attribute or as the "
+                "'head_decay' tensor, not both";
+    auto type = cast<RankedTensorType>(headDecay.getType());
+    if (type.getRank() != 1 || !type.getElementType().isF32() ||
+        sizesConflict(type.getDimSize(0), hq))
+      return op.emitOpError()
+             << "'head_decay' must be a [H_q] f32 tensor (one rate per query "
+                "head), H_q = "
+             << (ShapedType::isDynamic(hq) ? std::string("?")
+                                           : std::to_string(hq))
+             << ", got " << type;
+  }
 
   int64_t lead = q.getDimSize(0);
   if (Value cu = op.getCuSeqlens()) {
@@ -433,6 +455,29 @@ static std::string slotNames(const MonoidSpec &spec,
   return names;
 }
 
+/// Checks the per-head parameter tensors of an op that evaluates `spec`'s
+/// token rules: one `[heads]` f32 tensor per per-head parameter.
+static LogicalResult verifyHeadParams(Operation *op, const MonoidSpec &spec,
+                                      ValueRange headParams, int64_t heads) {
+  llvm::SmallVector<unsigned> perHead = spec.getPerHeadParams();
+  if (headParams.size() != perHead.size())
+    return op->emitOpError() << "monoid '" << spec.name << "' has "
+                             << perHead.size() << " per-head parameter(s), got "
+                             << headParams.size() << " 'head_params' tensor(s)";
+  for (auto [value, index] : llvm::zip(headParams, perHead)) {
+    auto type = cast<RankedTensorType>(value.getType());
+    if (type.getRank() != 1 || !type.getElementType().isF32() ||
+        sizesConflict(type.getDimSize(0), heads))
+      return op->emitOpError()
+             << "per-head parameter '" << spec.params[index].name
+             << "' needs a ["
+             << (ShapedType::isDynamic(heads) ? std::string("H")
+                                              : std::to_string(heads))
+             << "] f32 tensor (one value per head), got " << type;
+  }
+  return success();
+}
+
 LogicalResult SegmentOp::verify() {
   const MonoidSpec &spec = getMonoid().getSpec();
   llvm::SmallVector<unsigned> tokenInputs = spec.getTokenInputs();
@@ -461,7 +506,15 @@ LogicalResult SegmentOp::verify() {
     if (failed(checker.check("input", i, spec.inputs[tokenInputs[i]],
                              input.getType(), /*headDivides=*/true)))
       return failure();
-  return success();
+  // The head axis is the last leading dimension of the results.
+  int64_t heads = ShapedType::kDynamic;
+  if (!getSegments().empty()) {
+    auto first = cast<RankedTensorType>(getSegments()[0].getType());
+    int64_t leadRank = first.getRank() - spec.components[0].getRank();
+    if (leadRank > 0)
+      heads = first.getDimSize(leadRank - 1);
+  }
+  return verifyHeadParams(*this, spec, getHeadParams(), heads);
 }
 
 LogicalResult CombineOp::verify() {
@@ -740,7 +793,7 @@ LogicalResult PrefixVjpOp::verify() {
       return emitOpError() << "the gradient of init #" << i << " has type "
                            << getGradients()[getInputs().size() + i].getType()
                            << " but init #" << i << " has " << state.getType();
-  return success();
+  return verifyHeadParams(*this, spec, getHeadParams(), expected[2]);
 }
 
 LogicalResult RandomFeaturesOp::verify() {

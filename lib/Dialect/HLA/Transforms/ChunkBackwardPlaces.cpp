@@ -163,7 +163,8 @@ void PrefixVjpLowering::startMasks(OpBuilder &b, Location loc) {
   Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
   maskBuilder = std::make_unique<OpBuilder>(b.getContext());
   maskBuilder->setInsertionPointAfter(c0.getDefiningOp());
-  decay = std::make_unique<DecayTiles>(*maskBuilder, loc, chunk, forward.gamma);
+  decay = std::make_unique<DecayTiles>(*maskBuilder, loc, chunk, forward.gamma,
+                                       forward.perHeadDecay);
 }
 
 Value PrefixVjpLowering::loadRows(OpBuilder &b, Location loc, Value operand,
@@ -190,6 +191,9 @@ ChunkTiles PrefixVjpLowering::loadChunk(OpBuilder &b, Location loc, Value batch,
   for (auto [i, input] : llvm::enumerate(op.getInputs()))
     tiles.tokens.push_back(
         loadRows(b, loc, input, batch, head, start, rows, inputIsValue[i]));
+  if (forward.perHeadDecay)
+    tiles.logDecay =
+        DecayTiles::loadLogDecay(b, loc, op.getHeadParams()[0], head);
   return tiles;
 }
 

@@ -23,6 +23,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "hla/Dialect/HLA/Transforms/ChunkPlan.h"
+#include "hla/Dialect/HLA/IR/HLAMonoidEval.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/raw_ostream.h"
@@ -237,6 +238,8 @@ private:
   /// Per non-decay component: the index of its self term (-1: none).
   std::vector<int> selfTerm;
   double gamma = 1.0;
+  /// The per-head parameter that is the decay's rate, if any.
+  std::optional<unsigned> decayParam;
   std::map<std::pair<unsigned, unsigned>, Terms> memo;
   std::vector<bool> expanding;
 };
@@ -271,6 +274,16 @@ LogicalResult PlanBuilder::classify() {
                     "' must have a constant token value";
             return failure();
           }
+          if (spec.params[f.index].perHead) {
+            if (decayParam && *decayParam != f.index) {
+              error = "decay component '" + slot.name +
+                      "' reads two per-head parameters";
+              return failure();
+            }
+            decayParam = f.index;
+            value *= kPerHeadSample;
+            continue;
+          }
           value *= spec.params[f.index].value;
         }
         if (term.negated)
@@ -298,6 +311,12 @@ LogicalResult PlanBuilder::classify() {
     }
   }
   gamma = decayValue.value_or(1.0);
+  for (unsigned p : spec.getPerHeadParams())
+    if (!decayParam || p != *decayParam) {
+      error = "per-head parameter '" + spec.params[p].name +
+              "' is not the rate of a decay component";
+      return failure();
+    }
 
   // Every other component: x = γ^w x.a + terms without x.a.
   for (unsigned c = 0; c < n; ++c) {
@@ -358,7 +377,12 @@ FailureOr<Terms> PlanBuilder::tokenTerms(unsigned y) {
     for (const MonoidFactor &f : term.factors) {
       switch (f.kind) {
       case MonoidFactor::Kind::Param:
-        t.coeff *= spec.params[f.index].value;
+        // A per-head rate is known only at run time: γ scaling a token
+        // rule is one more power of the decay (hla3's Q2 = γ q qᵀ).
+        if (spec.params[f.index].perHead)
+          t.decayConst += 1.0;
+        else
+          t.coeff *= spec.params[f.index].value;
         break;
       case MonoidFactor::Kind::Input:
         t.chain.push_back({ChainFactor::Kind::Token, f.index, 0, f.transposed});
@@ -510,6 +534,7 @@ FailureOr<ChunkPlan> PlanBuilder::build() {
   expanding.assign(spec.components.size(), false);
   ChunkPlan plan;
   plan.gamma = gamma;
+  plan.perHeadDecay = decayParam.has_value();
   for (unsigned c = 0; c < spec.components.size(); ++c) {
     if (isDecay[c])
       continue;

@@ -204,7 +204,8 @@ void ChunkRewriter::prepareTiles(OpBuilder &b, OpBuilder &hoist, Location loc) {
     ownHoist = std::make_unique<OpBuilder>(marker);
     at = ownHoist.get();
   }
-  decay = std::make_unique<DecayTiles>(*at, loc, chunk, plan.gamma);
+  decay = std::make_unique<DecayTiles>(*at, loc, chunk, plan.gamma,
+                                       plan.perHeadDecay);
   if (cuSeqlens)
     std::tie(slotStart, slotLength, chunkOffsets, slotSequence) =
         buildChunkTable(b, loc, cuSeqlens, sequences, numChunks);
@@ -405,6 +406,9 @@ void ChunkRewriter::loadTokens(OpBuilder &b, Location loc, ChunkTiles &tiles,
   tiles.batch = batch;
   tiles.start = start;
   tiles.head = head;
+  if (plan.perHeadDecay)
+    tiles.logDecay =
+        DecayTiles::loadLogDecay(b, loc, info.segment.getHeadParams()[0], head);
   tiles.tokens.assign(spec.inputs.size(), Value());
   for (unsigned input : inputs) {
     Value operand = operandOfInput[input];

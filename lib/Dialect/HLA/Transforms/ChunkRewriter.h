@@ -39,32 +39,72 @@
 
 namespace mlir::hla::chunk {
 
-/// The constant tiles of a plan (decay-weighted triangular masks and
-/// from-start weights), built once before the chunk loops.
+struct ChunkTiles;
+
+/// The decay tiles of a plan (decay-weighted triangular masks and
+/// from-start weights). With a constant rate γ they are built once before
+/// the chunk loops, at the hoisting builder; with a rate per head
+/// (ChunkPlan::perHeadDecay) each is built where it is first asked for in
+/// a block, from the chunk's log γ (ChunkTiles::logDecay), which it reads
+/// as an operand (so that reverse differentiation sees it).
 class DecayTiles {
 public:
-  DecayTiles(OpBuilder &hoist, Location loc, int64_t chunk, double gamma)
-      : tb(hoist, loc), chunk(chunk), logGamma(std::log(gamma)) {}
+  DecayTiles(OpBuilder &hoist, Location loc, int64_t chunk, double gamma,
+             bool perHead = false)
+      : tb(hoist, loc), chunk(chunk), logGamma(std::log(gamma)),
+        perHead(perHead) {}
 
   /// M[p][v] = γ^{w (p − v)} for v ≤ p (v < p when strict), else 0. With
   /// `repeat` > 1 the rows are those of `repeat` stacked copies of the
   /// chunk (row ρ is position ρ mod c): [repeat · c, c].
-  Value mask(double w, bool strict, int64_t repeat = 1);
+  Value mask(TileBuilder &here, const ChunkTiles &tiles, double w, bool strict,
+             int64_t repeat = 1);
   /// u[v] = γ^{w (v + 1)}; stacked `repeat` times as `mask`'s rows.
-  Value fromStart(double w, int64_t repeat = 1);
+  Value fromStart(TileBuilder &here, const ChunkTiles &tiles, double w,
+                  int64_t repeat = 1);
+  /// e[v] = γ^{w (E − v)} for v ≤ E (v < E when strict), E the chunk's last
+  /// token.
+  Value endWeights(TileBuilder &here, const ChunkTiles &tiles, double w,
+                   bool strict);
+  /// γ^{w · length} as a 0-d tensor.
+  Value lengthWeight(TileBuilder &here, const ChunkTiles &tiles, double w);
+  /// A term's constant decay γ^c: folded into its coefficient (the returned
+  /// factor) when γ is constant; a 0-d tensor in `scalar` when per head.
+  double constantFactor(TileBuilder &here, const ChunkTiles &tiles, double c,
+                        Value &scalar);
   /// exp(rate · n) for an index n.
   static Value decayOf(OpBuilder &b, Location l, Value n, double rate);
   /// The chunk position of stacked row `row` (itself when `repeat` is 1).
   Value positionOf(OpBuilder &b, Location l, Value row, int64_t repeat) const;
+  /// log γ of `head` from the per-head rates `rates` ([H] f32), as a 0-d
+  /// f32 tensor (ChunkTiles::logDecay).
+  static Value loadLogDecay(OpBuilder &b, Location loc, Value rates,
+                            Value head);
 
-  double getLogGamma() const { return logGamma; }
+  bool isPerHead() const { return perHead; }
 
 private:
+  /// A generic over `shape` whose body computes γ^{w · n(indices)} (or 0)
+  /// from `weight(nb, l, indices, exp)`; per head, it reads log γ as an
+  /// operand.
+  Value
+  build(TileBuilder &at, const ChunkTiles &tiles, llvm::ArrayRef<int64_t> shape,
+        llvm::function_ref<Value(OpBuilder &, Location,
+                                 llvm::function_ref<Value(Value, double)>)>
+            body);
+  /// Per head: a tile cached for this chunk's log γ if it was built in the
+  /// block `here` inserts into, else null.
+  Value cached(TileBuilder &here, const ChunkTiles &tiles,
+               const std::string &key);
+  void remember(const ChunkTiles &tiles, const std::string &key, Value tile);
+
   TileBuilder tb;
   int64_t chunk;
   double logGamma;
+  bool perHead;
   std::map<std::tuple<double, bool, int64_t>, Value> masks;
   std::map<std::pair<double, int64_t>, Value> starts;
+  std::map<std::pair<void *, std::string>, Value> perHeadTiles;
 };
 
 /// Everything a term needs inside the chunk loop.
@@ -86,6 +126,9 @@ struct ChunkTiles {
   /// The chunk's sequence (its row of per-sequence states) and that
   /// sequence's first token; null: the batch entry and token 0.
   Value sequence, sequenceStart;
+  /// log γ of the chunk's head (a 0-d f32 tensor) when the decay's rate is
+  /// per head (DecayTiles); null otherwise.
+  Value logDecay;
 };
 
 /// Emits index terms as linalg ops on chunk tiles; failures are reported at
@@ -112,9 +155,6 @@ public:
 private:
   Value tokenTile(const ChainFactor &f) { return tiles.tokens[f.slot]; }
   Value carriedTile(const ChainFactor &f) { return tiles.carried[f.slot]; }
-  Value endWeights(double w, bool strict);
-  Value startScalar(double w);
-
   TileBuilder &tb;
   const MonoidSpec &spec;
   const ChunkTiles &tiles;

@@ -27,19 +27,75 @@ using utils::IteratorType;
 // Decay tiles
 //===----------------------------------------------------------------------===//
 
+/// exp(w · log γ · n) for an index n: log γ the constant, or `logArg` (a
+/// block argument) per head.
+static Value weightOf(OpBuilder &b, Location l, Value n, double w,
+                      double logGamma, Value logArg) {
+  if (!logArg || w == 0.0)
+    return DecayTiles::decayOf(b, l, n, logArg ? 0.0 : w * logGamma);
+  Value asInt = arith::IndexCastOp::create(b, l, b.getI64Type(), n);
+  Value asFloat = arith::SIToFPOp::create(b, l, b.getF32Type(), asInt);
+  Value rate = arith::MulFOp::create(
+      b, l, logArg, arith::ConstantOp::create(b, l, b.getF32FloatAttr(w)));
+  return math::ExpOp::create(b, l, arith::MulFOp::create(b, l, asFloat, rate));
+}
+
+Value DecayTiles::build(
+    TileBuilder &at, const ChunkTiles &tiles, llvm::ArrayRef<int64_t> shape,
+    llvm::function_ref<Value(OpBuilder &, Location,
+                             llvm::function_ref<Value(Value, double)>)>
+        body) {
+  OpBuilder &b = at.getBuilder();
+  unsigned rank = shape.size();
+  llvm::SmallVector<Value> inputs;
+  llvm::SmallVector<AffineMap> maps;
+  if (perHead) {
+    inputs.push_back(tiles.logDecay);
+    maps.push_back(AffineMap::get(rank, 0, {}, b.getContext()));
+  }
+  maps.push_back(b.getMultiDimIdentityMap(rank));
+  llvm::SmallVector<IteratorType> iterators(rank, IteratorType::parallel);
+  return at.generic(inputs, at.empty(shape), maps, iterators,
+                    [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+                      Value logArg = perHead ? args[0] : Value();
+                      return body(nb, l, [&](Value n, double w) {
+                        return weightOf(nb, l, n, w, logGamma, logArg);
+                      });
+                    });
+}
+
+Value DecayTiles::cached(TileBuilder &here, const ChunkTiles &tiles,
+                         const std::string &key) {
+  auto it = perHeadTiles.find({tiles.logDecay.getAsOpaquePointer(), key});
+  if (it == perHeadTiles.end() ||
+      it->second.getParentBlock() != here.getBuilder().getInsertionBlock())
+    return {};
+  return it->second;
+}
+
+void DecayTiles::remember(const ChunkTiles &tiles, const std::string &key,
+                          Value tile) {
+  perHeadTiles[{tiles.logDecay.getAsOpaquePointer(), key}] = tile;
+}
+
 /// M[p][v] = γ^{w (p − v)} for v ≤ p (v < p when strict), else 0.
-Value DecayTiles::mask(double w, bool strict, int64_t repeat) {
+Value DecayTiles::mask(TileBuilder &here, const ChunkTiles &tiles, double w,
+                       bool strict, int64_t repeat) {
   auto key = std::make_tuple(w, strict, repeat);
-  auto it = masks.find(key);
-  if (it != masks.end())
-    return it->second;
-  OpBuilder &b = tb.getBuilder();
-  AffineMap id = b.getMultiDimIdentityMap(2);
-  double rate = w * logGamma;
-  Value result = tb.generic(
-      {}, tb.empty({repeat * chunk, chunk}), {id},
-      {IteratorType::parallel, IteratorType::parallel},
-      [&](OpBuilder &nb, Location l, ValueRange) -> Value {
+  std::string perHeadKey = "mask " + std::to_string(w) + " " +
+                           std::to_string(strict) + " " +
+                           std::to_string(repeat);
+  if (!perHead) {
+    auto it = masks.find(key);
+    if (it != masks.end())
+      return it->second;
+  } else if (Value tile = cached(here, tiles, perHeadKey)) {
+    return tile;
+  }
+  Value result = build(
+      perHead ? here : tb, tiles, {repeat * chunk, chunk},
+      [&](OpBuilder &nb, Location l,
+          llvm::function_ref<Value(Value, double)> weight) -> Value {
         Value p = positionOf(nb, l, linalg::IndexOp::create(nb, l, 0), repeat);
         Value v = linalg::IndexOp::create(nb, l, 1);
         Value diff = arith::SubIOp::create(nb, l, p, v);
@@ -48,31 +104,99 @@ Value DecayTiles::mask(double w, bool strict, int64_t repeat) {
                                              strict ? arith::CmpIPredicate::sgt
                                                     : arith::CmpIPredicate::sge,
                                              diff, zero);
-        Value weight = decayOf(nb, l, diff, rate);
         Value zeroF = arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(0));
-        return arith::SelectOp::create(nb, l, inside, weight, zeroF);
+        return arith::SelectOp::create(nb, l, inside, weight(diff, w), zeroF);
       });
-  masks[key] = result;
+  if (perHead)
+    remember(tiles, perHeadKey, result);
+  else
+    masks[key] = result;
   return result;
 }
 
-Value DecayTiles::fromStart(double w, int64_t repeat) {
+Value DecayTiles::fromStart(TileBuilder &here, const ChunkTiles &tiles,
+                            double w, int64_t repeat) {
   auto key = std::make_pair(w, repeat);
-  auto it = starts.find(key);
-  if (it != starts.end())
-    return it->second;
-  OpBuilder &b = tb.getBuilder();
-  AffineMap id = b.getMultiDimIdentityMap(1);
-  double rate = w * logGamma;
-  Value result = tb.generic(
-      {}, tb.empty({repeat * chunk}), {id}, {IteratorType::parallel},
-      [&](OpBuilder &nb, Location l, ValueRange) -> Value {
-        Value v = positionOf(nb, l, linalg::IndexOp::create(nb, l, 0), repeat);
-        Value one = arith::ConstantIndexOp::create(nb, l, 1);
-        return decayOf(nb, l, arith::AddIOp::create(nb, l, v, one), rate);
-      });
-  starts[key] = result;
+  std::string perHeadKey =
+      "start " + std::to_string(w) + " " + std::to_string(repeat);
+  if (!perHead) {
+    auto it = starts.find(key);
+    if (it != starts.end())
+      return it->second;
+  } else if (Value tile = cached(here, tiles, perHeadKey)) {
+    return tile;
+  }
+  Value result =
+      build(perHead ? here : tb, tiles, {repeat * chunk},
+            [&](OpBuilder &nb, Location l,
+                llvm::function_ref<Value(Value, double)> weight) -> Value {
+              Value v =
+                  positionOf(nb, l, linalg::IndexOp::create(nb, l, 0), repeat);
+              Value one = arith::ConstantIndexOp::create(nb, l, 1);
+              return weight(arith::AddIOp::create(nb, l, v, one), w);
+            });
+  if (perHead)
+    remember(tiles, perHeadKey, result);
+  else
+    starts[key] = result;
   return result;
+}
+
+Value DecayTiles::endWeights(TileBuilder &here, const ChunkTiles &tiles,
+                             double w, bool strict) {
+  // Depends on the chunk's length: built where it is used.
+  Value length = tiles.length;
+  return build(
+      here, tiles, {chunk},
+      [&](OpBuilder &nb, Location l,
+          llvm::function_ref<Value(Value, double)> weight) -> Value {
+        Value v = linalg::IndexOp::create(nb, l, 0);
+        Value one = arith::ConstantIndexOp::create(nb, l, 1);
+        Value last = arith::SubIOp::create(nb, l, length, one);
+        Value diff = arith::SubIOp::create(nb, l, last, v);
+        Value zero = arith::ConstantIndexOp::create(nb, l, 0);
+        Value inside = arith::CmpIOp::create(nb, l,
+                                             strict ? arith::CmpIPredicate::sgt
+                                                    : arith::CmpIPredicate::sge,
+                                             diff, zero);
+        Value zeroF = arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(0));
+        return arith::SelectOp::create(nb, l, inside, weight(diff, w), zeroF);
+      });
+}
+
+Value DecayTiles::lengthWeight(TileBuilder &here, const ChunkTiles &tiles,
+                               double w) {
+  OpBuilder &b = here.getBuilder();
+  Location l = here.getLoc();
+  if (!perHead) {
+    Value weight = decayOf(b, l, tiles.length, w * logGamma);
+    return tensor::FromElementsOp::create(
+        b, l, RankedTensorType::get({}, b.getF32Type()), ValueRange{weight});
+  }
+  Value length = tiles.length;
+  return build(here, tiles, {},
+               [&](OpBuilder &, Location,
+                   llvm::function_ref<Value(Value, double)> weight) -> Value {
+                 return weight(length, w);
+               });
+}
+
+double DecayTiles::constantFactor(TileBuilder &here, const ChunkTiles &tiles,
+                                  double c, Value &scalar) {
+  scalar = Value();
+  if (!perHead)
+    return std::exp(c * logGamma);
+  if (c != 0.0) {
+    OpBuilder &b = here.getBuilder();
+    Value one = arith::ConstantIndexOp::create(b, here.getLoc(), 1);
+    scalar =
+        build(here, tiles, {},
+              [&](OpBuilder &, Location,
+                  llvm::function_ref<Value(Value, double)> weight) -> Value {
+                return weight(one, c);
+              });
+  }
+  return 1.0;
 }
 
 Value DecayTiles::positionOf(OpBuilder &b, Location l, Value row,
@@ -93,6 +217,24 @@ Value DecayTiles::decayOf(OpBuilder &b, Location l, Value n, double rate) {
   Value scaled = arith::MulFOp::create(
       b, l, asFloat, arith::ConstantOp::create(b, l, b.getF32FloatAttr(rate)));
   return math::ExpOp::create(b, l, scaled);
+}
+
+Value DecayTiles::loadLogDecay(OpBuilder &b, Location loc, Value rates,
+                               Value head) {
+  // rates[head] as a 0-d slice, then its log: ops reverse differentiation
+  // follows (ReverseDiff.h) and every thread of a register-tile kernel
+  // reads and computes.
+  Value scalar = tensor::ExtractSliceOp::create(
+      b, loc, RankedTensorType::get({}, b.getF32Type()), rates,
+      ArrayRef<OpFoldResult>{head}, ArrayRef<OpFoldResult>{b.getIndexAttr(1)},
+      ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
+  TileBuilder tb(b, loc);
+  return tb.generic({scalar}, tb.empty({}),
+                    {b.getMultiDimIdentityMap(0), b.getMultiDimIdentityMap(0)},
+                    {},
+                    [](OpBuilder &nb, Location l, ValueRange args) -> Value {
+                      return math::LogOp::create(nb, l, args[0]);
+                    });
 }
 
 //===----------------------------------------------------------------------===//
@@ -216,40 +358,6 @@ private:
 };
 
 } // namespace
-
-Value TermEmitter::endWeights(double w, bool strict) {
-  // e[v] = γ^{w (E − v)} for v ≤ E (v < E when strict), E = length − 1.
-  OpBuilder &b = tb.getBuilder();
-  AffineMap id = b.getMultiDimIdentityMap(1);
-  double rate = w * decay.getLogGamma();
-  Value length = tiles.length;
-  return tb.generic(
-      {}, tb.empty({tiles.chunk}), {id}, {IteratorType::parallel},
-      [&](OpBuilder &nb, Location l, ValueRange) -> Value {
-        Value v = linalg::IndexOp::create(nb, l, 0);
-        Value one = arith::ConstantIndexOp::create(nb, l, 1);
-        Value last = arith::SubIOp::create(nb, l, length, one);
-        Value diff = arith::SubIOp::create(nb, l, last, v);
-        Value zero = arith::ConstantIndexOp::create(nb, l, 0);
-        Value inside = arith::CmpIOp::create(nb, l,
-                                             strict ? arith::CmpIPredicate::sgt
-                                                    : arith::CmpIPredicate::sge,
-                                             diff, zero);
-        Value weight = DecayTiles::decayOf(nb, l, diff, rate);
-        Value zeroF = arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(0));
-        return arith::SelectOp::create(nb, l, inside, weight, zeroF);
-      });
-}
-
-Value TermEmitter::startScalar(double w) {
-  // γ^{w (E + 1)} = γ^{w · length}, as a 0-d tensor.
-  OpBuilder &b = tb.getBuilder();
-  Location l = tb.getLoc();
-  Value weight =
-      DecayTiles::decayOf(b, l, tiles.length, w * decay.getLogGamma());
-  return tensor::FromElementsOp::create(
-      b, l, RankedTensorType::get({}, b.getF32Type()), ValueRange{weight});
-}
 
 FailureOr<TermEmitter::TermValue> TermEmitter::emit(const IndexTerm &term,
                                                     bool isSummary) {
@@ -410,16 +518,16 @@ FailureOr<TermEmitter::TermValue> TermEmitter::emit(const IndexTerm &term,
         return chunkError(anchor)
                << "a term's chunk-end variable must be a leaf after its "
                   "parent without token factors";
-      net.addUnary(p, endWeights(w, strict));
+      net.addUnary(p, decay.endWeights(tb, tiles, w, strict));
     } else if (isSummary && p == 0) {
       if (w != 0.0 || strict || !tokenIndices.contains(int(v)))
-        net.addUnary(v, endWeights(w, strict));
+        net.addUnary(v, decay.endWeights(tb, tiles, w, strict));
     } else if (var.later) {
-      net.addPair(v, p, decay.mask(w, strict));
+      net.addPair(v, p, decay.mask(tb, tiles, w, strict));
       if (!tokenIndices.contains(int(v)))
-        net.addUnary(v, endWeights(0.0, false));
+        net.addUnary(v, decay.endWeights(tb, tiles, 0.0, false));
     } else {
-      net.addPair(p, v, decay.mask(w, strict, p == 0 ? repeat : 1));
+      net.addPair(p, v, decay.mask(tb, tiles, w, strict, p == 0 ? repeat : 1));
     }
   }
   for (size_t v = 0; v < term.vars.size(); ++v) {
@@ -427,12 +535,16 @@ FailureOr<TermEmitter::TermValue> TermEmitter::emit(const IndexTerm &term,
     if (u == 0.0)
       continue;
     if ((isSummary && v == 0) || term.vars[v].atEnd)
-      net.addScalar(startScalar(u));
+      net.addScalar(decay.lengthWeight(tb, tiles, u));
     else
-      net.addUnary(v, decay.fromStart(u, v == 0 ? repeat : 1));
+      net.addUnary(v, decay.fromStart(tb, tiles, u, v == 0 ? repeat : 1));
   }
+  Value constantScalar;
   double coeff =
-      term.coeff * std::exp(decayPlan->constant * decay.getLogGamma());
+      term.coeff *
+      decay.constantFactor(tb, tiles, decayPlan->constant, constantScalar);
+  if (constantScalar)
+    net.addScalar(constantScalar);
 
   // Sum out every index but the output's.
   llvm::SmallVector<int> keep;
@@ -581,9 +693,7 @@ FailureOr<llvm::SmallVector<Value>> mlir::hla::chunk::emitChunkSummaries(
   for (unsigned c = 0; c < spec.components.size(); ++c) {
     if (values[c])
       continue;
-    Value w = DecayTiles::decayOf(b, loc, tiles.length, decay.getLogGamma());
-    values[c] = tensor::FromElementsOp::create(
-        b, loc, RankedTensorType::get({}, b.getF32Type()), ValueRange{w});
+    values[c] = decay.lengthWeight(tb, tiles, 1.0);
   }
   return values;
 }

@@ -365,6 +365,7 @@ FailureOr<ChunkVjpPlan> VjpBuilder::build() {
     return failure();
   forward = std::move(*built);
   plan.gamma = forward.gamma;
+  plan.perHeadDecay = forward.perHeadDecay;
   if (failed(extendSpec()))
     return failure();
   findDifferentiable();

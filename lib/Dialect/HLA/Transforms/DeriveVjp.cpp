@@ -140,6 +140,8 @@ struct DeriveVjpPass : public hla::impl::HLADeriveVjpPassBase<DeriveVjpPass> {
       return fail(op, "the backward of '" + op->getName().getStringRef() +
                           "' is not derived yet (linear_attention, hla2, "
                           "ahla, hla3 and kda are)");
+    if (getHeadDecay(op))
+      return fail(op, "the gradient of 'head_decay' is not derived yet");
     // The token operands, by the monoid's input names.
     llvm::SmallVector<std::pair<llvm::StringRef, Value>> named = {
         {"q", attention.getQuery()},
@@ -209,10 +211,10 @@ struct DeriveVjpPass : public hla::impl::HLADeriveVjpPassBase<DeriveVjpPass> {
     llvm::SmallVector<Type> gradientTypes;
     for (Value v : llvm::concat<Value>(inputs, initial))
       gradientTypes.push_back(v.getType());
-    auto vjp = PrefixVjpOp::create(b, loc, gradientTypes,
-                                   MonoidAttr::get(op->getContext(), *spec),
-                                   inputs, initial, cotangent, finalCotangents,
-                                   eps ? eps : b.getF64FloatAttr(1e-6));
+    auto vjp = PrefixVjpOp::create(
+        b, loc, gradientTypes, MonoidAttr::get(op->getContext(), *spec), inputs,
+        initial, cotangent, finalCotangents,
+        /*head_params=*/ValueRange(), eps ? eps : b.getF64FloatAttr(1e-6));
     // Gradients in argument order.
     llvm::SmallVector<Value> gradients(argumentOf.size());
     for (auto [i, argument] :

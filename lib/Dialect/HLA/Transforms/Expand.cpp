@@ -18,6 +18,9 @@
 #include "hla/Dialect/HLA/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -124,7 +127,52 @@ FailureOr<SegmentOp> mlir::hla::buildAttentionSegments(OpBuilder &b,
   llvm::SmallVector<Type> segmentTypes;
   for (const MonoidSlot &slot : spec->components)
     segmentTypes.push_back(getSlotType(lead, slot, binder, f32));
-  return SegmentOp::create(b, loc, segmentTypes, monoid, tokenOperands);
+  // The only per-head parameter an attention monoid has is the decay.
+  llvm::SmallVector<Value> headParams;
+  if (!spec->getPerHeadParams().empty()) {
+    headParams.push_back(getHeadDecay(op));
+    emitHeadDecayCheck(b, loc, headParams.back());
+  }
+  return SegmentOp::create(b, loc, segmentTypes, monoid, tokenOperands,
+                           headParams);
+}
+
+void mlir::hla::emitHeadDecayCheck(OpBuilder &b, Location loc, Value rates) {
+  // Counts the rates outside (0, 1]; NaN fails both ordered comparisons.
+  Type i64 = b.getI64Type();
+  auto constant = [&](OpBuilder &nb, Location l, int64_t v) -> Value {
+    return arith::ConstantOp::create(nb, l, nb.getI64IntegerAttr(v));
+  };
+  Value zero =
+      linalg::FillOp::create(
+          b, loc, constant(b, loc, 0),
+          Value(tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{}, i64)))
+          .getResult(0);
+  MLIRContext *ctx = b.getContext();
+  auto count = linalg::GenericOp::create(
+      b, loc, zero.getType(), ValueRange{rates}, ValueRange{zero},
+      ArrayRef<AffineMap>{AffineMap::getMultiDimIdentityMap(1, ctx),
+                          AffineMap::get(1, 0, {}, ctx)},
+      ArrayRef<utils::IteratorType>{utils::IteratorType::reduction},
+      [&](OpBuilder &nb, Location l, ValueRange args) {
+        auto compare = [&](arith::CmpFPredicate p, double bound) -> Value {
+          return arith::CmpFOp::create(
+              nb, l, p, args[0],
+              arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(bound)));
+        };
+        Value valid =
+            arith::AndIOp::create(nb, l, compare(arith::CmpFPredicate::OGT, 0),
+                                  compare(arith::CmpFPredicate::OLE, 1));
+        Value bad = arith::SelectOp::create(nb, l, valid, constant(nb, l, 0),
+                                            constant(nb, l, 1));
+        linalg::YieldOp::create(
+            nb, l, Value(arith::AddIOp::create(nb, l, args[1], bad)));
+      });
+  Value bad = tensor::ExtractOp::create(b, loc, count.getResult(0));
+  cf::AssertOp::create(b, loc,
+                       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                             bad, constant(b, loc, 0)),
+                       "hla: head_decay rates must be in (0, 1]");
 }
 
 namespace {

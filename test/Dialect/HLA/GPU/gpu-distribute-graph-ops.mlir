@@ -5,18 +5,18 @@
 // a full reduction (no parallel loop) and the fill of a 0-d tensor become
 // one-block loops; an insert_slice becomes a linalg.copy of its source into
 // the destination slice, itself a loop, after which the insert writes in
-// place.
+// place. Every loop it makes is marked hla.graph_loop (no chunk loop).
 
 // CHECK-LABEL: func.func @ops
 // CHECK: %[[FILLED:.+]] = scf.forall (%[[I:.+]]) in (4) shared_outs(%[[O:.+]] = %{{.+}}) -> (tensor<64x8xf32>)
 // CHECK:   %[[ROW:.+]] = arith.muli %[[I]], %{{.+}} : index
 // CHECK:   linalg.fill
-// CHECK: } {mapping = [#gpu.block<x>]}
+// CHECK: } {hla.graph_loop, mapping = [#gpu.block<x>]}
 // CHECK: %[[Y:.+]] = scf.forall (%[[J:.+]]) in (4) shared_outs(%[[O2:.+]] = %[[FILLED]]) -> (tensor<64x8xf32>)
 // CHECK:   tensor.extract_slice %{{.+}}[%{{.+}}, 0] [16, 32] [1, 1] : tensor<64x32xf32> to tensor<16x32xf32>
 // CHECK:   linalg.matmul ins(%{{.+}}, %{{.+}} : tensor<16x32xf32>, tensor<32x8xf32>) outs(%{{.+}} : tensor<16x8xf32>)
 // CHECK:   tensor.parallel_insert_slice %{{.+}} into %[[O2]][%{{.+}}, 0] [16, 8] [1, 1]
-// CHECK: } {mapping = [#gpu.block<x>]}
+// CHECK: } {hla.graph_loop, mapping = [#gpu.block<x>]}
 // CHECK: scf.forall (%{{.+}}) in (1) shared_outs(%{{.+}} = %{{.+}}) -> (tensor<i32>)
 // CHECK:   linalg.fill
 // CHECK: %[[MAX:.+]] = scf.forall (%{{.+}}) in (1) shared_outs(%[[M:.+]] = %{{.+}}) -> (tensor<i32>)

@@ -37,6 +37,12 @@ namespace mlir::hla {
 /// outlined.
 void registerHLAGPUInterfaceModels(DialectRegistry &registry);
 
+/// Marks the loops hla-gpu-distribute-graph-ops makes of a model graph's
+/// ops (and of run-time checks): they are no chunk loops, so the register-
+/// tile generator leaves them to hla-gpu-map-chunk-loops even where it must
+/// place every chunk loop (generator = tiles).
+constexpr llvm::StringLiteral kGraphLoopAttrName = "hla.graph_loop";
+
 } // namespace mlir::hla
 
 #endif // HLA_DIALECT_HLA_GPU_PASSES_H

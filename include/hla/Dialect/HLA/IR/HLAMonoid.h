@@ -73,15 +73,21 @@ struct MonoidSlot {
   }
 };
 
-/// A named scalar constant of the monoid (decay, scale, ridge, ...).
+/// A named scalar constant of the monoid (decay, scale, ridge, ...), or,
+/// `perHead` (text `gamma = per_head`), a scalar with one value per head
+/// given at run time: the ops that evaluate token rules (hla.segment,
+/// hla.prefix_vjp) take those values as their `head_params` operand. Only
+/// token rules may read a per-head parameter.
 struct MonoidParam {
   std::string name;
   double value = 0.0;
+  bool perHead = false;
 
   bool operator==(const MonoidParam &other) const {
     // Compare bit patterns so that uniquing is exact (and NaN-safe).
-    return name == other.name && llvm::bit_cast<uint64_t>(value) ==
-                                     llvm::bit_cast<uint64_t>(other.value);
+    return name == other.name && perHead == other.perHead &&
+           llvm::bit_cast<uint64_t>(value) ==
+               llvm::bit_cast<uint64_t>(other.value);
   }
 };
 
@@ -161,6 +167,8 @@ public:
   std::optional<unsigned> findInput(llvm::StringRef name) const;
   std::optional<unsigned> findComponent(llvm::StringRef name) const;
   std::optional<unsigned> findParam(llvm::StringRef name) const;
+  /// The per-head parameters, in parameter order.
+  llvm::SmallVector<unsigned> getPerHeadParams() const;
   const MonoidReadout *findReadout(llvm::StringRef name) const;
 
   //===--------------------------------------------------------------------===//
@@ -207,7 +215,8 @@ public:
   // Rewriting
   //===--------------------------------------------------------------------===//
 
-  /// Returns a copy with the given parameter values set (names must exist).
+  /// Returns a copy with the given parameter values (and per-head flags)
+  /// set; names that do not exist are ignored.
   MonoidSpec withParams(llvm::ArrayRef<MonoidParam> values) const;
 
   /// Returns a copy that keeps only the named readouts.

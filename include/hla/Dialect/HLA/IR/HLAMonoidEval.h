@@ -46,6 +46,11 @@ struct DenseMatrix {
 /// One value per state component, in component order.
 using MonoidValue = llvm::SmallVector<DenseMatrix, 8>;
 
+/// The value a per-head parameter (MonoidParam::perHead) takes when a
+/// monoid is evaluated without heads (the algebra checks): a decay rate
+/// strictly between 0 and 1, so that no term it scales vanishes or folds.
+constexpr double kPerHeadSample = 0.875;
+
 /// Interprets a monoid's rules with every shape symbol bound to a size.
 class MonoidEvaluator {
 public:

@@ -1,4 +1,5 @@
-//===- HLAOps.h - hla operations ----------------------------------*- C++ -*-===//
+//===- HLAOps.h - hla operations ----------------------------------*- C++
+//-*-===//
 //
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
@@ -40,6 +41,10 @@ struct AttentionStateSlot {
 };
 FailureOr<llvm::SmallVector<AttentionStateSlot>>
 getAttentionStateSlots(Operation *op, std::string &reason);
+
+/// An attention op's `head_decay` tensor (its decay rate per query head),
+/// or null: absent, or an op without a decay.
+Value getHeadDecay(Operation *op);
 
 } // namespace mlir::hla
 

@@ -40,7 +40,18 @@ defvar HLA_QKVFormat = [{
   $query `,` $key `,` $value
   (`initial_state` `(` $initial_state^ `)`)?
   (`cu_seqlens` `(` $cu_seqlens^ `)`)?
+  (`head_decay` `(` $head_decay^ `)`)?
   attr-dict `:` functional-type(operands, results)
+}];
+
+// The decay's rate per query head, given at run time (learnable), instead
+// of the `decay` attribute.
+defvar HLA_HeadDecay = (ins Optional<AnyRankedTensor>:$head_decay);
+
+defvar HLA_HeadDecayDoc = [{
+    `head_decay` (a `[H_q]` f32 tensor of rates in (0, 1], one per query
+    head) replaces the `decay` attribute when the rate is a value of the
+    program, e.g. a learned parameter; an op takes one or the other.
 }];
 
 defvar HLA_StateDoc = [{
@@ -57,7 +68,7 @@ def HLA_LinearAttentionOp : HLA_AttentionOp<"linear_attention"> {
     `o_t = Σ_{j≤t} γ^{t−j} (s q_t · k_j) v_j`, optionally normalized by
     `Σ_{j≤t} γ^{t−j} (s q_t · k_j) + eps` (SEMANTICS.md §1). Grouped heads:
     key and value may have fewer heads than the query (H_q % H_kv == 0).
-  }] # HLA_StateDoc # [{
+  }] # HLA_HeadDecayDoc # HLA_StateDoc # [{
 
     ```mlir
     %o = hla.linear_attention %q, %k, %v {decay = 0.9 : f64}
@@ -67,7 +78,7 @@ def HLA_LinearAttentionOp : HLA_AttentionOp<"linear_attention"> {
   }];
   let arguments = !con((ins
     AnyRankedTensor:$query, AnyRankedTensor:$key, AnyRankedTensor:$value),
-    HLA_AttentionTail, (ins
+    HLA_AttentionTail, HLA_HeadDecay, (ins
     OptionalAttr<F64Attr>:$scale,
     DefaultValuedAttr<BoolAttr, "false">:$normalize,
     DefaultValuedAttr<F64Attr, "1e-6">:$eps,
@@ -82,7 +93,7 @@ def HLA_HLA2Op : HLA_AttentionOp<"hla2"> {
     v_j`; unmasked (`masked = false`): `i ≤ t` instead of `i ≤ j`. `ridge`
     λ ≥ 0 adds `λ Σ_{j≤t} γ^{t−j} (q_t·q_j) v_j`; `normalize` divides by the
     same sum with every `v_j` replaced by 1, plus `eps` (SEMANTICS.md §2).
-  }] # HLA_StateDoc # [{
+  }] # HLA_HeadDecayDoc # HLA_StateDoc # [{
 
     ```mlir
     %o, %S, %C, %G = hla.hla2 %q, %k, %v initial_state(%S0, %C0, %G0)
@@ -95,7 +106,7 @@ def HLA_HLA2Op : HLA_AttentionOp<"hla2"> {
   }];
   let arguments = !con((ins
     AnyRankedTensor:$query, AnyRankedTensor:$key, AnyRankedTensor:$value),
-    HLA_AttentionTail, (ins
+    HLA_AttentionTail, HLA_HeadDecay, (ins
     OptionalAttr<F64Attr>:$scale,
     DefaultValuedAttr<BoolAttr, "true">:$masked,
     DefaultValuedAttr<BoolAttr, "false">:$normalize,
@@ -110,7 +121,7 @@ def HLA_AHLAOp : HLA_AttentionOp<"ahla"> {
   let description = [{
     `o_t = Σ_{j≤i≤t} γ^{t−j} (q_t·k_i)(q_i·k_j) v_j` (SEMANTICS.md §3),
     optionally normalized.
-  }] # HLA_StateDoc # [{
+  }] # HLA_HeadDecayDoc # HLA_StateDoc # [{
 
     ```mlir
     %o = hla.ahla %q, %k, %v {normalize = true}
@@ -120,7 +131,7 @@ def HLA_AHLAOp : HLA_AttentionOp<"ahla"> {
   }];
   let arguments = !con((ins
     AnyRankedTensor:$query, AnyRankedTensor:$key, AnyRankedTensor:$value),
-    HLA_AttentionTail, (ins
+    HLA_AttentionTail, HLA_HeadDecay, (ins
     OptionalAttr<F64Attr>:$scale,
     DefaultValuedAttr<BoolAttr, "false">:$normalize,
     DefaultValuedAttr<F64Attr, "1e-6">:$eps,
@@ -134,7 +145,7 @@ def HLA_HLA3Op : HLA_AttentionOp<"hla3"> {
     `o_t = Σ_{u≤t} Σ_{i≤u} Σ_{j≤u} (q_t·k_i)(q_u·k_i)(q_u·k_j) v_j`, the
     causal masked third-order operator `((W Wᵀ ⊙ L) W) V` (SEMANTICS.md §4;
     not the paper's Algorithm 3), with optional decay and normalization.
-  }] # HLA_StateDoc # [{
+  }] # HLA_HeadDecayDoc # HLA_StateDoc # [{
 
     ```mlir
     %o = hla.hla3 %q, %k, %v
@@ -144,7 +155,7 @@ def HLA_HLA3Op : HLA_AttentionOp<"hla3"> {
   }];
   let arguments = !con((ins
     AnyRankedTensor:$query, AnyRankedTensor:$key, AnyRankedTensor:$value),
-    HLA_AttentionTail, (ins
+    HLA_AttentionTail, HLA_HeadDecay, (ins
     OptionalAttr<F64Attr>:$scale,
     DefaultValuedAttr<BoolAttr, "false">:$normalize,
     DefaultValuedAttr<F64Attr, "1e-6">:$eps,
@@ -223,7 +234,7 @@ def HLA_KDAOp : HLA_AttentionOp<"kda"> {
 // Algebra ops
 //===----------------------------------------------------------------------===//
 
-def HLA_SegmentOp : HLA_Op<"segment", [Pure]> {
+def HLA_SegmentOp : HLA_Op<"segment", [Pure, AttrSizedOperandSegments]> {
   let summary = "one-token segments of a prefix-moment monoid";
   let description = [{
     Applies the monoid's `token` rules at every position: the operands are
@@ -235,6 +246,10 @@ def HLA_SegmentOp : HLA_Op<"segment", [Pure]> {
     types (LinSimp's f32 key features beside bf16 values); the results
     share one.
 
+    `head_params` gives the monoid's per-head parameters (`gamma =
+    per_head`), one `[H]` f32 tensor each, in parameter order: the token
+    rules at head h read element h.
+
     ```mlir
     %S, %C = hla.segment #m (%q, %k, %v)
         : (tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>)
@@ -242,10 +257,12 @@ def HLA_SegmentOp : HLA_Op<"segment", [Pure]> {
     ```
   }];
   let arguments = (ins HLA_MonoidAttr:$monoid,
-                       Variadic<AnyRankedTensor>:$inputs);
+                       Variadic<AnyRankedTensor>:$inputs,
+                       Variadic<AnyRankedTensor>:$head_params);
   let results = (outs Variadic<AnyRankedTensor>:$segments);
   let assemblyFormat = [{
-    $monoid `(` $inputs `)` attr-dict `:` functional-type($inputs, results)
+    $monoid `(` $inputs `)` (`head_params` `(` $head_params^ `)`)?
+    attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }
@@ -400,6 +417,10 @@ def HLA_PrefixVjpOp : HLA_Op<"prefix_vjp", [Pure, AttrSizedOperandSegments]> {
     `final_cotangent` (one per carried component, `[B, H, ...]`) the state
     after the last token is an output too, and that is its cotangent.
 
+    `head_params` gives the monoid's per-head parameters as `hla.segment`'s
+    does; they are constants of the product (no gradient is returned for
+    them).
+
     The gradient is derived from the monoid by `hla-chunk` (ChunkVjp.h): a
     pass over the chunks for their carried-in states, then a reverse pass
     carrying the cotangent of the state from chunk to chunk (from the final
@@ -421,11 +442,13 @@ def HLA_PrefixVjpOp : HLA_Op<"prefix_vjp", [Pure, AttrSizedOperandSegments]> {
                        Variadic<AnyRankedTensor>:$init,
                        AnyRankedTensor:$cotangent,
                        Variadic<AnyRankedTensor>:$final_cotangent,
+                       Variadic<AnyRankedTensor>:$head_params,
                        DefaultValuedAttr<F64Attr, "1e-6">:$eps);
   let results = (outs Variadic<AnyRankedTensor>:$gradients);
   let assemblyFormat = [{
     $monoid `(` $inputs `)` (`init` `(` $init^ `)`)? `cotangent` `(` $cotangent `)`
-    (`final_cotangent` `(` $final_cotangent^ `)`)? attr-dict `:`
+    (`final_cotangent` `(` $final_cotangent^ `)`)?
+    (`head_params` `(` $head_params^ `)`)? attr-dict `:`
     functional-type(operands, results)
   }];
   let hasVerifier = 1;

@@ -103,6 +103,11 @@ struct PlannedOutput {
 struct ChunkPlan {
   /// The decay base γ (1 when the monoid has no decay component).
   double gamma = 1.0;
+  /// γ is a per-head parameter (MonoidParam::perHead): the lowering reads
+  /// each head's rate at run time, and `gamma` is the sample the plan's
+  /// checks evaluate it at (kPerHeadSample). Token rules scaled by γ carry
+  /// it as one more power of the decay instead of in their coefficient.
+  bool perHeadDecay = false;
   /// Chunk summaries of every component (root: the chunk's last token).
   std::vector<PlannedOutput> summaries;
   /// Every readout at every position (root: the position, which also reads

@@ -45,6 +45,8 @@ struct ChunkVjpPlan {
   MonoidSpec vjpSpec;
   unsigned numInputs = 0, numComponents = 0;
   double gamma = 1.0;
+  /// The decay's rate is per head (ChunkPlan::perHeadDecay).
+  bool perHeadDecay = false;
   /// Components that depend on the token inputs; only they have
   /// cotangents (a decay ρ = γⁿ is a constant).
   llvm::SmallVector<bool> differentiable;

@@ -40,6 +40,12 @@ FailureOr<SegmentOp> buildAttentionSegments(OpBuilder &b,
                                             AttentionOpInterface op,
                                             std::string &reason);
 
+/// Asserts at run time that every rate of `rates` (an attention op's
+/// `head_decay`) lies in (0, 1]: a reduction over the rates, then a
+/// cf.assert whose message names the operand (a rate out of range would
+/// make log γ NaN or the state grow, silently).
+void emitHeadDecayCheck(OpBuilder &b, Location loc, Value rates);
+
 #define GEN_PASS_REGISTRATION
 #include "hla/Dialect/HLA/Transforms/Passes.h.inc"
 

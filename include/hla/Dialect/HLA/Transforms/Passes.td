@@ -123,7 +123,9 @@ def HLAExpandPass : Pass<"hla-expand"> {
     random features (`hla.feature_map`) and reads out over its anchor window
     (`hla.anchor_readout`). `hla.linsimp` with `kernel = exact` has no
     finite state and is left as it is. `hla.random_features` becomes its
-    constant matrix.
+    constant matrix. A `head_decay` tensor becomes the monoid's per-head
+    rate (`gamma = per_head`), given to `hla.segment`, after a run-time
+    check that every rate lies in (0, 1] (`cf.assert`).
 
     Before:
 
@@ -145,7 +147,10 @@ def HLAExpandPass : Pass<"hla-expand"> {
     ```
   }];
   let dependentDialects = ["::mlir::hla::HLADialect",
-                           "::mlir::arith::ArithDialect"];
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::cf::ControlFlowDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
   let statistics = [
     Statistic<"numExpanded", "num-expanded", "Attention ops expanded">,
     Statistic<"numKept", "num-kept",

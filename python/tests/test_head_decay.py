@@ -1,0 +1,106 @@
+"""A decay rate per query head (the ops' ``head_decay`` tensor), compiled
+for the CPU and compared with the float64 references on fresh random
+inputs: every decayed op and option set, lengths that are not multiples of
+the chunk (and length 1), several chunk sizes, the phased, fused and
+segmented forms, grouped heads, state in and out, packed sequences. Each
+head's rate differs, so a rate read from the wrong head shows."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+import hla.reference as ref
+
+from .codegen_util import (HLA_OPT, OPTION_CASES, attention_graph, compile_graph,
+                           relative_error, run_exe)
+
+pytestmark = pytest.mark.skipif(
+    not os.path.exists(HLA_OPT), reason="hla-opt is not built (run the README's build)"
+)
+
+OPS = ["linear_attention", "hla2", "ahla", "hla3"]
+
+
+def inputs(rng, T, hq, hkv, d, dv, positive):
+    def draw(shape, scale):
+        x = rng.standard_normal(shape) * scale
+        return np.abs(x) if positive else x
+    q = draw((1, T, hq, d), d ** -0.5).astype(np.float32)
+    k = draw((1, T, hkv, d), d ** -0.5).astype(np.float32)
+    v = rng.standard_normal((1, T, hkv, dv)).astype(np.float32)
+    # Rates from slow to fast, one of them 1 (no decay), in a random order.
+    rates = np.concatenate([[1.0], rng.uniform(0.6, 0.99, hq - 1)])
+    return q, k, v, rng.permutation(rates).astype(np.float32)
+
+
+def check(tmp_path, op, T, options, *, chunk=16, hq=4, hkv=2, d=8, dv=6, form=None,
+          seed=0, tol=1e-5):
+    rng = np.random.default_rng(seed)
+    options = {key: value for key, value in options.items() if key != "decay"}
+    q, k, v, g = inputs(rng, T, hq, hkv, d, dv, positive=bool(options.get("normalize")))
+    graph = attention_graph(op, q.shape, k.shape, v.shape, options, head_decay=True)
+    exe = compile_graph(graph, chunk=chunk,
+                        extra=tuple(f"--chunk-form={form}".split()) if form else ())
+    (out,) = run_exe(exe, [q, k, v, g], tmp_path)
+    expected = getattr(ref, op)(q, k, v, decay=g.astype(np.float64), **options)
+    err = relative_error(out, expected)
+    assert err <= tol, f"{op} {options} T={T} chunk={chunk} {form}: relative error {err:.2e}"
+
+
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("T", [1, 15, 16, 17, 100])
+@pytest.mark.parametrize("chunk", [8, 16])
+def test_lengths_and_chunks(tmp_path, op, T, chunk):
+    check(tmp_path, op, T, {}, chunk=chunk, seed=T + chunk)
+
+
+@pytest.mark.parametrize("op,options", [(op, o) for op in OPS for o in OPTION_CASES[op]])
+def test_options(tmp_path, op, options):
+    check(tmp_path, op, 37, options)
+
+
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("form", ["phased", "fused", "segmented --segments=3"])
+def test_forms(tmp_path, op, form):
+    check(tmp_path, op, 70, dict(normalize=True), form=form, seed=5)
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_state_and_packed_sequences(tmp_path, op):
+    """Packed sequences (one empty) from given states, final states out."""
+    rng = np.random.default_rng(8)
+    T, hq, hkv, d, dv = 90, 4, 2, 8, 6
+    q, k, v, g = inputs(rng, T, hq, hkv, d, dv, positive=False)
+    cu = np.array([0, 20, 20, 90], np.int32)
+    n = len(cu) - 1
+    _, like = getattr(ref, op)(q[:, :1], k[:, :1], v[:, :1], output_final_state=True)
+    state = tuple((rng.standard_normal((n,) + s.shape[1:]) * 0.2).astype(np.float32)
+                  for s in like)
+    graph = attention_graph(op, q.shape, k.shape, v.shape, {},
+                            state_shapes=[s.shape for s in state], final_state=True,
+                            cu_seqlens=len(cu), head_decay=True)
+    exe = compile_graph(graph, chunk=16)
+    outs = run_exe(exe, [q, k, v, *state, cu, g], tmp_path)
+    expected, final = getattr(ref, op)(q, k, v, decay=g.astype(np.float64),
+                                       initial_state=state, output_final_state=True,
+                                       cu_seqlens=cu)
+    assert relative_error(outs[0], expected) <= 1e-5
+    for got, want in zip(outs[1:], final):
+        assert relative_error(got, want) <= 1e-5
+
+
+def test_rates_equal_to_the_attribute(tmp_path):
+    """Every head at one rate gives what the `decay` attribute gives."""
+    rng = np.random.default_rng(3)
+    q, k, v, _ = inputs(rng, 50, 2, 2, 8, 6, positive=False)
+    g = np.full(2, 0.9, np.float32)
+    per_head = compile_graph(attention_graph("hla2", q.shape, k.shape, v.shape, {},
+                                             head_decay=True), chunk=16)
+    attribute = compile_graph(attention_graph("hla2", q.shape, k.shape, v.shape,
+                                              dict(decay=0.9)), chunk=16)
+    (a,) = run_exe(per_head, [q, k, v, g], tmp_path)
+    (b,) = run_exe(attribute, [q, k, v], tmp_path)
+    assert relative_error(a, b) <= 1e-6
