@@ -14,6 +14,7 @@ import pytest
 
 import hla.reference as ref
 
+from .api_util import central_differences, needs_compiler
 from .codegen_util import (HLA_OPT, OPTION_CASES, attention_graph, compile_graph,
                            relative_error, run_exe)
 
@@ -104,3 +105,98 @@ def test_rates_equal_to_the_attribute(tmp_path):
     (a,) = run_exe(per_head, [q, k, v, g], tmp_path)
     (b,) = run_exe(attribute, [q, k, v], tmp_path)
     assert relative_error(a, b) <= 1e-6
+
+
+# ---------------------------------------------------------------------------
+# The backward: the rates' gradient (and every other one) derived by the
+# compiler, against central differences of the float64 reference.
+# ---------------------------------------------------------------------------
+
+GRADIENT_CASES = [
+    ("linear_attention", {}),
+    ("linear_attention", {"normalize": True, "eps": 0.1}),
+    ("hla2", {}),
+    ("hla2", {"ridge": 0.5, "scale": 0.7}),
+    ("hla2", {"masked": False, "normalize": True, "eps": 0.1}),
+    ("ahla", {}),
+    ("ahla", {"normalize": True, "eps": 0.1}),
+    ("hla3", {}),
+]
+
+
+def gradient_check(op, options, T, agree, *, heads=2, kv_heads=None, state=False,
+                   **compile_options):
+    import hla
+    from hla import functional
+    rng = np.random.default_rng(T + 17 * heads)
+    B, d, dv = 1, 4, 3
+    Hkv = kv_heads or heads
+    positive = options.get("normalize", False)
+    draw = ((lambda *s: rng.uniform(0.2, 1.0, s)) if positive
+            else (lambda *s: rng.standard_normal(s)))
+    q, k, v = draw(B, T, heads, d), draw(B, T, Hkv, d), rng.standard_normal((B, T, Hkv, dv))
+    rates = rng.uniform(0.55, 0.95, heads)
+    full = {p: options.get(p, default) for p, default in
+            [("scale", None), ("normalize", False), ("eps", 1e-6), ("masked", True),
+             ("ridge", 0.0)] if p in functional.OP_ATTRIBUTES[op]}
+    attrs = functional._check_options(op, d, dict(full, decay=None))
+    shapes = ([(B, heads) + s for _, s in functional.state_components(op, d, dv, attrs)]
+              if state else [])
+    s0 = [draw(*s) * 0.5 for s in shapes]
+    g = rng.standard_normal((B, T, heads, dv))
+    h = [rng.standard_normal(s) for s in shapes]
+    text = attention_graph(op, q.shape, k.shape, v.shape,
+                           {key: value for key, value in options.items()},
+                           state_shapes=shapes, final_state=state, head_decay=True)
+    backward = hla.compile(text, chunk_size=4, vjp=True, entry="main",
+                           **compile_options).main
+    f32 = [np.asarray(x, np.float32) for x in (q, k, v, *s0, rates, g, *h)]
+    grads = backward(*f32)
+
+    def forward(q, k, v, *rest):
+        state0, gammas = rest[:-1], rest[-1]
+        out = getattr(ref, op)(q, k, v, **options, decay=gammas,
+                               initial_state=tuple(state0) if state else None,
+                               output_final_state=state)
+        if not state:
+            return np.ravel(out)
+        o, final = out
+        return np.concatenate([np.ravel(o)] + [np.ravel(x) for x in final])
+
+    # The compiled function takes and returns f32: the reference sees the
+    # same rounded values.
+    inputs = [np.asarray(x, np.float32).astype(np.float64) for x in (q, k, v, *s0, rates)]
+    weight = np.concatenate([np.ravel(g)] + [np.ravel(x) for x in h])
+    want = central_differences(forward, inputs, weight)
+    names = ["dq", "dk", "dv"] + [f"ds{i}" for i in range(len(s0))] + ["drates"]
+    for name, got, expected in zip(names, grads, want):
+        agree(got, expected, f"head_decay gradients: {op} {options} T={T} {name}",
+              tol=2e-4)
+
+
+@needs_compiler
+@pytest.mark.parametrize("T", [1, 11])
+@pytest.mark.parametrize("op,options", GRADIENT_CASES, ids=lambda c: str(c))
+def test_gradients(op, options, T, agree):
+    gradient_check(op, options, T, agree)
+
+
+@needs_compiler
+@pytest.mark.parametrize("op", OPS)
+def test_gradients_through_states(op, agree):
+    """Initial state in (its gradient), final state out (its cotangent)."""
+    gradient_check(op, {}, 10, agree, state=True)
+
+
+@needs_compiler
+@pytest.mark.parametrize("op", ["linear_attention", "hla2"])
+def test_gradients_grouped_heads(op, agree):
+    gradient_check(op, {}, 9, agree, heads=4, kv_heads=2)
+
+
+@needs_compiler
+@pytest.mark.parametrize("forms", [dict(chunk_form="segmented", segments=3),
+                                   dict(parallel_gradients="on")],
+                         ids=["runs", "parallel-gradients"])
+def test_gradients_forms(forms, agree):
+    gradient_check("hla2", {"ridge": 0.25}, 19, agree, state=True, **forms)

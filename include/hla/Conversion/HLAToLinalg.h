@@ -17,8 +17,9 @@
 namespace mlir::hla {
 
 /// Replaces `op` by linalg generics computing its used results (batched
-/// over its leading dimensions) and erases it.
-void lowerCombineToLinalg(CombineOp op);
+/// over its leading dimensions) and erases it. Returns what replaced each
+/// result (null for the unused ones).
+llvm::SmallVector<Value> lowerCombineToLinalg(CombineOp op);
 
 } // namespace mlir::hla
 

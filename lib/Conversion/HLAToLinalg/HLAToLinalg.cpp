@@ -249,7 +249,7 @@ Value BatchedBuilder::scale(Value a, double s) {
 
 } // namespace
 
-void mlir::hla::lowerCombineToLinalg(CombineOp op) {
+llvm::SmallVector<Value> mlir::hla::lowerCombineToLinalg(CombineOp op) {
   OpBuilder b(op);
   Location loc = op.getLoc();
   const MonoidSpec &spec = op.getMonoid().getSpec();
@@ -259,6 +259,7 @@ void mlir::hla::lowerCombineToLinalg(CombineOp op) {
   BatchedBuilder bb(b, loc, firstType.getShape().take_front(leadRank),
                     firstType.getElementType());
 
+  llvm::SmallVector<Value> replacements(op.getNumResults());
   for (auto [c, result] : llvm::enumerate(op.getResults())) {
     if (result.use_empty())
       continue;
@@ -303,8 +304,10 @@ void mlir::hla::lowerCombineToLinalg(CombineOp op) {
       sum = sum ? bb.add(sum, value) : value;
     }
     result.replaceAllUsesWith(sum);
+    replacements[c] = sum;
   }
   op.erase();
+  return replacements;
 }
 
 namespace {

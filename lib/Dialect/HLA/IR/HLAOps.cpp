@@ -732,10 +732,13 @@ LogicalResult PrefixVjpOp::verify() {
     return emitOpError() << "expects " << k << " final_cotangent tensors ("
                          << slotNames(spec, carried, false) << "), got "
                          << getFinalCotangent().size();
-  if (getGradients().size() != getInputs().size() + getInit().size())
+  size_t expectedGradients =
+      getInputs().size() + getInit().size() + getHeadParams().size();
+  if (getGradients().size() != expectedGradients)
     return emitOpError() << "needs one gradient per input ("
-                         << getInputs().size() << ") and per init tensor ("
-                         << getInit().size() << "), got "
+                         << getInputs().size() << "), per init tensor ("
+                         << getInit().size() << ") and per head_params tensor ("
+                         << getHeadParams().size() << "), got "
                          << getGradients().size();
   MonoidDimBinder binder;
   // [B, T, H] before every slot.
@@ -793,7 +796,17 @@ LogicalResult PrefixVjpOp::verify() {
       return emitOpError() << "the gradient of init #" << i << " has type "
                            << getGradients()[getInputs().size() + i].getType()
                            << " but init #" << i << " has " << state.getType();
-  return verifyHeadParams(*this, spec, getHeadParams(), expected[2]);
+  if (failed(verifyHeadParams(*this, spec, getHeadParams(), expected[2])))
+    return failure();
+  size_t first = getInputs().size() + getInit().size();
+  for (auto [i, params] : llvm::enumerate(getHeadParams()))
+    if (getGradients()[first + i].getType() != params.getType())
+      return emitOpError() << "the gradient of head_params #" << i
+                           << " has type "
+                           << getGradients()[first + i].getType()
+                           << " but head_params #" << i << " has "
+                           << params.getType();
+  return success();
 }
 
 LogicalResult RandomFeaturesOp::verify() {

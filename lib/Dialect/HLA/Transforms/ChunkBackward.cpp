@@ -66,6 +66,9 @@
 
 #include "ChunkBackward.h"
 
+#include "hla/Conversion/HLAToLinalg.h"
+#include "hla/Dialect/HLA/Transforms/ReverseDiff.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -780,6 +783,12 @@ LogicalResult PrefixVjpLowering::lower() {
     llvm::append_range(gradients, *pass);
   }
   results.insert(results.begin(), gradients.begin(), gradients.end());
+  if (!op.getHeadParams().empty()) {
+    FailureOr<Value> rates = emitDecayGradientPass(b, *entryStates, lambdas);
+    if (failed(rates))
+      return failure();
+    results.push_back(*rates);
+  }
   op->replaceAllUsesWith(results);
   op->erase();
   return success();
@@ -824,6 +833,125 @@ FailureOr<llvm::SmallVector<Value>> PrefixVjpLowering::emitGradientPass(
   return llvm::SmallVector<Value>(gradients.getResults());
 }
 
+FailureOr<Value> PrefixVjpLowering::emitDecayGradientPass(
+    OpBuilder &b, llvm::ArrayRef<Value> entryStates, ValueRange lambdas) {
+  Location loc = op.getLoc();
+  Type f32 = b.getF32Type();
+  unsigned n = spec.components.size();
+  // Each chunk's ∂L/∂log γ, [B, H, N].
+  auto perChunk = scf::ForallOp::create(
+      b, loc,
+      llvm::ArrayRef<OpFoldResult>{idx(b, batch), idx(b, heads),
+                                   idx(b, numChunks)},
+      ValueRange{Value(tensor::EmptyOp::create(
+          b, loc, ArrayRef<int64_t>{batch, heads, numChunks}, f32))},
+      std::nullopt);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    Block *body = perChunk.getBody();
+    b.setInsertionPointToStart(body);
+    Value bi = body->getArgument(0), hi = body->getArgument(1),
+          c = body->getArgument(2);
+    startMasks(b, loc);
+    Value start, rows;
+    ChunkTiles tiles = loadChunk(b, loc, bi, hi, c, start, rows);
+    tiles.carried.assign(n, Value());
+    llvm::SmallVector<Value> entry;
+    for (auto [j, cc] : llvm::enumerate(carried)) {
+      tiles.carried[cc] = savedState(b, loc, entryStates[j], bi, hi, cc, c);
+      entry.push_back(tiles.carried[cc]);
+    }
+    Value g = loadRows(b, loc, op.getCotangent(), bi, hi, start, rows,
+                       /*value=*/true);
+    llvm::SmallVector<std::pair<Value, Value>> seeds;
+    for (auto [j, cc] : llvm::enumerate(live))
+      seeds.push_back({Value(), savedState(b, loc, lambdas[j], bi, hi, cc, c)});
+
+    // The chunk's forward program, from its tokens and the saved state:
+    // its readouts and the state it carries out.
+    OpRecorder recorder(b);
+    TileBuilder tb(b, loc);
+    FailureOr<llvm::SmallVector<Value>> summary = emitSummaries(b, loc, tiles);
+    if (failed(summary))
+      return failure();
+    int64_t width = tb.shapeOf(g)[1];
+    FailureOr<Value> out =
+        emitSum(tb, spec, tiles, forward.readouts[numIndex].terms, false,
+                {chunk, width});
+    if (failed(out))
+      return failure();
+    if (den) {
+      FailureOr<Value> denom = emitSum(
+          tb, spec, tiles, forward.readouts[denIndex].terms, false, {chunk});
+      if (failed(denom))
+        return failure();
+      double eps = op.getEps().convertToDouble();
+      Value inv = tb.generic(
+          {*denom}, tb.empty({chunk}),
+          {b.getMultiDimIdentityMap(1), b.getMultiDimIdentityMap(1)},
+          {utils::IteratorType::parallel},
+          [&](OpBuilder &eb, Location el, ValueRange args) -> Value {
+            Value e =
+                arith::ConstantOp::create(eb, el, eb.getF32FloatAttr(eps));
+            Value one =
+                arith::ConstantOp::create(eb, el, eb.getF32FloatAttr(1));
+            return arith::DivFOp::create(
+                eb, el, one, arith::AddFOp::create(eb, el, args[0], e));
+          });
+      out = tb.scaleRows(*out, inv);
+    }
+    llvm::SmallVector<Type> fullTypes;
+    for (unsigned cc = 0; cc < n; ++cc)
+      fullTypes.push_back(componentType(cc));
+    // The combine as linalg, which reverse differentiation reads (only the
+    // live components' results have users: the placeholders below).
+    llvm::SmallVector<Value> leaving =
+        combineCarried(b, loc, op.getMonoid(), entry, *summary, fullTypes);
+    auto combine = leaving.front().getDefiningOp<CombineOp>();
+    for (auto [j, cc] : llvm::enumerate(live))
+      seeds[j].first = leaving[llvm::find(carried, cc) - carried.begin()];
+    llvm::SmallVector<Value> lowered;
+    {
+      // Users that keep the live results alive through the lowering.
+      llvm::SmallVector<Value> kept;
+      for (auto &seed : seeds)
+        kept.push_back(seed.first);
+      auto users = UnrealizedConversionCastOp::create(
+          b, loc, TypeRange(ValueRange(kept)), kept);
+      lowered = lowerCombineToLinalg(combine);
+      users.erase();
+    }
+    for (auto [j, cc] : llvm::enumerate(live))
+      seeds[j].first = lowered[cc];
+    seeds.push_back({*out, g});
+    FailureOr<llvm::SmallVector<Value>> derivative =
+        emitReverseDiff(b, loc, recorder.recorded(), seeds, {tiles.logDecay});
+    if (failed(derivative))
+      return chunkError(op) << "the decay rate's gradient is not derived";
+    b.setInsertionPointToStart(perChunk.getTerminator().getBody());
+    tensor::ParallelInsertSliceOp::create(
+        b, loc, derivative->front(), perChunk.getRegionIterArgs()[0],
+        ArrayRef<OpFoldResult>{bi, hi, c},
+        ArrayRef<OpFoldResult>{idx(b, 1), idx(b, 1), idx(b, 1)},
+        ArrayRef<OpFoldResult>{idx(b, 1), idx(b, 1), idx(b, 1)});
+  }
+  // Summed over batch entries and chunks; ∂/∂γ = ∂/∂log γ / γ.
+  MLIRContext *ctx = b.getContext();
+  AffineExpr d0 = getAffineDimExpr(0, ctx), d1 = getAffineDimExpr(1, ctx),
+             d2 = getAffineDimExpr(2, ctx);
+  TileBuilder tb(b, loc);
+  return tb.generic(
+      {perChunk.getResult(0), op.getHeadParams()[0]}, tb.zeros({heads}),
+      {AffineMap::get(3, 0, {d0, d1, d2}, ctx), AffineMap::get(3, 0, {d1}, ctx),
+       AffineMap::get(3, 0, {d1}, ctx)},
+      {utils::IteratorType::reduction, utils::IteratorType::parallel,
+       utils::IteratorType::reduction},
+      [](OpBuilder &nb, Location l, ValueRange args) -> Value {
+        Value share = arith::DivFOp::create(nb, l, args[0], args[1]);
+        return arith::AddFOp::create(nb, l, args[2], share);
+      });
+}
+
 LogicalResult mlir::hla::chunk::lowerPrefixVjp(
     PrefixVjpOp op, int64_t chunk, bool parallelGradients, int64_t valueTile,
     int64_t parallelism, bool splitGradients, int64_t segments) {
@@ -836,7 +964,10 @@ LogicalResult mlir::hla::chunk::lowerPrefixVjp(
   if (failed(backward))
     return chunkError(op) << error;
   readSymmetricStatesAsStored(*backward, spec, !op.getInit().empty());
-  return PrefixVjpLowering(op, chunk, parallelGradients, valueTile, parallelism,
+  // The decay rates' gradient reads λ per chunk, which parallel gradients
+  // save.
+  bool saveLambdas = parallelGradients || !op.getHeadParams().empty();
+  return PrefixVjpLowering(op, chunk, saveLambdas, valueTile, parallelism,
                            splitGradients, segments, *forward, *backward)
       .lower();
 }

@@ -239,6 +239,15 @@ private:
   FailureOr<llvm::SmallVector<Value>>
   emitGradientPass(OpBuilder &b, llvm::ArrayRef<unsigned> inputs,
                    llvm::ArrayRef<Value> entryStates, ValueRange lambdas);
+  /// The gradient of the per-head decay rates (`head_params`), [H]: a
+  /// pass parallel over (batch entry, head, chunk) reverse-differentiates
+  /// each chunk's forward program (ReverseDiff.h) — its readouts and the
+  /// state it carries out, from the saved state entering it — with
+  /// respect to its head's log γ, seeded with the readouts' cotangent and
+  /// λ; the chunks' sums, divided by γ, are the rates' gradient.
+  FailureOr<Value> emitDecayGradientPass(OpBuilder &b,
+                                         llvm::ArrayRef<Value> entryStates,
+                                         ValueRange lambdas);
 
   PrefixVjpOp op;
   const MonoidSpec &spec;

@@ -13,7 +13,8 @@
 // and every state is per query head, so the op is the same op on k and v
 // (KDA: and g, beta) repeated G times along the heads. The backward is that
 // op's, with the gradients of the repeated operands summed over each group
-// (in f32).
+// (in f32). A `head_decay` tensor is an argument too: its gradient comes
+// last from the prefix_vjp (per query head, no group sums).
 //
 //===----------------------------------------------------------------------===//
 
@@ -140,8 +141,6 @@ struct DeriveVjpPass : public hla::impl::HLADeriveVjpPassBase<DeriveVjpPass> {
       return fail(op, "the backward of '" + op->getName().getStringRef() +
                           "' is not derived yet (linear_attention, hla2, "
                           "ahla, hla3 and kda are)");
-    if (getHeadDecay(op))
-      return fail(op, "the gradient of 'head_decay' is not derived yet");
     // The token operands, by the monoid's input names.
     llvm::SmallVector<std::pair<llvm::StringRef, Value>> named = {
         {"q", attention.getQuery()},
@@ -153,8 +152,12 @@ struct DeriveVjpPass : public hla::impl::HLADeriveVjpPassBase<DeriveVjpPass> {
     for (auto &entry : named)
       operands.push_back(entry.second);
     ValueRange initial = attention.getInitialState();
+    // The decay's rates per head, differentiated too.
+    llvm::SmallVector<Value> rates;
+    if (Value headDecay = getHeadDecay(op))
+      rates.push_back(headDecay);
     llvm::SmallVector<unsigned> argumentOf;
-    for (Value v : llvm::concat<Value>(operands, initial)) {
+    for (Value v : llvm::concat<Value>(operands, initial, rates)) {
       auto arg = dyn_cast<BlockArgument>(v);
       if (!arg || arg.getOwner() != &body)
         return fail(op, "the op's tensors and the initial state must be "
@@ -209,16 +212,18 @@ struct DeriveVjpPass : public hla::impl::HLADeriveVjpPassBase<DeriveVjpPass> {
       finalCotangents.push_back(body.addArgument(state.getType(), loc));
     auto eps = op->getAttrOfType<FloatAttr>("eps");
     llvm::SmallVector<Type> gradientTypes;
-    for (Value v : llvm::concat<Value>(inputs, initial))
+    for (Value v : llvm::concat<Value>(inputs, initial, rates))
       gradientTypes.push_back(v.getType());
-    auto vjp = PrefixVjpOp::create(
-        b, loc, gradientTypes, MonoidAttr::get(op->getContext(), *spec), inputs,
-        initial, cotangent, finalCotangents,
-        /*head_params=*/ValueRange(), eps ? eps : b.getF64FloatAttr(1e-6));
+    if (!rates.empty())
+      emitHeadDecayCheck(b, loc, rates.front());
+    auto vjp = PrefixVjpOp::create(b, loc, gradientTypes,
+                                   MonoidAttr::get(op->getContext(), *spec),
+                                   inputs, initial, cotangent, finalCotangents,
+                                   rates, eps ? eps : b.getF64FloatAttr(1e-6));
     // Gradients in argument order.
     llvm::SmallVector<Value> gradients(argumentOf.size());
     for (auto [i, argument] :
-         llvm::enumerate(llvm::concat<Value>(arguments, initial))) {
+         llvm::enumerate(llvm::concat<Value>(arguments, initial, rates))) {
       Value gradient = vjp.getGradients()[i];
       if (i < inputs.size() && inputs[i] != argument)
         gradient = sumHeadGroups(b, loc, gradient, groups);

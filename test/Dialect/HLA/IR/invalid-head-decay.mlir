@@ -58,3 +58,16 @@ func.func @segment_heads(%k: tensor<1x8x2x4xf32>, %g: tensor<3xf32>) {
 // are evaluated by ops that have no per-head values).
 // expected-error @+1 {{monoid combine rule for 'P' reads per-head parameter 'gamma'; only token rules may}}
 func.func @combine() attributes {m = #hla.monoid<"bad" inputs(k: [d], v: [dv]) params(gamma = per_head) state(P: [d, dv]) token(P = k * v.T) combine(P = gamma * P.a + P.b)>}
+
+// -----
+
+#la = #hla.monoid<"la" inputs(q: [d], k: [d], v: [dv]) params(gamma = per_head)
+  state(P: [d, dv], rho: [] eye) token(P = k * v.T, rho = gamma)
+  combine(P = rho.b * P.a + P.b, rho = rho.a * rho.b) readout(num = q.T * P)>
+
+// Tests that hla.prefix_vjp returns the gradient of its per-head values too.
+func.func @vjp_rates(%q: tensor<1x8x2x4xf32>, %g: tensor<2xf32>) {
+  // expected-error @+1 {{needs one gradient per input (3), per init tensor (0) and per head_params tensor (1), got 3}}
+  %dq, %dk, %dv = hla.prefix_vjp #la(%q, %q, %q) cotangent(%q) head_params(%g) : (tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<2xf32>) -> (tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>)
+  return
+}

@@ -17,7 +17,7 @@ func.func @inputs(%q: tensor<1x8x2x4xf32>, %g: tensor<1x8x2x3xf32>) {
 
 // Tests that there is one gradient per input.
 func.func @results(%q: tensor<1x8x2x4xf32>, %v: tensor<1x8x2x3xf32>) {
-  // expected-error @+1 {{needs one gradient per input (3) and per init tensor (0), got 2}}
+  // expected-error @+1 {{needs one gradient per input (3), per init tensor (0) and per head_params tensor (0), got 2}}
   %r:2 = hla.prefix_vjp #la (%q, %q, %v) cotangent(%v) : (tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x3xf32>, tensor<1x8x2x3xf32>) -> (tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>)
   return
 }

@@ -36,6 +36,6 @@ func.func @segment(%k: tensor<1x8x2x4xf32>, %v: tensor<1x8x2x6xf32>, %g: tensor<
 // CHECK-LABEL: func.func @prefix_vjp
 // CHECK: hla.prefix_vjp #{{.+}}(%{{.+}}, %{{.+}}, %{{.+}}) cotangent(%{{.+}}) head_params(%{{.+}}) :
 func.func @prefix_vjp(%q: tensor<1x8x2x4xf32>, %v: tensor<1x8x2x6xf32>, %do: tensor<1x8x2x6xf32>, %g: tensor<2xf32>) -> tensor<1x8x2x4xf32> {
-  %dq, %dk, %dv = hla.prefix_vjp #la(%q, %q, %v) cotangent(%do) head_params(%g) : (tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x6xf32>, tensor<1x8x2x6xf32>, tensor<2xf32>) -> (tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x6xf32>)
+  %dq, %dk, %dv, %dg = hla.prefix_vjp #la(%q, %q, %v) cotangent(%do) head_params(%g) : (tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x6xf32>, tensor<1x8x2x6xf32>, tensor<2xf32>) -> (tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x6xf32>, tensor<2xf32>)
   return %dq : tensor<1x8x2x4xf32>
 }

@@ -418,8 +418,9 @@ def HLA_PrefixVjpOp : HLA_Op<"prefix_vjp", [Pure, AttrSizedOperandSegments]> {
     after the last token is an output too, and that is its cotangent.
 
     `head_params` gives the monoid's per-head parameters as `hla.segment`'s
-    does; they are constants of the product (no gradient is returned for
-    them).
+    does (a decay's rate per head), and the results end with the gradient
+    of each: `hla-chunk` reverse-differentiates every chunk's forward
+    program with respect to its head's log rate (ReverseDiff.h).
 
     The gradient is derived from the monoid by `hla-chunk` (ChunkVjp.h): a
     pass over the chunks for their carried-in states, then a reverse pass

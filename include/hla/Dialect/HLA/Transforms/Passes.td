@@ -69,8 +69,8 @@ def HLADeriveVjpPass : Pass<"hla-derive-vjp", "ModuleOp"> {
     The function `function` must return the output of one attention op
     (`hla.linear_attention`, `hla.hla2`, `hla.ahla`, `hla.hla3` or
     `hla.kda`) applied to distinct arguments (q, k, v; KDA's g and beta;
-    and the final state, from an initial state that is an argument too),
-    without packed sequences. It is replaced,
+    a `head_decay` tensor; and the final state, from an initial state that
+    is an argument too), without packed sequences. It is replaced,
     under the same name, by its backward: the arguments, then the
     cotangents of the output and of the final state, in; the gradient of
     every argument out, in argument order. The gradient is an
@@ -78,7 +78,9 @@ def HLADeriveVjpPass : Pass<"hla-derive-vjp", "ModuleOp"> {
     the backward derived from that monoid. With grouped K/V heads (H_kv <
     H_q, static shapes) every operand but q is repeated to the query heads
     (`linalg.broadcast`, `tensor.collapse_shape`) and their gradients summed
-    over each group of H_q / H_kv heads in f32.
+    over each group of H_q / H_kv heads in f32. A `head_decay` tensor is
+    the prefix_vjp's `head_params` (checked at run time like hla-expand
+    checks it) and gets the prefix_vjp's last gradient.
 
     Before:
 
@@ -106,6 +108,7 @@ def HLADeriveVjpPass : Pass<"hla-derive-vjp", "ModuleOp"> {
   ];
   let dependentDialects = ["::mlir::hla::HLADialect",
                            "::mlir::arith::ArithDialect",
+                           "::mlir::cf::ControlFlowDialect",
                            "::mlir::func::FuncDialect",
                            "::mlir::linalg::LinalgDialect",
                            "::mlir::tensor::TensorDialect"];
