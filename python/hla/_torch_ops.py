@@ -15,10 +15,13 @@ Schema of every op (the same on both paths)::
 
     hla::<op>(Tensor q, Tensor k, Tensor v, <op's other tensors>,
               Tensor[] initial_state, Tensor? cu_seqlens, <op's attributes>,
-              bool output_final_state, int chunk_size) -> Tensor[]
+              bool output_final_state, int chunk_size
+              [, Tensor? head_decay=None]) -> Tensor[]
 
 with the attributes resolved (``scale`` a number, ``decay`` 1.0 for none,
 ``chunk_size`` 0 for the compiler's default) and the result ``[o, *state]``.
+The ops with a decay end with ``head_decay``, the rates per query head (f32
+[H_q], differentiable), or None (the default) for the ``decay`` attribute.
 
 Backward: for the ops in ``functional.DIFFERENTIABLE`` on the CPU and
 CUDA, the gradients of q, k, v and the initial state (from the output's
@@ -47,38 +50,50 @@ _uses_custom_op = False
 _library = None  # the old path's torch.library.Library; ops live as long as it does
 
 
+def _has_head_decay(op):
+    return "decay" in functional.OP_ATTRIBUTES[op]
+
+
 def schema(op):
     """The op's schema without its name, e.g. "(Tensor q, ...) -> Tensor[]"."""
     args = [f"Tensor {name}" for name in functional.operand_names(op)]
     args += ["Tensor[] initial_state", "Tensor? cu_seqlens"]
     args += [f"{_ATTRIBUTE_TYPES[a]} {a}" for a in functional.OP_ATTRIBUTES[op]]
     args += ["bool output_final_state", "int chunk_size"]
+    if _has_head_decay(op):
+        args.append("Tensor? head_decay=None")
     return "(" + ", ".join(args) + ") -> Tensor[]"
 
 
 def _unpack(op, args):
-    """Schema-ordered arguments -> (tensors, states, cu, attrs, final, chunk)."""
+    """Schema-ordered arguments -> (tensors, states, cu, head_decay, attrs,
+    final, chunk)."""
     n = len(functional.operand_names(op))
     names = functional.OP_ATTRIBUTES[op]
     tensors = list(args[:n])
     states = list(args[n])
     cu = args[n + 1]
-    attrs = dict(zip(names, args[n + 2:n + 2 + len(names)]))
-    output_final_state = bool(args[n + 2 + len(names)])
-    chunk_size = int(args[n + 3 + len(names)]) or None
-    return tensors, states, cu, attrs, output_final_state, chunk_size
+    rest = list(args[n + 2:])
+    attrs = dict(zip(names, rest[:len(names)]))
+    output_final_state = bool(rest[len(names)])
+    chunk_size = int(rest[len(names) + 1]) or None
+    tail = rest[len(names) + 2:]
+    head_decay = tail[0] if tail else None
+    return tensors, states, cu, head_decay, attrs, output_final_state, chunk_size
 
 
-def _pack(op, tensors, states, cu, attrs, output_final_state, chunk_size):
+def _pack(op, tensors, states, cu, head_decay, attrs, output_final_state, chunk_size):
+    rates = (head_decay,) if _has_head_decay(op) else ()
     return (*tensors, list(states), cu, *[attrs[a] for a in functional.OP_ATTRIBUTES[op]],
-            bool(output_final_state), int(chunk_size or 0))
+            bool(output_final_state), int(chunk_size or 0), *rates)
 
 
 def _kernel(op):
     def kernel(*args):
-        tensors, states, cu, attrs, final, chunk = _unpack(op, args)
+        tensors, states, cu, head_decay, attrs, final, chunk = _unpack(op, args)
         target = tensors[0].device.type
-        return functional.execute(op, tensors, states, cu, attrs, final, chunk, target)
+        return functional.execute(op, tensors, states, cu, attrs, final, chunk, target,
+                                  head_decay)
 
     kernel.__name__ = f"hla_{op}_kernel"
     return kernel
@@ -86,7 +101,7 @@ def _kernel(op):
 
 def _fake(op):
     def fake(*args):
-        tensors, _, cu, attrs, final, _ = _unpack(op, args)
+        tensors, _, cu, _, attrs, final, _ = _unpack(op, args)
         q, v = tensors[0], tensors[2]
         outputs = [q.new_empty((q.shape[0], q.shape[1], q.shape[2], v.shape[3]))]
         if final:
@@ -122,7 +137,8 @@ def _padding_index(cu):
     return index, valid
 
 
-def _packed_input_gradients(op, operands, states, cu, attrs, chunk_size, grad):
+def _packed_input_gradients(op, operands, states, cu, attrs, chunk_size, grad,
+                            head_decay=None):
     """(d(operands)..., *d(states)) of packed sequences (batch 1): each sequence
     becomes a row of a zero-padded batch (its initial state that row's).
     The pads come after a sequence's tokens and their output cotangent is
@@ -136,7 +152,7 @@ def _packed_input_gradients(op, operands, states, cu, attrs, chunk_size, grad):
         return rows * valid.reshape(valid.shape + ones).to(rows.dtype)
 
     padded = _input_gradients(op, [pad(x) for x in operands], states, None, attrs, chunk_size,
-                              [pad(grad)])
+                              [pad(grad)], head_decay)
     out = []
     for x, d in zip(operands, padded):
         unpadded = torch.zeros_like(x)
@@ -174,10 +190,10 @@ def _final_cotangents(op, operands, states, cu, attrs, grads):
             for g, shape in zip(grads, shapes)]
 
 
-def _input_gradients(op, operands, states, cu, attrs, chunk_size, grads):
-    """(d(operands)..., *d(states)) of the output cotangent grads[0] and the
-    final state's cotangents grads[1:]; raises where the backward is not
-    derived."""
+def _input_gradients(op, operands, states, cu, attrs, chunk_size, grads, head_decay=None):
+    """(d(operands)..., *d(states)[, d(head_decay)]) of the output cotangent
+    grads[0] and the final state's cotangents grads[1:]; raises where the
+    backward is not derived."""
     _check_derived(op)
     q, v = operands[0], operands[2]
     target = {"cpu": "cpu", "cuda": "cuda"}.get(q.device.type)
@@ -189,10 +205,12 @@ def _input_gradients(op, operands, states, cu, attrs, chunk_size, grads):
     if cu is not None:
         if finals and any(bool(f.any()) for f in finals):
             raise _no_backward(op, "through the final state of packed sequences yet")
-        return _packed_input_gradients(op, operands, states, cu, attrs, chunk_size, grad)
+        return _packed_input_gradients(op, operands, states, cu, attrs, chunk_size, grad,
+                                       head_decay)
     return tuple(functional.execute_backward(
         op, [x.detach() for x in operands], grad.to(q.dtype).contiguous(), attrs,
-        chunk_size, target, [s.detach().float() for s in states], finals))
+        chunk_size, target, [s.detach().float() for s in states], finals,
+        None if head_decay is None else head_decay.detach().float()))
 
 
 def _vjp_schema(op):
@@ -204,6 +222,8 @@ def _vjp_schema(op):
              "Tensor? cu_seqlens"]
     args += [f"{_ATTRIBUTE_TYPES[a]} {a}" for a in functional.OP_ATTRIBUTES[op]]
     args += ["int chunk_size"]
+    if _has_head_decay(op):
+        args.append("Tensor? head_decay=None")
     return "(" + ", ".join(args) + ") -> Tensor[]"
 
 
@@ -216,8 +236,10 @@ def _vjp_kernel(op):
         names = functional.OP_ATTRIBUTES[op]
         attrs = dict(zip(names, rest[:len(names)]))
         chunk = int(rest[len(names)]) or None
+        tail = rest[len(names) + 1:]
+        head_decay = tail[0] if tail else None
         return list(_input_gradients(op, operands, list(initial_state), cu, attrs, chunk,
-                                     [grad, *state_grads]))
+                                     [grad, *state_grads], head_decay))
 
     kernel.__name__ = f"hla_{op}_vjp"
     return kernel
@@ -228,8 +250,11 @@ def _vjp_fake(op):
 
     def fake(*args):
         operands, initial_state = args[:n], args[n]
+        tail = args[n + 4 + len(functional.OP_ATTRIBUTES[op]) + 1:]
+        head_decay = tail[0] if tail else None
         return [*[torch.empty_like(x) for x in operands],
-                *[torch.empty_like(s) for s in initial_state]]
+                *[torch.empty_like(s) for s in initial_state],
+                *([] if head_decay is None else [torch.empty_like(head_decay)])]
 
     fake.__name__ = f"hla_{op}_vjp_fake"
     return fake
@@ -237,9 +262,11 @@ def _vjp_fake(op):
 
 def _setup_context(op):
     def setup_context(ctx, inputs, output):
-        tensors, states, cu, attrs, _, chunk = _unpack(op, inputs)
-        ctx.save_for_backward(*tensors, *states, *([cu] if cu is not None else []))
-        ctx.hla = (len(tensors), len(states), cu is not None, attrs, chunk)
+        tensors, states, cu, head_decay, attrs, _, chunk = _unpack(op, inputs)
+        ctx.save_for_backward(*tensors, *states, *([cu] if cu is not None else []),
+                              *([head_decay] if head_decay is not None else []))
+        ctx.hla = (len(tensors), len(states), cu is not None, head_decay is not None, attrs,
+                   chunk)
 
     return setup_context
 
@@ -249,22 +276,26 @@ def _backward(op):
         flat = []
         for g in grads:  # Tensor[] outputs come as one list
             flat.extend(g if isinstance(g, (list, tuple)) else [g])
-        n_tensors, n_states, has_cu, attrs, chunk = ctx.hla
+        n_tensors, n_states, has_cu, has_rates, attrs, chunk = ctx.hla
         saved = list(ctx.saved_tensors)
+        head_decay = saved.pop() if has_rates else None
         cu = saved.pop() if has_cu else None
         _check_derived(op)
         tensors, states = saved[:n_tensors], saved[n_tensors:]
         q, v = tensors[0], tensors[2]
         finals = _final_cotangents(op, tensors, states, cu, attrs, flat[1:])
+        rates = (head_decay,) if _has_head_decay(op) else ()
         d = getattr(torch.ops.hla, op + "_vjp")(
             *tensors, states, _output_cotangent(q, v, flat[0]), finals, cu,
-            *[attrs[a] for a in functional.OP_ATTRIBUTES[op]], int(chunk or 0))
+            *[attrs[a] for a in functional.OP_ATTRIBUTES[op]], int(chunk or 0), *rates)
         # One entry per schema argument, the Tensor[] of states as a list:
         # (operands..., states, cu_seqlens, attributes..., output_final_state,
-        # chunk_size).
+        # chunk_size[, head_decay]).
         n = len(functional.operand_names(op))
-        return (*d[:n], list(d[n:]), None,
-                *[None] * len(functional.OP_ATTRIBUTES[op]), None, None)
+        d = list(d)
+        rate_grad = [d.pop()] if has_rates else [None] * len(rates)
+        return (*d[:n], list(d[n:]), None, *[None] * len(functional.OP_ATTRIBUTES[op]),
+                None, None, *rate_grad)
 
     return backward
 
@@ -274,28 +305,34 @@ class _Differentiable(torch.autograd.Function):
     there is none)."""
 
     @staticmethod
-    def forward(ctx, op, n_tensors, n_states, has_cu, rest, *tensors):
+    def forward(ctx, op, n_tensors, n_states, has_cu, has_rates, rest, *tensors):
         ctx.op = op
         operands = list(tensors[:n_tensors])
         states = list(tensors[n_tensors:n_tensors + n_states])
-        cu = tensors[-1] if has_cu else None
+        extra = list(tensors[n_tensors + n_states:])
+        cu = extra.pop(0) if has_cu else None
+        head_decay = extra.pop(0) if has_rates else None
         attrs, final, chunk = rest
-        ctx.save_for_backward(*operands, *states, *([cu] if cu is not None else []))
-        ctx.hla = (n_tensors, n_states, has_cu, dict(attrs), chunk)
+        ctx.save_for_backward(*operands, *states, *([cu] if cu is not None else []),
+                              *([head_decay] if head_decay is not None else []))
+        ctx.hla = (n_tensors, n_states, has_cu, has_rates, dict(attrs), chunk)
         ctx.set_materialize_grads(False)
         with _below_autograd():  # past our Autograd kernel
             outputs = getattr(torch.ops.hla, op)(
-                *_pack(op, operands, states, cu, dict(attrs), final, chunk))
+                *_pack(op, operands, states, cu, head_decay, dict(attrs), final, chunk))
         return tuple(outputs)
 
     @staticmethod
     def backward(ctx, *grads):
-        n_tensors, n_states, has_cu, attrs, chunk = ctx.hla
+        n_tensors, n_states, has_cu, has_rates, attrs, chunk = ctx.hla
         saved = list(ctx.saved_tensors)
+        head_decay = saved.pop() if has_rates else None
         cu = saved.pop() if has_cu else None
         operands, states = saved[:n_tensors], saved[n_tensors:]
-        d = _input_gradients(ctx.op, operands, states, cu, attrs, chunk, list(grads))
-        return (None, None, None, None, None, *d, *[None] * int(has_cu))
+        d = list(_input_gradients(ctx.op, operands, states, cu, attrs, chunk, list(grads),
+                                  head_decay))
+        rate_grad = [d.pop()] if has_rates else []
+        return (None, None, None, None, None, None, *d, *[None] * int(has_cu), *rate_grad)
 
 
 @contextlib.contextmanager
@@ -319,12 +356,13 @@ def _autograd_kernel(op):
     Meta."""
 
     def kernel(*args):
-        tensors, states, cu, attrs, final, chunk = _unpack(op, args)
-        if torch.is_grad_enabled() and any(t.requires_grad for t in tensors + states):
+        tensors, states, cu, head_decay, attrs, final, chunk = _unpack(op, args)
+        rates = [head_decay] if head_decay is not None else []
+        if torch.is_grad_enabled() and any(t.requires_grad for t in tensors + states + rates):
             rest = (tuple(sorted(attrs.items())), final, chunk)
             return list(_Differentiable.apply(op, len(tensors), len(states), cu is not None,
-                                             rest, *tensors, *states,
-                                             *([cu] if cu is not None else [])))
+                                             head_decay is not None, rest, *tensors, *states,
+                                             *([cu] if cu is not None else []), *rates))
         with _below_autograd():
             return getattr(torch.ops.hla, op)(*args)
 
@@ -363,9 +401,9 @@ def register():
         _registered = True
 
 
-def run(op, tensors, states, cu, attrs, output_final_state, chunk_size):
+def run(op, tensors, states, cu, attrs, output_final_state, chunk_size, head_decay=None):
     """Calls torch.ops.hla.<op> on checked arguments; returns [o, *state]."""
     if not _registered:
         register()
-    args = _pack(op, tensors, states, cu, attrs, output_final_state, chunk_size)
+    args = _pack(op, tensors, states, cu, head_decay, attrs, output_final_state, chunk_size)
     return list(getattr(torch.ops.hla, op)(*args))

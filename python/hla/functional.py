@@ -25,6 +25,8 @@ import math
 import numbers
 import sys
 
+import numpy as np
+
 from . import _tensors, compiler, ir
 
 FLOAT_DTYPES = ("f32", "f16", "bf16")
@@ -288,6 +290,45 @@ def _check_cu_seqlens(op, lib, device, cu_seqlens, B):
     return cu
 
 
+def _check_head_decay(op, lib, device, decay, heads):
+    """``decay`` given per query head (a sequence or array of ``heads``
+    rates, the op's ``head_decay`` tensor): as an f32 array of the inputs'
+    library and device (torch: differentiable), its values checked; None
+    when ``decay`` is a number or None (the attribute)."""
+    per_head = (isinstance(decay, (list, tuple)) or _tensors.library_of(decay) is not None
+                or hasattr(decay, "__dlpack__"))
+    if not per_head:
+        return None  # a number, or something _check_options refuses
+    if isinstance(decay, (list, tuple)):
+        if lib is _tensors.TorchArrays:
+            rates = _tensors.torch_module().as_tensor(decay, device=device)
+        else:
+            rates = np.asarray(decay, dtype=np.float32)
+    else:
+        rates = _tensors.as_array(decay, f"hla.{op}: decay")
+        if _tensors.library_of(rates) is not lib:
+            if lib is _tensors.TorchArrays:
+                rates = _tensors.torch_module().as_tensor(rates, device=device)
+            else:
+                raise TypeError(f"hla.{op}: decay is a {type(decay).__name__} but q is a "
+                                f"{lib.name} array")
+    if lib.device(rates) != device:
+        raise ValueError(f"hla.{op}: decay is on {lib.device(rates)} but q is on {device}")
+    if lib.dtype_name(rates) not in FLOAT_DTYPES + ("f64",):
+        raise TypeError(f"hla.{op}: per-head decay rates must be floats, got "
+                        f"{lib.dtype_name(rates)}")
+    if _shape(rates) != (heads,):
+        raise ValueError(f"hla.{op}: a per-head decay needs {heads} rates (one per query "
+                         f"head), got shape {list(_shape(rates))}")
+    if lib.dtype_name(rates) != "f32":
+        rates = lib.cast(rates, "f32")
+    # The compiled code asserts this too (and would abort the process).
+    bad = [r for r in lib.to_list(rates) if not 0.0 < r <= 1.0]
+    if bad:
+        raise ValueError(f"hla.{op}: decay rates must be in (0, 1], got {bad[0]!r}")
+    return rates
+
+
 def check_log_decay(op, lib, g):
     """kda's ``g`` is a log-decay, <= 0 (SEMANTICS.md §6): a positive entry
     makes the state grow without bound (the output overflows). NaN entries
@@ -355,6 +396,11 @@ def _call(op, named, options, initial_state, output_final_state, cu_seqlens, chu
     """Shared body of the public functions."""
     lib, device, dtype, arrays = _check_operands(op, named)
     B, T, Hq, d = _shape(arrays[0])
+    head_decay = None
+    if "decay" in OP_ATTRIBUTES[op]:
+        head_decay = _check_head_decay(op, lib, device, options.get("decay"), Hq)
+        if head_decay is not None:
+            options = dict(options, decay=None)
     attrs = _check_options(op, d, options)
     chunk_size = _check_chunk_size(op, chunk_size)
     target = _target_for(op, device, target)
@@ -372,10 +418,10 @@ def _call(op, named, options, initial_state, output_final_state, cu_seqlens, chu
                                   [n for n, _ in components])
     if lib is _tensors.TorchArrays:
         outputs = _torch_ops().run(op, arrays, states, cu, attrs, output_final_state,
-                                   chunk_size)
+                                   chunk_size, head_decay)
     else:
         outputs = execute(op, arrays, states, cu, attrs, output_final_state, chunk_size,
-                          target)
+                          target, head_decay)
     if output_final_state:
         return outputs[0], tuple(outputs[1:])
     return outputs[0]
@@ -409,28 +455,31 @@ def _ir_attributes(op, attrs):
     return out
 
 
-def build_ir(op, inputs, dtypes, attrs, state_shapes_in, final_shapes, cu):
+def build_ir(op, inputs, dtypes, attrs, state_shapes_in, final_shapes, cu,
+             head_decay=False):
     """IR text for one call. ``inputs``: shapes in op order; ``cu``: None or
     (length, "i32"/"i64"); ``final_shapes``: [] unless the final state is
-    returned."""
+    returned; ``head_decay``: the op takes its decay rates per query head (a
+    last argument)."""
     names = operand_names(op)
     q_shape, v_shape = inputs[0], inputs[2]
     out_shape = (q_shape[0], q_shape[1], q_shape[2], v_shape[3])
     return ir.attention_function(
         op, [(n, s, t) for n, s, t in zip(names, inputs, dtypes)], _ir_attributes(op, attrs),
         state_shapes=state_shapes_in, final_state_shapes=final_shapes, cu_seqlens=cu,
-        output_shape=out_shape, output_dtype=dtypes[0])
+        output_shape=out_shape, output_dtype=dtypes[0],
+        head_decay=q_shape[2] if head_decay else None)
 
 
 def compiled_function(op, inputs, dtypes, attrs, state_shapes_in, final_shapes, cu,
-                      chunk_size, target):
+                      chunk_size, target, head_decay=False):
     """The compiled ``@attend`` for one call signature (memoised)."""
     key = (op, target, tuple(inputs), tuple(dtypes), tuple(sorted(attrs.items())),
-           tuple(state_shapes_in), tuple(final_shapes), cu, chunk_size)
+           tuple(state_shapes_in), tuple(final_shapes), cu, chunk_size, bool(head_decay))
     fn = _functions.get(key)
     if fn is not None:
         return fn
-    text = build_ir(op, inputs, dtypes, attrs, state_shapes_in, final_shapes, cu)
+    text = build_ir(op, inputs, dtypes, attrs, state_shapes_in, final_shapes, cu, head_decay)
     try:
         library = compiler.compile(text, target=target, chunk_size=chunk_size)
     except compiler.TargetNotImplementedError:
@@ -459,9 +508,11 @@ def _check_buffers(op, fn, in_views, out_views):
                                f"compiled signature {specs}")
 
 
-def execute(op, arrays, states, cu, attrs, output_final_state, chunk_size, target):
+def execute(op, arrays, states, cu, attrs, output_final_state, chunk_size, target,
+            head_decay=None):
     """Runs checked arguments: values of cu_seqlens, dense copies, compile
     (cached), allocate outputs in the caller's library, call by pointer.
+    ``head_decay``: the decay rates per query head (f32 [H_q]), or None.
     Returns [o, *final_state]."""
     lib = _tensors.library_of(arrays[0])
     device = lib.device(arrays[0])
@@ -489,11 +540,13 @@ def execute(op, arrays, states, cu, attrs, output_final_state, chunk_size, targe
     dtypes = [lib.dtype_name(x) for x in arrays]
     cu_sig = None if cu is None else (int(cu.shape[0]), lib.dtype_name(cu))
     fn = compiled_function(op, [_shape(x) for x in arrays], dtypes, attrs,
-                           shapes if states else [], final_shapes, cu_sig, chunk_size, target)
+                           shapes if states else [], final_shapes, cu_sig, chunk_size, target,
+                           head_decay is not None)
     outputs = [lib.empty(out_shape, dtypes[0], device)]
     outputs += [lib.empty(s, "f32", device) for s in final_shapes]
-    _run_compiled(op, fn, lib, arrays + states + ([cu] if cu is not None else []), outputs,
-                  target, device)
+    rates = [] if head_decay is None else [lib.contiguous(head_decay)]
+    _run_compiled(op, fn, lib, arrays + states + ([cu] if cu is not None else []) + rates,
+                  outputs, target, device)
     return outputs
 
 
@@ -511,17 +564,17 @@ def _run_compiled(op, fn, lib, ins, outputs, target, device):
 
 
 def compiled_backward(op, inputs, dtypes, attrs, chunk_size, target, initial_shapes=(),
-                      final_shapes=()):
+                      final_shapes=(), head_decay=False):
     """The compiled backward of ``@attend`` (``vjp=True``): (q, k, v, [g, beta,] [s0...],
     do, [ds1...]) -> (dq, dk, dv, [dg, dbeta,] [ds0...]) with an initial state of
     ``initial_shapes`` and the final state's cotangents of ``final_shapes``
     (each empty for none), memoised like the forward."""
     key = ("vjp", op, target, tuple(inputs), tuple(dtypes), tuple(sorted(attrs.items())),
-           chunk_size, tuple(initial_shapes), tuple(final_shapes))
+           chunk_size, tuple(initial_shapes), tuple(final_shapes), bool(head_decay))
     fn = _functions.get(key)
     if fn is None:
         text = build_ir(op, inputs, dtypes, attrs, list(initial_shapes), list(final_shapes),
-                        None)
+                        None, head_decay)
         library = compiler.compile(text, target=target, chunk_size=chunk_size, vjp=True,
                                    entry=ir.FUNCTION_NAME)
         fn = library.function(ir.FUNCTION_NAME)
@@ -543,19 +596,20 @@ def recorded_compiles():
             records.append((text, options))
 
     def recording_forward(op, inputs, dtypes, attrs, state_shapes_in, final_shapes, cu,
-                          chunk_size, target):
-        record(build_ir(op, inputs, dtypes, attrs, state_shapes_in, final_shapes, cu),
+                          chunk_size, target, head_decay=False):
+        record(build_ir(op, inputs, dtypes, attrs, state_shapes_in, final_shapes, cu,
+                        head_decay),
                {"chunk_size": chunk_size})
         return forward(op, inputs, dtypes, attrs, state_shapes_in, final_shapes, cu,
-                       chunk_size, target)
+                       chunk_size, target, head_decay)
 
     def recording_backward(op, inputs, dtypes, attrs, chunk_size, target,
-                           initial_shapes=(), final_shapes=()):
+                           initial_shapes=(), final_shapes=(), head_decay=False):
         record(build_ir(op, inputs, dtypes, attrs, list(initial_shapes), list(final_shapes),
-                        None),
+                        None, head_decay),
                {"chunk_size": chunk_size, "vjp": True, "entry": ir.FUNCTION_NAME})
         return backward(op, inputs, dtypes, attrs, chunk_size, target, initial_shapes,
-                        final_shapes)
+                        final_shapes, head_decay)
 
     module = sys.modules[__name__]
     module.compiled_function, module.compiled_backward = recording_forward, recording_backward
@@ -566,13 +620,15 @@ def recorded_compiles():
 
 
 def execute_backward(op, arrays, grad_output, attrs, chunk_size, target, states=(),
-                     final_grads=()):
-    """The gradients [d(arrays)..., *d(states)] of sum(grad_output * o) +
-    sum(final_grads * final_state), (o, final_state) = op(*arrays,
-    initial_state=states), for the op's checked tensors ``arrays`` (q, k, v;
-    kda: and g, beta; grouped K/V heads too; no packed sequences); ``states`` and ``final_grads`` are f32 [B, H, ...]
-    (empty for none). Derived by the compiler from the op's monoid; on the
-    CPU or, for torch CUDA tensors, the GPU (on torch's current stream)."""
+                     final_grads=(), head_decay=None):
+    """The gradients [d(arrays)..., *d(states)[, d(head_decay)]] of
+    sum(grad_output * o) + sum(final_grads * final_state), (o, final_state)
+    = op(*arrays, initial_state=states), for the op's checked tensors
+    ``arrays`` (q, k, v; kda: and g, beta; grouped K/V heads too; no packed
+    sequences); ``states`` and ``final_grads`` are f32 [B, H, ...] (empty
+    for none), ``head_decay`` the decay rates per query head (f32 [H_q]) or
+    None. Derived by the compiler from the op's monoid; on the CPU or, for
+    torch CUDA tensors, the GPU (on torch's current stream)."""
     if op not in DIFFERENTIABLE:
         raise NotImplementedError(f"hla.{op}: the backward is not derived yet (it is for "
                                   f"{', '.join(DIFFERENTIABLE)})")
@@ -582,18 +638,21 @@ def execute_backward(op, arrays, grad_output, attrs, chunk_size, target, states=
         raise ValueError(f"hla.{op}: the inputs are on {device}, but hla's CUDA runtime runs "
                          f"on device 0 (cuda:0); choose the GPU with CUDA_VISIBLE_DEVICES")
     dtypes = [lib.dtype_name(x) for x in arrays]
-    grads_of = list(arrays) + list(states)
+    rates = [] if head_decay is None else [head_decay]
+    grads_of = list(arrays) + list(states) + rates
     if any(n == 0 for n in _shape(arrays[0])[:3]):
         return [lib.empty(_shape(x), lib.dtype_name(x), device) for x in grads_of]
     arrays = [lib.contiguous(x) for x in arrays]
     states = [lib.contiguous(x) for x in states]
+    rates = [lib.contiguous(x) for x in rates]
     final_grads = [lib.contiguous(x) for x in final_grads]
     grad_output = lib.contiguous(grad_output)
     fn = compiled_backward(op, [_shape(x) for x in arrays], dtypes, attrs, chunk_size, target,
-                           [_shape(x) for x in states], [_shape(x) for x in final_grads])
+                           [_shape(x) for x in states], [_shape(x) for x in final_grads],
+                           head_decay is not None)
     outputs = [lib.empty(_shape(x), lib.dtype_name(x), device) for x in grads_of]
-    _run_compiled(op, fn, lib, arrays + states + [grad_output] + final_grads, outputs,
-                  target, device)
+    _run_compiled(op, fn, lib, arrays + states + rates + [grad_output] + final_grads,
+                  outputs, target, device)
     return outputs
 
 

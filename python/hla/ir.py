@@ -48,7 +48,8 @@ def attribute(key, value):
 
 
 def attention_function(op, inputs, attributes, state_shapes=(), final_state_shapes=(),
-                       cu_seqlens=None, output_shape=None, output_dtype=None):
+                       cu_seqlens=None, output_shape=None, output_dtype=None,
+                       head_decay=None):
     """The MLIR text of ``func.func @attend`` applying ``hla.<op>``.
 
     inputs        [(name, shape, dtype)] of the op's tensor operands in op
@@ -60,6 +61,8 @@ def attention_function(op, inputs, attributes, state_shapes=(), final_state_shap
     final_state_shapes  the same for the final state; non-empty means the
                   function also returns it
     cu_seqlens    None or (length, "i32" | "i64")
+    head_decay    None, or the number of query heads H_q: the op takes its
+                  decay rates per head, a last argument [H_q] f32
     """
     args = [(name, tensor_type(shape, dtype)) for name, shape, dtype in inputs]
     operands = ", ".join(f"%{name}" for name, _, _ in inputs)
@@ -72,6 +75,9 @@ def attention_function(op, inputs, attributes, state_shapes=(), final_state_shap
         length, dtype = cu_seqlens
         args.append(("cu_seqlens", tensor_type((length,), dtype)))
         operands += " cu_seqlens(%cu_seqlens)"
+    if head_decay is not None:
+        args.append(("head_decay", tensor_type((head_decay,), "f32")))
+        operands += " head_decay(%head_decay)"
     results = [tensor_type(output_shape, output_dtype)]
     results += [tensor_type(s, "f32") for s in final_state_shapes]
     attrs = ", ".join(attribute(k, v) for k, v in sorted(attributes.items()))

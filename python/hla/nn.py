@@ -33,8 +33,13 @@ class HLAttention(torch.nn.Module):
         head_dim: features per head; default d_model // n_heads.
         op: "linear_attention", "hla2", "ahla" or "hla3".
         bias: whether the projections have biases.
-        **op_options: the op's options, e.g. decay=0.95, normalize=True,
-            scale=..., masked=False / ridge=... (hla2), chunk_size=...
+        learn_decay: the decay rate of each query head is a parameter,
+            ``sigmoid(decay_logit)`` (``decay_logit`` [n_heads]), trained
+            through the compiler's derived backward; it starts at the
+            ``decay`` option (a number or one rate per head; default 0.95).
+        **op_options: the op's options, e.g. decay=0.95 (a number, or one
+            rate per query head), normalize=True, scale=..., masked=False /
+            ridge=... (hla2), chunk_size=...
 
     ``forward(x, *, initial_state=None, output_final_state=False,
     cu_seqlens=None)`` returns y, or (y, final_state) with the op's state
@@ -42,7 +47,7 @@ class HLAttention(torch.nn.Module):
     """
 
     def __init__(self, d_model, n_heads, n_kv_heads=None, head_dim=None, op="hla2",
-                 bias=False, **op_options):
+                 bias=False, learn_decay=False, **op_options):
         super().__init__()
         if op not in MODULE_OPS:
             raise ValueError(f"HLAttention: op must be one of {MODULE_OPS}, got {op!r}")
@@ -73,11 +78,21 @@ class HLAttention(torch.nn.Module):
         self.k_proj = torch.nn.Linear(d_model, n_kv_heads * head_dim, bias=bias)
         self.v_proj = torch.nn.Linear(d_model, n_kv_heads * head_dim, bias=bias)
         self.o_proj = torch.nn.Linear(n_heads * head_dim, d_model, bias=bias)
+        self.learn_decay = bool(learn_decay)
+        if self.learn_decay:
+            start = self.op_options.pop("decay", None)
+            start = torch.full((n_heads,), 0.95) if start is None else \
+                torch.as_tensor(start, dtype=torch.float32).expand(n_heads).clone()
+            if not bool(((start > 0) & (start < 1)).all()):
+                raise ValueError(f"HLAttention: a learned decay starts strictly between 0 "
+                                 f"and 1, got {start.tolist()}")
+            self.decay_logit = torch.nn.Parameter(torch.log(start) - torch.log1p(-start))
 
     def extra_repr(self):
         options = "".join(f", {k}={v!r}" for k, v in sorted(self.op_options.items()))
+        learned = ", learn_decay=True" if self.learn_decay else ""
         return (f"d_model={self.d_model}, n_heads={self.n_heads}, n_kv_heads={self.n_kv_heads}, "
-                f"head_dim={self.head_dim}, op={self.op!r}{options}")
+                f"head_dim={self.head_dim}, op={self.op!r}{learned}{options}")
 
     def forward(self, x, *, initial_state=None, output_final_state=False, cu_seqlens=None):
         if x.dim() != 3 or x.shape[-1] != self.d_model:
@@ -87,9 +102,12 @@ class HLAttention(torch.nn.Module):
         q = self.q_proj(x).view(B, T, self.n_heads, self.head_dim)
         k = self.k_proj(x).view(B, T, self.n_kv_heads, self.head_dim)
         v = self.v_proj(x).view(B, T, self.n_kv_heads, self.head_dim)
+        options = dict(self.op_options)
+        if self.learn_decay:
+            options["decay"] = torch.sigmoid(self.decay_logit)
         result = self._attend(q, k, v, initial_state=initial_state,
                               output_final_state=output_final_state, cu_seqlens=cu_seqlens,
-                              **self.op_options)
+                              **options)
         o, state = result if output_final_state else (result, None)
         y = self.o_proj(o.reshape(B, T, self.n_heads * self.head_dim))
         return (y, state) if output_final_state else y

@@ -200,3 +200,90 @@ def test_gradients_grouped_heads(op, agree):
                          ids=["runs", "parallel-gradients"])
 def test_gradients_forms(forms, agree):
     gradient_check("hla2", {"ridge": 0.25}, 19, agree, state=True, **forms)
+
+
+# ---------------------------------------------------------------------------
+# The Python API: decay given per head (numpy, torch autograd, HLAttention).
+# ---------------------------------------------------------------------------
+
+@needs_compiler
+@pytest.mark.parametrize("op", OPS)
+def test_functional_numpy(op):
+    import hla
+    rng = np.random.default_rng(4)
+    q, k, v, g = inputs(rng, 45, 4, 2, 8, 6, positive=False)
+    out, final = getattr(hla, op)(q, k, v, decay=g, output_final_state=True, chunk_size=16)
+    want, want_final = getattr(ref, op)(q, k, v, decay=g.astype(np.float64),
+                                        output_final_state=True)
+    assert relative_error(out, want) <= 1e-5
+    for got, expected in zip(final, want_final):
+        assert relative_error(got, expected) <= 1e-5
+    # A list of rates is the same.
+    assert relative_error(getattr(hla, op)(q, k, v, decay=[float(x) for x in g],
+                                           chunk_size=16), want) <= 1e-5
+
+
+@needs_compiler
+def test_functional_errors():
+    import hla
+    rng = np.random.default_rng(5)
+    q, k, v, g = inputs(rng, 10, 4, 2, 8, 6, positive=False)
+    with pytest.raises(ValueError, match="needs 4 rates"):
+        hla.hla2(q, k, v, decay=g[:2])
+    with pytest.raises(ValueError, match=r"decay rates must be in \(0, 1\], got 1.5"):
+        hla.hla2(q, k, v, decay=np.array([0.9, 1.5, 0.5, 0.5], np.float32))
+    with pytest.raises(ValueError, match=r"must be in \(0, 1\]"):
+        hla.linear_attention(q, k, v, decay=np.array([0.9, np.nan, 0.5, 0.5]))
+    with pytest.raises(TypeError, match="must be floats"):
+        hla.ahla(q, k, v, decay=np.array([1, 1, 1, 1]))
+
+
+def _torch():
+    return pytest.importorskip("torch")
+
+
+@needs_compiler
+@pytest.mark.parametrize("op", ["linear_attention", "hla2"])
+def test_torch_autograd(op, agree):
+    """Gradients of q, k, v and the rates through torch autograd (float64
+    reference by central differences)."""
+    torch = _torch()
+    rng = np.random.default_rng(6)
+    q, k, v, _ = inputs(rng, 13, 2, 2, 4, 3, positive=False)
+    g = rng.uniform(0.5, 0.95, 2)  # inside (0, 1): differences step both ways
+    weight = rng.standard_normal((1, 13, 2, 3))
+    tensors = [torch.tensor(x, requires_grad=True) for x in (q, k, v, g)]
+    out = getattr(__import__("hla"), op)(*tensors[:3], decay=tensors[3], chunk_size=4)
+    (out.double() * torch.tensor(weight)).sum().backward()
+
+    def forward(q, k, v, rates):
+        return np.ravel(getattr(ref, op)(q, k, v, decay=rates))
+
+    want = central_differences(forward, [x.astype(np.float64) for x in (q, k, v, g)],
+                               np.ravel(weight))
+    for name, t, expected in zip(["dq", "dk", "dv", "drates"], tensors, want):
+        agree(t.grad.numpy(), expected, f"head_decay torch autograd: {op} {name}", tol=2e-4)
+
+
+@needs_compiler
+def test_attention_module_learns_its_decay():
+    """HLAttention(learn_decay=True): the rates are parameters that get
+    gradients and move under an optimizer step, staying in (0, 1)."""
+    torch = _torch()
+    from hla.nn import HLAttention
+    torch.manual_seed(0)
+    layer = HLAttention(16, 4, n_kv_heads=2, op="hla2", learn_decay=True,
+                        decay=[0.9, 0.8, 0.7, 0.95], chunk_size=8)
+    assert torch.allclose(torch.sigmoid(layer.decay_logit),
+                          torch.tensor([0.9, 0.8, 0.7, 0.95]), atol=1e-6)
+    x = torch.randn(2, 20, 16)
+    before = torch.sigmoid(layer.decay_logit).detach().clone()
+    layer(x).pow(2).mean().backward()
+    assert layer.decay_logit.grad is not None
+    assert float(layer.decay_logit.grad.abs().sum()) > 0
+    torch.optim.SGD(layer.parameters(), lr=1.0).step()
+    after = torch.sigmoid(layer.decay_logit).detach()
+    assert not torch.allclose(before, after)
+    assert bool(((after > 0) & (after < 1)).all())
+    with pytest.raises(ValueError, match="strictly between 0 and 1"):
+        HLAttention(16, 4, learn_decay=True, decay=1.0)
