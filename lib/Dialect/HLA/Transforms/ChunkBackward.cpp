@@ -331,6 +331,36 @@ CombineOp PrefixVjpLowering::transposedCombine(OpBuilder &b, Location loc,
   return CombineOp::create(b, loc, TypeRange(auxTypes), auxMonoid, lhs, rhs);
 }
 
+FailureOr<PrefixVjpLowering::ReadoutParts>
+PrefixVjpLowering::emitReadoutParts(TileBuilder &tb, const ChunkTiles &tiles,
+                                    int64_t width) {
+  ReadoutParts parts;
+  FailureOr<Value> num = emitSum(
+      tb, spec, tiles, forward.readouts[numIndex].terms, false, {chunk, width});
+  if (failed(num))
+    return failure();
+  parts.num = *num;
+  if (!den)
+    return parts;
+  FailureOr<Value> denom = emitSum(
+      tb, spec, tiles, forward.readouts[denIndex].terms, false, {chunk});
+  if (failed(denom))
+    return failure();
+  OpBuilder &b = tb.getBuilder();
+  double eps = op.getEps().convertToDouble();
+  parts.inverseDen = tb.generic(
+      {*denom}, tb.empty({chunk}),
+      {b.getMultiDimIdentityMap(1), b.getMultiDimIdentityMap(1)},
+      {utils::IteratorType::parallel},
+      [&](OpBuilder &eb, Location el, ValueRange args) -> Value {
+        Value e = arith::ConstantOp::create(eb, el, eb.getF32FloatAttr(eps));
+        Value one = arith::ConstantOp::create(eb, el, eb.getF32FloatAttr(1));
+        Value sum = arith::AddFOp::create(eb, el, args[0], e);
+        return arith::DivFOp::create(eb, el, one, sum);
+      });
+  return parts;
+}
+
 FailureOr<PrefixVjpLowering::ChunkStep> PrefixVjpLowering::emitChunkStep(
     OpBuilder &nb, Location l, Value bi, Value hi, Value c, ValueRange lambda,
     llvm::ArrayRef<Value> entryStates, bool wantLambda,
@@ -358,28 +388,14 @@ FailureOr<PrefixVjpLowering::ChunkStep> PrefixVjpLowering::emitChunkStep(
   if (!den) {
     cotangents[numIndex] = g;
   } else {
-    int64_t width = tb.shapeOf(g)[1];
-    FailureOr<Value> num =
-        emitSum(tb, spec, tiles, forward.readouts[numIndex].terms, false,
-                {chunk, width});
-    FailureOr<Value> denom = emitSum(
-        tb, spec, tiles, forward.readouts[denIndex].terms, false, {chunk});
-    if (failed(num) || failed(denom))
+    FailureOr<ReadoutParts> parts =
+        emitReadoutParts(tb, tiles, tb.shapeOf(g)[1]);
+    if (failed(parts))
       return failure();
-    double eps = op.getEps().convertToDouble();
-    Value inv = tb.generic(
-        {*denom}, tb.empty({chunk}),
-        {nb.getMultiDimIdentityMap(1), nb.getMultiDimIdentityMap(1)},
-        {utils::IteratorType::parallel},
-        [&](OpBuilder &eb, Location el, ValueRange args) -> Value {
-          Value e = arith::ConstantOp::create(eb, el, eb.getF32FloatAttr(eps));
-          Value one = arith::ConstantOp::create(eb, el, eb.getF32FloatAttr(1));
-          Value sum = arith::AddFOp::create(eb, el, args[0], e);
-          return arith::DivFOp::create(eb, el, one, sum);
-        });
+    Value num = parts->num, inv = parts->inverseDen;
     // d_num = g / (den + ε); d_den = −(g · num) / (den + ε)².
     cotangents[numIndex] = tb.scaleRows(g, inv);
-    Value gn = tb.mul(tb.dotRows(g, *num), tb.mul(inv, inv));
+    Value gn = tb.mul(tb.dotRows(g, num), tb.mul(inv, inv));
     cotangents[denIndex] = tb.scale(gn, -1.0);
   }
 
@@ -874,32 +890,12 @@ FailureOr<Value> PrefixVjpLowering::emitDecayGradientPass(
     FailureOr<llvm::SmallVector<Value>> summary = emitSummaries(b, loc, tiles);
     if (failed(summary))
       return failure();
-    int64_t width = tb.shapeOf(g)[1];
-    FailureOr<Value> out =
-        emitSum(tb, spec, tiles, forward.readouts[numIndex].terms, false,
-                {chunk, width});
-    if (failed(out))
+    FailureOr<ReadoutParts> parts =
+        emitReadoutParts(tb, tiles, tb.shapeOf(g)[1]);
+    if (failed(parts))
       return failure();
-    if (den) {
-      FailureOr<Value> denom = emitSum(
-          tb, spec, tiles, forward.readouts[denIndex].terms, false, {chunk});
-      if (failed(denom))
-        return failure();
-      double eps = op.getEps().convertToDouble();
-      Value inv = tb.generic(
-          {*denom}, tb.empty({chunk}),
-          {b.getMultiDimIdentityMap(1), b.getMultiDimIdentityMap(1)},
-          {utils::IteratorType::parallel},
-          [&](OpBuilder &eb, Location el, ValueRange args) -> Value {
-            Value e =
-                arith::ConstantOp::create(eb, el, eb.getF32FloatAttr(eps));
-            Value one =
-                arith::ConstantOp::create(eb, el, eb.getF32FloatAttr(1));
-            return arith::DivFOp::create(
-                eb, el, one, arith::AddFOp::create(eb, el, args[0], e));
-          });
-      out = tb.scaleRows(*out, inv);
-    }
+    Value out = parts->inverseDen ? tb.scaleRows(parts->num, parts->inverseDen)
+                                  : parts->num;
     llvm::SmallVector<Type> fullTypes;
     for (unsigned cc = 0; cc < n; ++cc)
       fullTypes.push_back(componentType(cc));
@@ -923,7 +919,7 @@ FailureOr<Value> PrefixVjpLowering::emitDecayGradientPass(
     }
     for (auto [j, cc] : llvm::enumerate(live))
       seeds[j].first = lowered[cc];
-    seeds.push_back({*out, g});
+    seeds.push_back({out, g});
     FailureOr<llvm::SmallVector<Value>> derivative =
         emitReverseDiff(b, loc, recorder.recorded(), seeds, {tiles.logDecay});
     if (failed(derivative))

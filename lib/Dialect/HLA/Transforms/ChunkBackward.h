@@ -181,6 +181,14 @@ private:
   Value insertRows(OpBuilder &b, Location loc, Value grad, Value dest,
                    Value start, Value rows) const;
 
+  /// A chunk's readout rows: num [c, width], and with a den readout
+  /// 1 / (den + ε) [c] (null without one).
+  struct ReadoutParts {
+    Value num, inverseDen;
+  };
+  FailureOr<ReadoutParts>
+  emitReadoutParts(TileBuilder &tb, const ChunkTiles &tiles, int64_t width);
+
   /// What one chunk of the reverse pass computes.
   struct ChunkStep {
     /// ∂X₀ per live component: the previous chunk's λ.

@@ -92,19 +92,18 @@ private:
         llvm::function_ref<Value(OpBuilder &, Location,
                                  llvm::function_ref<Value(Value, double)>)>
             body);
-  /// Per head: a tile cached for this chunk's log γ if it was built in the
-  /// block `here` inserts into, else null.
-  Value cached(TileBuilder &here, const ChunkTiles &tiles,
-               const std::string &key);
-  void remember(const ChunkTiles &tiles, const std::string &key, Value tile);
+  /// The tile `key` of this lowering (constant rate) or of this chunk's
+  /// log rate (per head), made by `make` at the builder it is given if
+  /// there is none yet.
+  Value tile(TileBuilder &here, const ChunkTiles &tiles, const std::string &key,
+             llvm::function_ref<Value(TileBuilder &)> make);
 
   TileBuilder tb;
   int64_t chunk;
   double logGamma;
   bool perHead;
-  std::map<std::tuple<double, bool, int64_t>, Value> masks;
-  std::map<std::pair<double, int64_t>, Value> starts;
-  std::map<std::pair<void *, std::string>, Value> perHeadTiles;
+  /// Built tiles by (the chunk's log rate per head, else null; key).
+  std::map<std::pair<void *, std::string>, Value> built;
 };
 
 /// Everything a term needs inside the chunk loop.

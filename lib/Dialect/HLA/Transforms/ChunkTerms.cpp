@@ -12,6 +12,8 @@
 
 #include "ChunkRewriter.h"
 
+#include "llvm/ADT/bit.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -64,82 +66,63 @@ Value DecayTiles::build(
                     });
 }
 
-Value DecayTiles::cached(TileBuilder &here, const ChunkTiles &tiles,
-                         const std::string &key) {
-  auto it = perHeadTiles.find({tiles.logDecay.getAsOpaquePointer(), key});
-  if (it == perHeadTiles.end() ||
-      it->second.getParentBlock() != here.getBuilder().getInsertionBlock())
-    return {};
-  return it->second;
-}
-
-void DecayTiles::remember(const ChunkTiles &tiles, const std::string &key,
-                          Value tile) {
-  perHeadTiles[{tiles.logDecay.getAsOpaquePointer(), key}] = tile;
+Value DecayTiles::tile(TileBuilder &here, const ChunkTiles &tiles,
+                       const std::string &key,
+                       llvm::function_ref<Value(TileBuilder &)> make) {
+  // Constant rate: one tile for the whole lowering, at the hoisting point.
+  // Per head: one per chunk's log rate, reused within the block that
+  // built it (a tile first asked for in one branch must not serve another).
+  auto slot = std::make_pair(
+      perHead ? tiles.logDecay.getAsOpaquePointer() : nullptr, key);
+  auto it = built.find(slot);
+  if (it != built.end() &&
+      (!perHead ||
+       it->second.getParentBlock() == here.getBuilder().getInsertionBlock()))
+    return it->second;
+  Value result = make(perHead ? here : tb);
+  built[slot] = result;
+  return result;
 }
 
 /// M[p][v] = γ^{w (p − v)} for v ≤ p (v < p when strict), else 0.
 Value DecayTiles::mask(TileBuilder &here, const ChunkTiles &tiles, double w,
                        bool strict, int64_t repeat) {
-  auto key = std::make_tuple(w, strict, repeat);
-  std::string perHeadKey = "mask " + std::to_string(w) + " " +
-                           std::to_string(strict) + " " +
-                           std::to_string(repeat);
-  if (!perHead) {
-    auto it = masks.find(key);
-    if (it != masks.end())
-      return it->second;
-  } else if (Value tile = cached(here, tiles, perHeadKey)) {
-    return tile;
-  }
-  Value result = build(
-      perHead ? here : tb, tiles, {repeat * chunk, chunk},
-      [&](OpBuilder &nb, Location l,
-          llvm::function_ref<Value(Value, double)> weight) -> Value {
-        Value p = positionOf(nb, l, linalg::IndexOp::create(nb, l, 0), repeat);
-        Value v = linalg::IndexOp::create(nb, l, 1);
-        Value diff = arith::SubIOp::create(nb, l, p, v);
-        Value zero = arith::ConstantIndexOp::create(nb, l, 0);
-        Value inside = arith::CmpIOp::create(nb, l,
-                                             strict ? arith::CmpIPredicate::sgt
-                                                    : arith::CmpIPredicate::sge,
-                                             diff, zero);
-        Value zeroF = arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(0));
-        return arith::SelectOp::create(nb, l, inside, weight(diff, w), zeroF);
-      });
-  if (perHead)
-    remember(tiles, perHeadKey, result);
-  else
-    masks[key] = result;
-  return result;
+  std::string key = "mask " + std::to_string(llvm::bit_cast<uint64_t>(w)) +
+                    " " + std::to_string(strict) + " " + std::to_string(repeat);
+  return tile(here, tiles, key, [&](TileBuilder &at) {
+    return build(
+        at, tiles, {repeat * chunk, chunk},
+        [&](OpBuilder &nb, Location l,
+            llvm::function_ref<Value(Value, double)> weight) -> Value {
+          Value p =
+              positionOf(nb, l, linalg::IndexOp::create(nb, l, 0), repeat);
+          Value v = linalg::IndexOp::create(nb, l, 1);
+          Value diff = arith::SubIOp::create(nb, l, p, v);
+          Value zero = arith::ConstantIndexOp::create(nb, l, 0);
+          Value inside = arith::CmpIOp::create(
+              nb, l,
+              strict ? arith::CmpIPredicate::sgt : arith::CmpIPredicate::sge,
+              diff, zero);
+          Value zeroF = arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(0));
+          return arith::SelectOp::create(nb, l, inside, weight(diff, w), zeroF);
+        });
+  });
 }
 
 Value DecayTiles::fromStart(TileBuilder &here, const ChunkTiles &tiles,
                             double w, int64_t repeat) {
-  auto key = std::make_pair(w, repeat);
-  std::string perHeadKey =
-      "start " + std::to_string(w) + " " + std::to_string(repeat);
-  if (!perHead) {
-    auto it = starts.find(key);
-    if (it != starts.end())
-      return it->second;
-  } else if (Value tile = cached(here, tiles, perHeadKey)) {
-    return tile;
-  }
-  Value result =
-      build(perHead ? here : tb, tiles, {repeat * chunk},
-            [&](OpBuilder &nb, Location l,
-                llvm::function_ref<Value(Value, double)> weight) -> Value {
-              Value v =
-                  positionOf(nb, l, linalg::IndexOp::create(nb, l, 0), repeat);
-              Value one = arith::ConstantIndexOp::create(nb, l, 1);
-              return weight(arith::AddIOp::create(nb, l, v, one), w);
-            });
-  if (perHead)
-    remember(tiles, perHeadKey, result);
-  else
-    starts[key] = result;
-  return result;
+  std::string key = "start " + std::to_string(llvm::bit_cast<uint64_t>(w)) +
+                    " " + std::to_string(repeat);
+  return tile(here, tiles, key, [&](TileBuilder &at) {
+    return build(at, tiles, {repeat * chunk},
+                 [&](OpBuilder &nb, Location l,
+                     llvm::function_ref<Value(Value, double)> weight) -> Value {
+                   Value v = positionOf(
+                       nb, l, linalg::IndexOp::create(nb, l, 0), repeat);
+                   Value one = arith::ConstantIndexOp::create(nb, l, 1);
+                   return weight(arith::AddIOp::create(nb, l, v, one), w);
+                 });
+  });
 }
 
 Value DecayTiles::endWeights(TileBuilder &here, const ChunkTiles &tiles,
