@@ -151,21 +151,23 @@ def _packed_input_gradients(op, operands, states, cu, attrs, chunk_size, grad,
         ones = (1,) * (x.dim() - 2)
         return rows * valid.reshape(valid.shape + ones).to(rows.dtype)
 
-    padded = _input_gradients(op, [pad(x) for x in operands], states, None, attrs, chunk_size,
-                              [pad(grad)], head_decay)
+    # Every operand but linsimp's omega has a row per token.
+    tokens = len(operands) - (1 if op == "linsimp" else 0)
+    padded = _input_gradients(op, [pad(x) for x in operands[:tokens]] + list(operands[tokens:]),
+                              states, None, attrs, chunk_size, [pad(grad)], head_decay)
     out = []
-    for x, d in zip(operands, padded):
+    for x, d in zip(operands[:tokens], padded):
         unpadded = torch.zeros_like(x)
         unpadded[0].index_put_((index[valid],), d[valid])
         out.append(unpadded)
-    return (*out, *padded[len(operands):])
+    return (*out, *padded[tokens:])
 
 
-def _check_derived(op):
+def _check_derived(op, attrs):
     """Raises where the compiler derives no backward (known before running)."""
-    if op not in functional.DIFFERENTIABLE:
-        raise _no_backward(op, f"yet (the compiler derives it for "
-                               f"{', '.join(functional.DIFFERENTIABLE)})")
+    why = functional.underived_backward(op, attrs)
+    if why is not None:
+        raise _no_backward(op, why)
 
 
 def _output_cotangent(q, v, grad):
@@ -194,7 +196,7 @@ def _input_gradients(op, operands, states, cu, attrs, chunk_size, grads, head_de
     """(d(operands)..., *d(states)[, d(head_decay)]) of the output cotangent
     grads[0] and the final state's cotangents grads[1:]; raises where the
     backward is not derived."""
-    _check_derived(op)
+    _check_derived(op, attrs)
     q, v = operands[0], operands[2]
     target = {"cpu": "cpu", "cuda": "cuda"}.get(q.device.type)
     if target is None:
@@ -280,7 +282,7 @@ def _backward(op):
         saved = list(ctx.saved_tensors)
         head_decay = saved.pop() if has_rates else None
         cu = saved.pop() if has_cu else None
-        _check_derived(op)
+        _check_derived(op, attrs)
         tensors, states = saved[:n_tensors], saved[n_tensors:]
         q, v = tensors[0], tensors[2]
         finals = _final_cotangents(op, tensors, states, cu, attrs, flat[1:])

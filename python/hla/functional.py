@@ -58,7 +58,17 @@ OPS = tuple(OP_ATTRIBUTES)
 # implemented", quoting the compiler, rather than a compiler error.
 NOT_YET_LOWERED = ("linsimp", "kda")
 # Ops whose backward the compiler derives (hla-derive-vjp), on the CPU.
-DIFFERENTIABLE = ("linear_attention", "hla2", "ahla", "hla3", "kda")
+DIFFERENTIABLE = ("linear_attention", "hla2", "ahla", "hla3", "kda", "linsimp")
+
+
+def underived_backward(op, attrs):
+    """Why the compiler derives no backward for ``op`` with ``attrs``, or
+    None when it does."""
+    if op not in DIFFERENTIABLE:
+        return f"yet (the compiler derives it for {', '.join(DIFFERENTIABLE)})"
+    if op == "linsimp" and attrs.get("kernel", "favor") != "favor":
+        return "for kernel='exact' yet (the compiler derives it for kernel='favor')"
+    return None
 
 
 def operand_names(op):
@@ -624,14 +634,14 @@ def execute_backward(op, arrays, grad_output, attrs, chunk_size, target, states=
     """The gradients [d(arrays)..., *d(states)[, d(head_decay)]] of
     sum(grad_output * o) + sum(final_grads * final_state), (o, final_state)
     = op(*arrays, initial_state=states), for the op's checked tensors
-    ``arrays`` (q, k, v; kda: and g, beta; grouped K/V heads too; no packed
-    sequences); ``states`` and ``final_grads`` are f32 [B, H, ...] (empty
+    ``arrays`` (q, k, v; kda: and g, beta; linsimp: and r, u, omega; grouped
+    K/V heads too; no packed sequences); ``states`` and ``final_grads`` are f32 [B, H, ...] (empty
     for none), ``head_decay`` the decay rates per query head (f32 [H_q]) or
     None. Derived by the compiler from the op's monoid; on the CPU or, for
     torch CUDA tensors, the GPU (on torch's current stream)."""
-    if op not in DIFFERENTIABLE:
-        raise NotImplementedError(f"hla.{op}: the backward is not derived yet (it is for "
-                                  f"{', '.join(DIFFERENTIABLE)})")
+    why = underived_backward(op, attrs)
+    if why is not None:
+        raise NotImplementedError(f"hla.{op}: the backward is not derived {why}")
     lib = _tensors.library_of(arrays[0])
     device = lib.device(arrays[0])
     if target == "cuda" and device != "cuda:0":

@@ -809,6 +809,92 @@ LogicalResult PrefixVjpOp::verify() {
   return success();
 }
 
+LogicalResult AnchorVjpOp::verify() {
+  const MonoidSpec &spec = getMonoid().getSpec();
+  if (!spec.findReadout("num") || !spec.findReadout("den") ||
+      !spec.findInput("f") || !spec.findInput("phi") || !spec.findInput("v"))
+    return emitOpError() << "monoid '" << spec.name
+                         << "' needs inputs 'phi', 'v' and 'f' and readouts "
+                            "'num' and 'den' (LinSimp's)";
+  if (getWindow() < 1)
+    return emitOpError() << "'window' must be >= 1, got " << getWindow();
+  double scale = getScale().convertToDouble();
+  if (!std::isfinite(scale) || scale <= 0)
+    return emitOpError() << "'scale' must be a finite positive number, got "
+                         << scale;
+  RankedTensorType q = getQuery().getType(), k = getKey().getType(),
+                   v = getValue().getType(), r = getAnchorKey().getType(),
+                   u = getAnchorValue().getType(), omega = getOmega().getType();
+  auto cotangent = cast<RankedTensorType>(getCotangent().getType());
+  const char *layout = "[B, T, H, D]";
+  if (failed(verifyActivation(*this, "query", q, 4, layout)) ||
+      failed(verifyActivation(*this, "key", k, 4, layout)) ||
+      failed(verifyActivation(*this, "value", v, 4, layout)) ||
+      failed(verifyActivation(*this, "anchor_key", r, 4, layout)) ||
+      failed(verifyActivation(*this, "anchor_value", u, 4, layout)) ||
+      failed(verifyActivation(*this, "omega", omega, 2, "[m, d]")) ||
+      failed(verifyActivation(*this, "cotangent", cotangent, 4, layout)))
+    return failure();
+  // Every token operand has the query's batch, length and heads; q, k, r
+  // share d, and v, u and the cotangent dv.
+  std::pair<llvm::StringRef, RankedTensorType> tokens[] = {
+      {"key", k},
+      {"value", v},
+      {"anchor_key", r},
+      {"anchor_value", u},
+      {"cotangent", cotangent}};
+  for (auto [name, type] : tokens)
+    for (unsigned axis : {0u, 1u, 2u})
+      if (failed(verifySameDim(*this, name, type, "query", q, axis)))
+        return failure();
+  if (failed(verifySameDim(*this, "key", k, "query", q, 3)) ||
+      failed(verifySameDim(*this, "anchor_key", r, "query", q, 3)) ||
+      failed(verifySameDim(*this, "anchor_value", u, "value", v, 3)) ||
+      failed(verifySameDim(*this, "cotangent", cotangent, "value", v, 3)))
+    return failure();
+  if (sizesConflict(omega.getDimSize(1), q.getDimSize(3)))
+    return emitOpError() << "'omega' feature size " << omega.getDimSize(1)
+                         << " differs from 'query' feature size "
+                         << q.getDimSize(3);
+
+  // The state: M, a, then the anchor ring (r, u, validity), per [B, H].
+  int64_t halo = getWindow() - 1, dv = v.getDimSize(3);
+  int64_t m = omega.getDimSize(0);
+  llvm::SmallVector<AttentionStateSlot> slots = {
+      {"M", {m, dv}},
+      {"a", {m}},
+      {"anchor_r", {halo, q.getDimSize(3)}},
+      {"anchor_u", {halo, dv}},
+      {"anchor_valid", {halo}}};
+  int64_t lead = q.getDimSize(0), heads = q.getDimSize(2);
+  if (!getInit().empty() &&
+      failed(verifyStateGroup(*this, "init", getInit().getTypes(), slots, lead,
+                              heads)))
+    return failure();
+  if (!getFinalCotangent().empty() &&
+      failed(verifyStateGroup(*this, "final_cotangent",
+                              getFinalCotangent().getTypes(), slots, lead,
+                              heads)))
+    return failure();
+
+  // One gradient per differentiated operand, of its type.
+  llvm::SmallVector<Value> differentiated = {getQuery(),       getKey(),
+                                             getValue(),       getAnchorKey(),
+                                             getAnchorValue(), getOmega()};
+  llvm::append_range(differentiated, getInit());
+  if (getGradients().size() != differentiated.size())
+    return emitOpError() << "needs one gradient per token operand and omega "
+                            "(6) and per init tensor ("
+                         << getInit().size() << "), got "
+                         << getGradients().size();
+  for (auto [i, operand] : llvm::enumerate(differentiated))
+    if (getGradients()[i].getType() != operand.getType())
+      return emitOpError() << "gradient #" << i << " has type "
+                           << getGradients()[i].getType()
+                           << " but its operand has " << operand.getType();
+  return success();
+}
+
 LogicalResult RandomFeaturesOp::verify() {
   auto type = cast<RankedTensorType>(getOutput().getType());
   if (type.getRank() != 2 || !type.hasStaticShape() ||

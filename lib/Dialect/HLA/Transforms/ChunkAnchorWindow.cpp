@@ -27,13 +27,14 @@ using utils::IteratorType;
 
 namespace mlir::hla::chunk {
 
-Value ChunkRewriter::keyFeatures(OpBuilder &b, Location loc, Value x,
-                                 Value omega, double scale, Value length) {
+Value emitKeyFeatures(OpBuilder &b, Location loc, Value x, Value omega,
+                      double scale, Value length) {
   TileBuilder tb(b, loc);
   auto omegaType = cast<RankedTensorType>(omega.getType());
   int64_t features = omegaType.getDimSize(0);
+  int64_t chunk = TileBuilder::shapeOf(x)[0];
   double root = std::sqrt(scale);
-  Value projected = tb.matmul(x, omegaF32(omega), false, /*transB=*/true);
+  Value projected = tb.matmul(x, omega, false, /*transB=*/true);
   Value halfNorm = tb.scale(tb.dotRows(x, x), 0.5 * scale);
   AffineMap id2 = b.getMultiDimIdentityMap(2);
   AffineMap rows =
@@ -57,11 +58,11 @@ Value ChunkRewriter::keyFeatures(OpBuilder &b, Location loc, Value x,
       });
 }
 
-Value ChunkRewriter::loadWindow(OpBuilder &b, Location loc, Value operand,
-                                Value init, Value batch, Value head,
-                                Value start, Value end, int64_t rows,
-                                Value sequence, Value sequenceStart) {
-  int64_t before = info.anchor.getWindow() - 1;
+Value AnchorWindow::loadRows(OpBuilder &b, Location loc, Value operand,
+                             Value init, Value batch, Value head, Value start,
+                             Value end, int64_t rows, Value sequence,
+                             Value sequenceStart) const {
+  int64_t before = window - 1;
   Type f32 = b.getF32Type();
   TileBuilder tb(b, loc);
   auto cst = [&](int64_t v) -> Value {
@@ -107,7 +108,7 @@ Value ChunkRewriter::loadWindow(OpBuilder &b, Location loc, Value operand,
   Value tile;
   if (operand) {
     auto type = cast<RankedTensorType>(operand.getType());
-    int64_t groups = info.heads / type.getDimSize(2);
+    int64_t groups = heads / type.getDimSize(2);
     Value kvHead = head;
     if (groups != 1)
       kvHead = arith::DivUIOp::create(b, loc, head, cst(groups));
@@ -200,9 +201,9 @@ llvm::SmallVector<Value> ChunkRewriter::emitFinalAnchors(OpBuilder &b,
   Value operands[] = {op.getAnchorKey(), op.getAnchorValue(), Value()};
   llvm::SmallVector<Value> tiles;
   for (unsigned i = 0; i < 3; ++i)
-    tiles.push_back(loadWindow(b, loc, operands[i],
-                               initial.empty() ? Value() : initial[i], batch,
-                               hi, end, end, before, si, begin));
+    tiles.push_back(anchorWindow().loadRows(
+        b, loc, operands[i], initial.empty() ? Value() : initial[i], batch, hi,
+        end, end, before, si, begin));
   b.setInsertionPointToStart(loop.getTerminator().getBody());
   for (unsigned i = 0; i < 3; ++i) {
     auto type = cast<RankedTensorType>(tiles[i].getType());
@@ -217,6 +218,69 @@ llvm::SmallVector<Value> ChunkRewriter::emitFinalAnchors(OpBuilder &b,
         b, loc, tiles[i], body->getArgument(2 + i), offsets, sizes, strides);
   }
   return llvm::SmallVector<Value>(loop.getResults());
+}
+
+AnchorWindow ChunkRewriter::anchorWindow() const {
+  AnchorReadoutOp op = info.anchor;
+  AnchorWindow window;
+  window.window = op.getWindow();
+  window.scale = op.getScale().convertToDouble();
+  window.heads = info.heads;
+  return window;
+}
+
+AnchorWindow::Projection AnchorWindow::project(TileBuilder &t, Value queries,
+                                               Value anchors,
+                                               Value omega) const {
+  OpBuilder &b = t.getBuilder();
+  AffineMap id2 = b.getMultiDimIdentityMap(2);
+  double rootTau = std::sqrt(scale);
+  int64_t rows = t.shapeOf(queries)[0], d = t.shapeOf(queries)[1];
+  Value x = t.generic(
+      {queries, anchors}, t.empty({rows, d}), {id2, id2, id2},
+      {IteratorType::parallel, IteratorType::parallel},
+      [&](OpBuilder &eb, Location el, ValueRange args) -> Value {
+        Value prod = arith::MulFOp::create(eb, el, args[0], args[1]);
+        return arith::MulFOp::create(
+            eb, el, prod,
+            arith::ConstantOp::create(eb, el, eb.getF32FloatAttr(rootTau)));
+      });
+  // (The exponent is never stored: ‖x‖²/2 is one number per row, so its row
+  // maximum is the projections' maximum minus it.)
+  return {t.scale(t.dotRows(x, x), 0.5),
+          t.matmul(x, omega, false, /*transB=*/true)};
+}
+
+Value AnchorWindow::features(TileBuilder &t, const Projection &p, Value shift,
+                             Value valid) const {
+  OpBuilder &b = t.getBuilder();
+  llvm::SmallVector<int64_t> shape(TileBuilder::shapeOf(p.projected));
+  double norm = 1.0 / std::sqrt(double(shape[1]));
+  AffineMap id2 = b.getMultiDimIdentityMap(2);
+  AffineMap rows2 =
+      AffineMap::get(2, 0, {b.getAffineDimExpr(0)}, b.getContext());
+  llvm::SmallVector<Value> inputs = {p.projected, p.halfNorm, valid};
+  llvm::SmallVector<AffineMap> maps = {id2, rows2, rows2};
+  if (shift) {
+    inputs.push_back(shift);
+    maps.push_back(rows2);
+  }
+  maps.push_back(id2);
+  return t.generic(
+      inputs, t.empty(shape), maps,
+      {IteratorType::parallel, IteratorType::parallel},
+      [&](OpBuilder &eb, Location el, ValueRange args) -> Value {
+        Value e = arith::SubFOp::create(eb, el, args[0], args[1]);
+        if (shift)
+          e = arith::SubFOp::create(eb, el, e, args[3]);
+        Value f = arith::MulFOp::create(
+            eb, el, math::ExpOp::create(eb, el, e),
+            arith::ConstantOp::create(eb, el, eb.getF32FloatAttr(norm)));
+        Value zero = arith::ConstantOp::create(eb, el, eb.getF32FloatAttr(0));
+        Value real = arith::CmpFOp::create(eb, el, arith::CmpFPredicate::OGT,
+                                           args[2], zero);
+        return arith::SelectOp::create(eb, el, real, f, zero);
+      });
 }
 
 Value ChunkRewriter::omegaF32(Value omega) {
@@ -277,11 +341,9 @@ FailureOr<Value> ChunkRewriter::emitAnchorRows(OpBuilder &b, Location loc,
   AnchorReadoutOp op = info.anchor;
   int64_t window = op.getWindow();
   int64_t before = window - 1;
-  double rootTau = std::sqrt(op.getScale().convertToDouble());
   RankedTensorType outType = info.outputType();
   int64_t width = outType.getDimSize(3);
   auto omegaType = cast<RankedTensorType>(op.getOmega().getType());
-  int64_t features = omegaType.getDimSize(0);
   int64_t d = omegaType.getDimSize(1);
   Type f32 = b.getF32Type();
   TileBuilder tb(b, loc);
@@ -303,11 +365,12 @@ FailureOr<Value> ChunkRewriter::emitAnchorRows(OpBuilder &b, Location loc,
   Value sequenceStart = tiles.sequenceStart
                             ? tiles.sequenceStart
                             : arith::ConstantIndexOp::create(b, loc, 0);
+  AnchorWindow windowTiles = anchorWindow();
   for (unsigned i = 0; i < 3; ++i)
-    anchorRows[i] =
-        loadWindow(b, loc, operands[i], initial.empty() ? Value() : initial[i],
-                   tiles.batch, tiles.head, tiles.start, end, windowRows,
-                   sequence, sequenceStart);
+    anchorRows[i] = windowTiles.loadRows(
+        b, loc, operands[i], initial.empty() ? Value() : initial[i],
+        tiles.batch, tiles.head, tiles.start, end, windowRows, sequence,
+        sequenceStart);
   Value omega = omegaF32(op.getOmega());
 
   // G slices of `tile` of c rows each, stacked; slice g starts at row
@@ -380,20 +443,10 @@ FailureOr<Value> ChunkRewriter::emitAnchorRows(OpBuilder &b, Location loc,
         Value u = stackRows(nb, l, anchorRows[1], width, offsetOf);
         Value valid = stackRows(nb, l, anchorRows[2], 0, offsetOf);
         // x_ic = τ^½ (q_i ⊙ r_c); exponent Ω x − ‖x‖²/2.
-        Value x = t.generic(
-            {queries, r}, t.empty({rows, d}), {id2, id2, id2},
-            {IT::parallel, IT::parallel},
-            [&](OpBuilder &eb, Location el, ValueRange args) -> Value {
-              Value prod = arith::MulFOp::create(eb, el, args[0], args[1]);
-              return arith::MulFOp::create(
-                  eb, el, prod,
-                  arith::ConstantOp::create(eb, el,
-                                            eb.getF32FloatAttr(rootTau)));
-            });
-        // (The exponent is never stored: ‖x‖²/2 is one number per row, so
-        // its row maximum is the projections' maximum minus it.)
-        Value halfNorm = t.scale(t.dotRows(x, x), 0.5);
-        Value projected = t.matmul(x, omega, false, /*transB=*/true);
+        AnchorWindow::Projection projection =
+            windowTiles.project(t, queries, r, omega);
+        Value halfNorm = projection.halfNorm;
+        Value projected = projection.projected;
         // The running maximum over the row's real anchors so far, and the
         // factor that rescales what was accumulated under the old one.
         Value next = acc[2], rescale;
@@ -430,23 +483,8 @@ FailureOr<Value> ChunkRewriter::emitAnchorRows(OpBuilder &b, Location loc,
               });
         }
         // F = m^-½ exp(exponent − μ) for real anchors, 0 for padding.
-        double norm = 1.0 / std::sqrt(double(features));
-        Value featuresTile = t.generic(
-            {projected, halfNorm, next, valid}, t.empty({rows, features}),
-            {id2, rows2, rows2, rows2, id2}, {IT::parallel, IT::parallel},
-            [&](OpBuilder &eb, Location el, ValueRange args) -> Value {
-              Value e = arith::SubFOp::create(eb, el, args[0], args[1]);
-              if (stableFeatures)
-                e = arith::SubFOp::create(eb, el, e, args[2]);
-              Value f = arith::MulFOp::create(
-                  eb, el, math::ExpOp::create(eb, el, e),
-                  arith::ConstantOp::create(eb, el, eb.getF32FloatAttr(norm)));
-              Value zero =
-                  arith::ConstantOp::create(eb, el, eb.getF32FloatAttr(0));
-              Value real = arith::CmpFOp::create(
-                  eb, el, arith::CmpFPredicate::OGT, args[3], zero);
-              return arith::SelectOp::create(eb, el, real, f, zero);
-            });
+        Value featuresTile = windowTiles.features(
+            t, projection, stableFeatures ? next : Value(), valid);
         ChunkTiles anchorTiles = tiles;
         anchorTiles.tokens[fInput] = featuresTile;
         anchorTiles.readoutRepeat = group;

@@ -132,6 +132,11 @@ struct HLAChunkPass : public hla::impl::HLAChunkPassBase<HLAChunkPass> {
     for (TotalOp total : totals)
       if (failed(chunkTotal(total)))
         return signalPassFailure();
+    llvm::SmallVector<AnchorVjpOp> anchorVjps;
+    getOperation()->walk([&](AnchorVjpOp op) { anchorVjps.push_back(op); });
+    for (AnchorVjpOp op : anchorVjps)
+      if (failed(lowerAnchorVjp(op, chunkSize)))
+        return signalPassFailure();
     llvm::SmallVector<PrefixVjpOp> vjps;
     getOperation()->walk([&](PrefixVjpOp op) { vjps.push_back(op); });
     for (PrefixVjpOp op : vjps) {

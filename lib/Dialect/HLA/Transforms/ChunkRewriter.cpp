@@ -420,8 +420,8 @@ void ChunkRewriter::loadTokens(OpBuilder &b, Location loc, ChunkTiles &tiles,
       Value keys = loadTile(b, loc, input, features.getInput(), batch, start,
                             tiles.length, head);
       tiles.tokens[input] =
-          keyFeatures(b, loc, keys, features.getOmega(),
-                      features.getScale().convertToDouble(), tiles.length);
+          emitKeyFeatures(b, loc, keys, omegaF32(features.getOmega()),
+                          features.getScale().convertToDouble(), tiles.length);
       continue;
     }
     tiles.tokens[input] =

@@ -301,6 +301,51 @@ private:
   llvm::SmallVector<ClosedFormVjp> solveVjps;
 };
 
+/// φ(z) = m^-½ exp(Ω z − ‖z‖²/2), z = √scale x, for the rows of the chunk
+/// tile `x` [c, d] below `length` (0 for the padding rows); `omega` is the
+/// f32 [m, d] feature matrix (ChunkAnchorWindow.cpp).
+Value emitKeyFeatures(OpBuilder &b, Location loc, Value x, Value omega,
+                      double scale, Value length);
+
+/// LinSimp's anchor window (SEMANTICS.md §5) as tile programs
+/// (ChunkAnchorWindow.cpp), shared by the forward's chunk loops
+/// (ChunkRewriter::emitAnchorRows) and the backward's, which differentiate
+/// them one anchor offset at a time (ChunkAnchorVjp.cpp). Ω is read as an
+/// f32 [m, d] tile.
+struct AnchorWindow {
+  /// W and τ.
+  int64_t window = 1;
+  double scale = 1.0;
+  /// The query heads: an anchor operand with fewer heads is read at head
+  /// h / (heads / its heads).
+  int64_t heads = 1;
+
+  /// Rows of tokens [start − (W−1), start − (W−1) + rows) of the anchor
+  /// operand `operand` (null: the validity, 1 per real token) for a
+  /// (batch entry, query head): tokens in [sequenceStart, end) from the
+  /// operand, those before the sequence from the initial anchors `init`
+  /// (null: 0), the rest 0. f32.
+  Value loadRows(OpBuilder &b, Location loc, Value operand, Value init,
+                 Value batch, Value head, Value start, Value end, int64_t rows,
+                 Value sequence, Value sequenceStart) const;
+  /// The anchor side of one pass: x = √τ (q ⊙ r) for query rows `queries`
+  /// and anchor rows `anchors` ([rows, d] each), ‖x‖²/2 per row and x Ωᵀ.
+  struct Projection {
+    Value halfNorm, projected;
+  };
+  Projection project(TileBuilder &t, Value queries, Value anchors,
+                     Value omega) const;
+  /// F = m^-½ exp(x Ωᵀ − ‖x‖²/2 − shift) [rows, m] for rows whose anchor is
+  /// real (`valid` > 0), else 0; no shift when `shift` is null.
+  Value features(TileBuilder &t, const Projection &p, Value shift,
+                 Value valid) const;
+};
+
+/// Lowers hla.anchor_vjp (LinSimp's backward) to a pass over chunks of
+/// `chunk` tokens saving the state entering each, then a reverse pass
+/// differentiating each chunk (ChunkAnchorVjp.cpp).
+LogicalResult lowerAnchorVjp(AnchorVjpOp op, int64_t chunk);
+
 class ChunkRewriter {
 public:
   ChunkRewriter(ChainInfo info, int64_t chunk, const ChunkPlan &plan)
@@ -421,18 +466,8 @@ private:
   /// values), then num / den.
   FailureOr<Value> emitAnchorRows(OpBuilder &b, Location loc,
                                   const ChunkTiles &tiles);
-  /// LinSimp: rows of tokens [start − (W−1), start − (W−1) + rows) of the
-  /// anchor operand `operand` (a kv-head tensor; null: the validity, 1 per
-  /// real token) for a (batch entry, query head): tokens in [0, end) from
-  /// the operand, those before 0 from the initial anchors `init` (null: 0),
-  /// the rest 0. f32.
-  Value loadWindow(OpBuilder &b, Location loc, Value operand, Value init,
-                   Value batch, Value head, Value start, Value end,
-                   int64_t rows, Value sequence, Value sequenceStart);
-  /// φ(z) = m^-½ exp(Ω z − ‖z‖²/2), z = √scale x, for the rows of the
-  /// chunk tile `x` [c, d] below `length` (0 for the padding rows).
-  Value keyFeatures(OpBuilder &b, Location loc, Value x, Value omega,
-                    double scale, Value length);
+  /// LinSimp's window (`info.anchor`'s W and τ).
+  AnchorWindow anchorWindow() const;
   /// LinSimp: the last W−1 anchors (r, u, validity) of every sequence.
   llvm::SmallVector<Value> emitFinalAnchors(OpBuilder &b, Location loc);
   /// LinSimp: the feature matrix Ω as f32, converted once where Ω is

@@ -16,6 +16,10 @@
 // (in f32). A `head_decay` tensor is an argument too: its gradient comes
 // last from the prefix_vjp (per query head, no group sums).
 //
+// LinSimp (favor kernel) becomes an hla.anchor_vjp instead: its readout
+// reads a window of anchors (r, u) and the key features φ(k) with Ω, so the
+// gradient is of q, k, v, r, u, Ω and the initial state.
+//
 //===----------------------------------------------------------------------===//
 
 #include "TransformUtils.h"
@@ -137,10 +141,14 @@ struct DeriveVjpPass : public hla::impl::HLADeriveVjpPassBase<DeriveVjpPass> {
       return fail(func, "@" + func.getName() +
                             " must return the output (and the final state) "
                             "of one attention op and do nothing else");
-    if (!isa<LinearAttentionOp, HLA2Op, AHLAOp, HLA3Op, KDAOp>(op))
+    auto linsimp = dyn_cast<LinSimpOp>(op);
+    if (linsimp && linsimp.getKernel() != FeatureKernel::favor)
+      return fail(op, "LinSimp's exact kernel is not differentiated yet (its "
+                      "favor kernel is)");
+    if (!isa<LinearAttentionOp, HLA2Op, AHLAOp, HLA3Op, KDAOp, LinSimpOp>(op))
       return fail(op, "the backward of '" + op->getName().getStringRef() +
                           "' is not derived yet (linear_attention, hla2, "
-                          "ahla, hla3 and kda are)");
+                          "ahla, hla3, linsimp and kda are)");
     // The token operands, by the monoid's input names.
     llvm::SmallVector<std::pair<llvm::StringRef, Value>> named = {
         {"q", attention.getQuery()},
@@ -148,14 +156,20 @@ struct DeriveVjpPass : public hla::impl::HLADeriveVjpPassBase<DeriveVjpPass> {
         {"v", attention.getValue()}};
     if (auto kda = dyn_cast<KDAOp>(op))
       named.append({{"g", kda.getG()}, {"beta", kda.getBeta()}});
+    if (linsimp)
+      named.append(
+          {{"r", linsimp.getAnchorKey()}, {"u", linsimp.getAnchorValue()}});
     llvm::SmallVector<Value> operands;
     for (auto &entry : named)
       operands.push_back(entry.second);
     ValueRange initial = attention.getInitialState();
-    // The decay's rates per head, differentiated too.
+    // The decay's rates per head (LinSimp: its feature matrix),
+    // differentiated too.
     llvm::SmallVector<Value> rates;
     if (Value headDecay = getHeadDecay(op))
       rates.push_back(headDecay);
+    if (linsimp)
+      rates.push_back(linsimp.getOmega());
     llvm::SmallVector<unsigned> argumentOf;
     for (Value v : llvm::concat<Value>(operands, initial, rates)) {
       auto arg = dyn_cast<BlockArgument>(v);
@@ -186,6 +200,8 @@ struct DeriveVjpPass : public hla::impl::HLADeriveVjpPassBase<DeriveVjpPass> {
     FailureOr<MonoidSpec> spec = getAttentionMonoid(op, reason);
     if (failed(spec))
       return fail(op, reason);
+    if (linsimp)
+      return deriveLinSimp(linsimp, *spec, operands, groups, argumentOf);
 
     // The monoid's inputs, by name (`arguments`; all but q repeated to the
     // query heads in `inputs`).
@@ -229,6 +245,65 @@ struct DeriveVjpPass : public hla::impl::HLADeriveVjpPassBase<DeriveVjpPass> {
         gradient = sumHeadGroups(b, loc, gradient, groups);
       gradients[cast<BlockArgument>(argument).getArgNumber()] = gradient;
     }
+    b.setInsertionPoint(ret);
+    func::ReturnOp::create(b, loc, gradients);
+    ret.erase();
+    op->erase();
+    llvm::SmallVector<Type> argumentTypes(body.getArgumentTypes());
+    llvm::SmallVector<Type> resultTypes;
+    for (Value g : gradients)
+      resultTypes.push_back(g.getType());
+    func.setFunctionType(b.getFunctionType(argumentTypes, resultTypes));
+    return success();
+  }
+
+  /// LinSimp's favor kernel: an hla.anchor_vjp of its monoid, the
+  /// gradients of q, k, v, r, u, Ω and the initial state.
+  LogicalResult deriveLinSimp(LinSimpOp op, const MonoidSpec &spec,
+                              llvm::ArrayRef<Value> operands, int64_t groups,
+                              llvm::ArrayRef<unsigned> argumentOf) {
+    auto func = op->getParentOfType<func::FuncOp>();
+    Block &body = func.getBody().front();
+    auto ret = cast<func::ReturnOp>(body.getTerminator());
+    OpBuilder b(op);
+    Location loc = op.getLoc();
+    // Every token operand but q repeated to the query heads.
+    llvm::SmallVector<Value> inputs;
+    for (Value operand : operands)
+      inputs.push_back(groups > 1 && operand != operands[0]
+                           ? repeatHeads(b, loc, operand, groups)
+                           : operand);
+    ValueRange initial = op.getInitialState();
+    BlockArgument cotangent = body.addArgument(op.getOutput().getType(), loc);
+    llvm::SmallVector<Value> finalCotangents;
+    for (Value state : op.getFinalState())
+      finalCotangents.push_back(body.addArgument(state.getType(), loc));
+    llvm::SmallVector<Type> gradientTypes;
+    for (Value v : inputs)
+      gradientTypes.push_back(v.getType());
+    gradientTypes.push_back(op.getOmega().getType());
+    for (Value v : initial)
+      gradientTypes.push_back(v.getType());
+    auto vjp = AnchorVjpOp::create(
+        b, loc, gradientTypes, MonoidAttr::get(op->getContext(), spec),
+        inputs[0], inputs[1], inputs[2], inputs[3], inputs[4], op.getOmega(),
+        initial, cotangent, finalCotangents, op.getWindowAttr(),
+        b.getF64FloatAttr(op.getEffectiveScale()));
+    // Gradients in argument order (argumentOf: the token operands, the
+    // initial state, then Ω).
+    llvm::SmallVector<Value> gradients(argumentOf.size());
+    size_t numTokens = operands.size(), numInitial = initial.size();
+    for (auto [i, argument] : llvm::enumerate(operands)) {
+      Value gradient = vjp.getGradients()[i];
+      if (inputs[i] != argument)
+        gradient = sumHeadGroups(b, loc, gradient, groups);
+      gradients[argumentOf[i]] = gradient;
+    }
+    for (size_t i = 0; i < numInitial; ++i)
+      gradients[argumentOf[numTokens + i]] =
+          vjp.getGradients()[numTokens + 1 + i];
+    gradients[argumentOf[numTokens + numInitial]] =
+        vjp.getGradients()[numTokens];
     b.setInsertionPoint(ret);
     func::ReturnOp::create(b, loc, gradients);
     ret.erase();

@@ -30,10 +30,11 @@ func.func @main(%q: tensor<1x?x4x4xf32>, %k: tensor<1x?x2x4xf32>, %v: tensor<1x?
 
 // -----
 
-// Tests that an op without a derived backward is named.
+// Tests that LinSimp's exact kernel, whose backward is not derived, is
+// named.
 func.func @main(%q: tensor<1x8x2x4xf32>, %k: tensor<1x8x2x4xf32>, %v: tensor<1x8x2x4xf32>, %r: tensor<1x8x2x4xf32>, %u: tensor<1x8x2x4xf32>, %omega: tensor<8x4xf32>) -> tensor<1x8x2x4xf32> {
-  // expected-error @+1 {{hla-derive-vjp: the backward of 'hla.linsimp' is not derived yet (linear_attention, hla2, ahla, hla3 and kda are)}}
-  %o = hla.linsimp %q, %k, %v, %r, %u, %omega : (tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<8x4xf32>) -> tensor<1x8x2x4xf32>
+  // expected-error @+1 {{hla-derive-vjp: LinSimp's exact kernel is not differentiated yet (its favor kernel is)}}
+  %o = hla.linsimp %q, %k, %v, %r, %u, %omega {kernel = #hla.kernel<exact>} : (tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<8x4xf32>) -> tensor<1x8x2x4xf32>
   return %o : tensor<1x8x2x4xf32>
 }
 

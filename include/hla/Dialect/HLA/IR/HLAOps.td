@@ -455,6 +455,57 @@ def HLA_PrefixVjpOp : HLA_Op<"prefix_vjp", [Pure, AttrSizedOperandSegments]> {
   let hasVerifier = 1;
 }
 
+def HLA_AnchorVjpOp : HLA_Op<"anchor_vjp", [Pure, AttrSizedOperandSegments]> {
+  let summary = "vector-Jacobian product of LinSimp's favor chain";
+  let description = [{
+    The backward of `hla.anchor_readout(q, r, u, omega, hla.scan(
+    hla.segment(φ, v)))` with `φ = hla.feature_map(k, omega)` at `scale`
+    (LinSimp's favor kernel, SEMANTICS.md §5): given the cotangent of the
+    readout's output, the gradients of `q, k, v, r, u` and `omega`, then of
+    each `init` tensor. The monoid is LinSimp's (inputs `phi`, `v` and the
+    anchor feature `f`; readouts `num` and `den`). Every token operand is
+    `[B, T, H, ...]` with the query's heads.
+
+    With `init` (the carried components `M [B, H, m, dv]`, `a [B, H, m]`,
+    then the last W−1 anchors `r`, `u` and their validity, all f32) the
+    chain starts from that state; the validity's gradient is zero. With
+    `final_cotangent` (one per `init` tensor; the validity's is not read)
+    the final state is an output too.
+
+    `hla-chunk` derives it from the chunk's forward program (ReverseDiff.h):
+    a pass over the chunks saves the state entering each, then a pass from
+    the last chunk to the first recomputes each chunk's readouts from it
+    and differentiates them, one anchor offset at a time, carrying the
+    cotangent of the state (M, a and the anchor ring) back.
+
+    ```mlir
+    %dq, %dk, %dv, %dr, %du, %domega = hla.anchor_vjp #m (%q, %k, %v, %r, %u)
+        omega(%omega) cotangent(%do) {window = 4 : i64, scale = 0.5 : f64}
+        : (...) -> (...)
+    ```
+  }];
+  let arguments = (ins HLA_MonoidAttr:$monoid,
+                       AnyRankedTensor:$query,
+                       AnyRankedTensor:$key,
+                       AnyRankedTensor:$value,
+                       AnyRankedTensor:$anchor_key,
+                       AnyRankedTensor:$anchor_value,
+                       AnyRankedTensor:$omega,
+                       Variadic<AnyRankedTensor>:$init,
+                       AnyRankedTensor:$cotangent,
+                       Variadic<AnyRankedTensor>:$final_cotangent,
+                       I64Attr:$window,
+                       F64Attr:$scale);
+  let results = (outs Variadic<AnyRankedTensor>:$gradients);
+  let assemblyFormat = [{
+    $monoid `(` $query `,` $key `,` $value `,` $anchor_key `,` $anchor_value `)`
+    `omega` `(` $omega `)` (`init` `(` $init^ `)`)? `cotangent` `(` $cotangent `)`
+    (`final_cotangent` `(` $final_cotangent^ `)`)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def HLA_FeatureMapOp : HLA_Op<"feature_map", [Pure]> {
   let summary = "positive random features φ(z) = m^-½ exp(Ω z − ‖z‖²/2)";
   let description = [{
