@@ -66,8 +66,6 @@ def underived_backward(op, attrs):
     None when it does."""
     if op not in DIFFERENTIABLE:
         return f"yet (the compiler derives it for {', '.join(DIFFERENTIABLE)})"
-    if op == "linsimp" and attrs.get("kernel", "favor") != "favor":
-        return "for kernel='exact' yet (the compiler derives it for kernel='favor')"
     return None
 
 

@@ -1,11 +1,11 @@
-"""LinSimp's backward (favor kernel), derived by the compiler
-(hla.anchor_vjp), against central differences of the float64 reference
-(SEMANTICS.md §5) on fresh random inputs: the gradients of q, k, v, the
-anchors r, u, the feature matrix Ω and the state (M, a and the anchor ring);
-lengths that are not multiples of the chunk and length 1, windows shorter
-and longer than the chunk (and than the sequence), W = 1, grouped heads, a
-scale, initial anchors partly invalid; through torch autograd, packed
-sequences included; the exact kernel refused with a reason."""
+"""LinSimp's backward, derived by the compiler (favor kernel: hla.anchor_vjp;
+exact kernel: hla.linsimp_exact_vjp), against central differences of the
+float64 reference (SEMANTICS.md §5) on fresh random inputs: the gradients of
+q, k, v, the anchors r, u, the feature matrix Ω and the state (M, a and the
+anchor ring); lengths that are not multiples of the chunk and length 1,
+windows shorter and longer than the chunk (and than the sequence), W = 1,
+grouped heads, a scale, initial anchors partly invalid; through torch
+autograd, packed sequences included."""
 
 from __future__ import annotations
 
@@ -46,12 +46,19 @@ def draw_inputs(rng, B, T, hq, hkv, W, state, invalid):
     return [q, k, v, r, u, omega], states
 
 
+def exact_kernel(text):
+    """`text`'s hla.linsimp with kernel = exact."""
+    return text.replace("{window", "{kernel = #hla.kernel<exact>, window")
+
+
 def gradient_check(agree, *, T, W, chunk, B=1, hq=1, hkv=1, state=False, invalid=0,
-                   scale=None, seed=0):
+                   scale=None, seed=0, kernel="favor"):
     import hla
     rng = np.random.default_rng(seed + 7 * T + 31 * W)
     operands, states = draw_inputs(rng, B, T, hq, hkv, W, state, invalid)
     text = linsimp_graph(B, T, hq, hkv, D, DV, M, W, state=state, scale=scale)
+    if kernel == "exact":
+        text = exact_kernel(text)
     backward = hla.compile(text, chunk_size=chunk, vjp=True, entry="main").main
     g = rng.standard_normal((B, T, hq, DV))
     h = [rng.standard_normal(s.shape) for s in states]
@@ -62,7 +69,7 @@ def gradient_check(agree, *, T, W, chunk, B=1, hq=1, hkv=1, state=False, invalid
     valid = states[4] if state else None
 
     def forward(q, k, v, r, u, omega, *rest):
-        out = ref.linsimp(q, k, v, r, u, omega=omega, window=W, scale=scale,
+        out = ref.linsimp(q, k, v, r, u, omega=omega, window=W, scale=scale, kernel=kernel,
                           initial_state=(*rest, valid) if state else None,
                           output_final_state=state)
         if not state:
@@ -76,9 +83,12 @@ def gradient_check(agree, *, T, W, chunk, B=1, hq=1, hkv=1, state=False, invalid
     weight = np.concatenate([np.ravel(g)] + [np.ravel(x) for x in h])
     want = central_differences(forward, inputs, weight)
     names = ["dq", "dk", "dv", "dr", "du", "domega", "dM", "da", "danchor_r", "danchor_u"]
-    what = f"linsimp gradients T={T} W={W} chunk={chunk} B={B} hq={hq} hkv={hkv} " \
-           f"state={state} invalid={invalid} scale={scale}"
+    what = f"linsimp gradients ({kernel}) T={T} W={W} chunk={chunk} B={B} hq={hq} " \
+           f"hkv={hkv} state={state} invalid={invalid} scale={scale}"
     for name, got, expected in zip(names, grads, want):
+        if kernel == "exact" and name == "domega":
+            assert not np.any(got), "the exact kernel does not read omega"
+            continue
         agree(got, expected, f"{what} {name}", tol=2e-4)
     if state:
         assert not np.any(grads[-1]), "the validity's gradient is zero"
@@ -193,13 +203,35 @@ def test_torch_packed_sequences():
 
 
 @needs_compiler
-def test_exact_kernel_has_no_backward():
-    """The exact kernel's backward is not derived: autograd says so."""
+@pytest.mark.parametrize("T,W,chunk", [(7, 3, 2), (9, 5, 4), (13, 4, 4), (6, 1, 4), (5, 8, 16)])
+def test_exact_kernel_gradients(T, W, chunk, agree):
+    """The exact kernel (the softmax over every (key, anchor) pair): its
+    blocks reversed under each query's fixed log-normaliser; Ω unread."""
+    gradient_check(agree, T=T, W=W, chunk=chunk, kernel="exact")
+
+
+@needs_compiler
+def test_exact_kernel_grouped_heads_and_scale(agree):
+    gradient_check(agree, T=10, W=3, chunk=4, B=2, hq=4, hkv=2, scale=0.3, kernel="exact")
+
+
+@needs_compiler
+def test_exact_kernel_torch_autograd(agree):
     torch = _torch()
     import hla
-    rng = np.random.default_rng(2)
-    operands, _ = draw_inputs(rng, 1, 4, 1, 1, 2, False, 0)
+    rng = np.random.default_rng(12)
+    operands, _ = draw_inputs(rng, 1, 9, 2, 1, 4, False, 0)
+    weight = rng.standard_normal((1, 9, 2, DV))
     tensors = [torch.tensor(np.asarray(x, np.float32), requires_grad=True) for x in operands]
-    out = hla.linsimp(*tensors[:5], omega=tensors[5], window=2, kernel="exact")
-    with pytest.raises(NotImplementedError, match="kernel='exact'"):
-        out.sum().backward()
+    out = hla.linsimp(*tensors[:5], omega=tensors[5], window=4, kernel="exact",
+                      chunk_size=4)
+    (out.double() * torch.tensor(weight)).sum().backward()
+
+    def forward(q, k, v, r, u, omega):
+        return np.ravel(ref.linsimp(q, k, v, r, u, omega=omega, window=4, kernel="exact"))
+
+    want = central_differences(forward, [t.detach().double().numpy() for t in tensors],
+                               np.ravel(weight))
+    for name, t, expected in zip(["dq", "dk", "dv", "dr", "du"], tensors, want):
+        agree(t.grad.numpy(), expected, f"linsimp exact torch autograd {name}", tol=2e-4)
+    assert not np.any(tensors[5].grad.numpy())

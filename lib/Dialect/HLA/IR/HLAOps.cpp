@@ -809,6 +809,65 @@ LogicalResult PrefixVjpOp::verify() {
   return success();
 }
 
+/// LinSimp's backward ops' token operands: q, k, v, r, u and the output's
+/// cotangent, all [B, T, H, ...] with the query's heads; q, k, r share d,
+/// and v, u and the cotangent dv. Also the window and the scale.
+static LogicalResult verifyLinSimpVjpTokens(Operation *op, Value query,
+                                            Value key, Value value,
+                                            Value anchorKey, Value anchorValue,
+                                            Value cotangentValue,
+                                            int64_t window, double scale) {
+  if (window < 1)
+    return op->emitOpError() << "'window' must be >= 1, got " << window;
+  if (!std::isfinite(scale) || scale <= 0)
+    return op->emitOpError()
+           << "'scale' must be a finite positive number, got " << scale;
+  auto type = [](Value x) { return cast<RankedTensorType>(x.getType()); };
+  RankedTensorType q = type(query), k = type(key), v = type(value),
+                   r = type(anchorKey), u = type(anchorValue),
+                   cotangent = type(cotangentValue);
+  const char *layout = "[B, T, H, D]";
+  if (failed(verifyActivation(op, "query", q, 4, layout)) ||
+      failed(verifyActivation(op, "key", k, 4, layout)) ||
+      failed(verifyActivation(op, "value", v, 4, layout)) ||
+      failed(verifyActivation(op, "anchor_key", r, 4, layout)) ||
+      failed(verifyActivation(op, "anchor_value", u, 4, layout)) ||
+      failed(verifyActivation(op, "cotangent", cotangent, 4, layout)))
+    return failure();
+  std::pair<llvm::StringRef, RankedTensorType> tokens[] = {
+      {"key", k},
+      {"value", v},
+      {"anchor_key", r},
+      {"anchor_value", u},
+      {"cotangent", cotangent}};
+  for (auto [name, t] : tokens)
+    for (unsigned axis : {0u, 1u, 2u})
+      if (failed(verifySameDim(op, name, t, "query", q, axis)))
+        return failure();
+  if (failed(verifySameDim(op, "key", k, "query", q, 3)) ||
+      failed(verifySameDim(op, "anchor_key", r, "query", q, 3)) ||
+      failed(verifySameDim(op, "anchor_value", u, "value", v, 3)) ||
+      failed(verifySameDim(op, "cotangent", cotangent, "value", v, 3)))
+    return failure();
+  return success();
+}
+
+LogicalResult LinSimpExactVjpOp::verify() {
+  if (failed(verifyLinSimpVjpTokens(*this, getQuery(), getKey(), getValue(),
+                                    getAnchorKey(), getAnchorValue(),
+                                    getCotangent(), getWindow(),
+                                    getScale().convertToDouble())))
+    return failure();
+  Value operands[] = {getQuery(), getKey(), getValue(), getAnchorKey(),
+                      getAnchorValue()};
+  for (auto [i, operand] : llvm::enumerate(operands))
+    if (getOperation()->getResult(i).getType() != operand.getType())
+      return emitOpError() << "gradient #" << i << " has type "
+                           << getOperation()->getResult(i).getType()
+                           << " but its operand has " << operand.getType();
+  return success();
+}
+
 LogicalResult AnchorVjpOp::verify() {
   const MonoidSpec &spec = getMonoid().getSpec();
   if (!spec.findReadout("num") || !spec.findReadout("den") ||
@@ -816,41 +875,14 @@ LogicalResult AnchorVjpOp::verify() {
     return emitOpError() << "monoid '" << spec.name
                          << "' needs inputs 'phi', 'v' and 'f' and readouts "
                             "'num' and 'den' (LinSimp's)";
-  if (getWindow() < 1)
-    return emitOpError() << "'window' must be >= 1, got " << getWindow();
-  double scale = getScale().convertToDouble();
-  if (!std::isfinite(scale) || scale <= 0)
-    return emitOpError() << "'scale' must be a finite positive number, got "
-                         << scale;
-  RankedTensorType q = getQuery().getType(), k = getKey().getType(),
-                   v = getValue().getType(), r = getAnchorKey().getType(),
-                   u = getAnchorValue().getType(), omega = getOmega().getType();
-  auto cotangent = cast<RankedTensorType>(getCotangent().getType());
-  const char *layout = "[B, T, H, D]";
-  if (failed(verifyActivation(*this, "query", q, 4, layout)) ||
-      failed(verifyActivation(*this, "key", k, 4, layout)) ||
-      failed(verifyActivation(*this, "value", v, 4, layout)) ||
-      failed(verifyActivation(*this, "anchor_key", r, 4, layout)) ||
-      failed(verifyActivation(*this, "anchor_value", u, 4, layout)) ||
-      failed(verifyActivation(*this, "omega", omega, 2, "[m, d]")) ||
-      failed(verifyActivation(*this, "cotangent", cotangent, 4, layout)))
+  if (failed(verifyLinSimpVjpTokens(*this, getQuery(), getKey(), getValue(),
+                                    getAnchorKey(), getAnchorValue(),
+                                    getCotangent(), getWindow(),
+                                    getScale().convertToDouble())))
     return failure();
-  // Every token operand has the query's batch, length and heads; q, k, r
-  // share d, and v, u and the cotangent dv.
-  std::pair<llvm::StringRef, RankedTensorType> tokens[] = {
-      {"key", k},
-      {"value", v},
-      {"anchor_key", r},
-      {"anchor_value", u},
-      {"cotangent", cotangent}};
-  for (auto [name, type] : tokens)
-    for (unsigned axis : {0u, 1u, 2u})
-      if (failed(verifySameDim(*this, name, type, "query", q, axis)))
-        return failure();
-  if (failed(verifySameDim(*this, "key", k, "query", q, 3)) ||
-      failed(verifySameDim(*this, "anchor_key", r, "query", q, 3)) ||
-      failed(verifySameDim(*this, "anchor_value", u, "value", v, 3)) ||
-      failed(verifySameDim(*this, "cotangent", cotangent, "value", v, 3)))
+  RankedTensorType q = getQuery().getType(), v = getValue().getType(),
+                   omega = getOmega().getType();
+  if (failed(verifyActivation(*this, "omega", omega, 2, "[m, d]")))
     return failure();
   if (sizesConflict(omega.getDimSize(1), q.getDimSize(3)))
     return emitOpError() << "'omega' feature size " << omega.getDimSize(1)

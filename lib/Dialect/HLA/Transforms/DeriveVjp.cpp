@@ -16,9 +16,11 @@
 // (in f32). A `head_decay` tensor is an argument too: its gradient comes
 // last from the prefix_vjp (per query head, no group sums).
 //
-// LinSimp (favor kernel) becomes an hla.anchor_vjp instead: its readout
-// reads a window of anchors (r, u) and the key features φ(k) with Ω, so the
-// gradient is of q, k, v, r, u, Ω and the initial state.
+// LinSimp becomes an hla.anchor_vjp instead (favor kernel: its readout
+// reads a window of anchors (r, u) and the key features φ(k) with Ω), so the
+// gradient is of q, k, v, r, u, Ω and the initial state; its exact kernel an
+// hla.linsimp_exact_vjp (no state, and Ω, which it does not read, gets
+// zeros).
 //
 //===----------------------------------------------------------------------===//
 
@@ -142,9 +144,6 @@ struct DeriveVjpPass : public hla::impl::HLADeriveVjpPassBase<DeriveVjpPass> {
                             " must return the output (and the final state) "
                             "of one attention op and do nothing else");
     auto linsimp = dyn_cast<LinSimpOp>(op);
-    if (linsimp && linsimp.getKernel() != FeatureKernel::favor)
-      return fail(op, "LinSimp's exact kernel is not differentiated yet (its "
-                      "favor kernel is)");
     if (!isa<LinearAttentionOp, HLA2Op, AHLAOp, HLA3Op, KDAOp, LinSimpOp>(op))
       return fail(op, "the backward of '" + op->getName().getStringRef() +
                           "' is not derived yet (linear_attention, hla2, "
@@ -196,12 +195,14 @@ struct DeriveVjpPass : public hla::impl::HLADeriveVjpPassBase<DeriveVjpPass> {
         return fail(op, "grouped K/V heads need static shapes");
       groups = query.getDimSize(2) / key.getDimSize(2);
     }
+    if (linsimp && linsimp.getKernel() == FeatureKernel::exact)
+      return deriveLinSimp(linsimp, nullptr, operands, groups, argumentOf);
     std::string reason;
     FailureOr<MonoidSpec> spec = getAttentionMonoid(op, reason);
     if (failed(spec))
       return fail(op, reason);
     if (linsimp)
-      return deriveLinSimp(linsimp, *spec, operands, groups, argumentOf);
+      return deriveLinSimp(linsimp, &*spec, operands, groups, argumentOf);
 
     // The monoid's inputs, by name (`arguments`; all but q repeated to the
     // query heads in `inputs`).
@@ -257,9 +258,11 @@ struct DeriveVjpPass : public hla::impl::HLADeriveVjpPassBase<DeriveVjpPass> {
     return success();
   }
 
-  /// LinSimp's favor kernel: an hla.anchor_vjp of its monoid, the
-  /// gradients of q, k, v, r, u, Ω and the initial state.
-  LogicalResult deriveLinSimp(LinSimpOp op, const MonoidSpec &spec,
+  /// LinSimp: the gradients of q, k, v, r, u, Ω and the initial state. The
+  /// favor kernel's (`spec`: its monoid) are an hla.anchor_vjp's; the exact
+  /// kernel's (no state; Ω unused, its gradient zero) an
+  /// hla.linsimp_exact_vjp's.
+  LogicalResult deriveLinSimp(LinSimpOp op, const MonoidSpec *spec,
                               llvm::ArrayRef<Value> operands, int64_t groups,
                               llvm::ArrayRef<unsigned> argumentOf) {
     auto func = op->getParentOfType<func::FuncOp>();
@@ -284,26 +287,42 @@ struct DeriveVjpPass : public hla::impl::HLADeriveVjpPassBase<DeriveVjpPass> {
     gradientTypes.push_back(op.getOmega().getType());
     for (Value v : initial)
       gradientTypes.push_back(v.getType());
-    auto vjp = AnchorVjpOp::create(
-        b, loc, gradientTypes, MonoidAttr::get(op->getContext(), spec),
-        inputs[0], inputs[1], inputs[2], inputs[3], inputs[4], op.getOmega(),
-        initial, cotangent, finalCotangents, op.getWindowAttr(),
-        b.getF64FloatAttr(op.getEffectiveScale()));
+    llvm::SmallVector<Value> results;
+    FloatAttr scale = b.getF64FloatAttr(op.getEffectiveScale());
+    if (spec) {
+      auto vjp = AnchorVjpOp::create(
+          b, loc, gradientTypes, MonoidAttr::get(op->getContext(), *spec),
+          inputs[0], inputs[1], inputs[2], inputs[3], inputs[4], op.getOmega(),
+          initial, cotangent, finalCotangents, op.getWindowAttr(), scale);
+      llvm::append_range(results, vjp.getGradients());
+    } else {
+      auto vjp = LinSimpExactVjpOp::create(
+          b, loc, TypeRange(gradientTypes).take_front(5), inputs[0], inputs[1],
+          inputs[2], inputs[3], inputs[4], cotangent, op.getWindowAttr(),
+          scale);
+      llvm::append_range(results, vjp->getResults());
+      auto omegaType = cast<RankedTensorType>(op.getOmega().getType());
+      Value zero = arith::ConstantOp::create(
+          b, loc, b.getFloatAttr(omegaType.getElementType(), 0.0));
+      results.push_back(linalg::FillOp::create(b, loc, zero,
+                                               Value(tensor::EmptyOp::create(
+                                                   b, loc, omegaType.getShape(),
+                                                   omegaType.getElementType())))
+                            .getResult(0));
+    }
     // Gradients in argument order (argumentOf: the token operands, the
     // initial state, then Ω).
     llvm::SmallVector<Value> gradients(argumentOf.size());
     size_t numTokens = operands.size(), numInitial = initial.size();
     for (auto [i, argument] : llvm::enumerate(operands)) {
-      Value gradient = vjp.getGradients()[i];
+      Value gradient = results[i];
       if (inputs[i] != argument)
         gradient = sumHeadGroups(b, loc, gradient, groups);
       gradients[argumentOf[i]] = gradient;
     }
     for (size_t i = 0; i < numInitial; ++i)
-      gradients[argumentOf[numTokens + i]] =
-          vjp.getGradients()[numTokens + 1 + i];
-    gradients[argumentOf[numTokens + numInitial]] =
-        vjp.getGradients()[numTokens];
+      gradients[argumentOf[numTokens + i]] = results[numTokens + 1 + i];
+    gradients[argumentOf[numTokens + numInitial]] = results[numTokens];
     b.setInsertionPoint(ret);
     func::ReturnOp::create(b, loc, gradients);
     ret.erase();

@@ -30,16 +30,6 @@ func.func @main(%q: tensor<1x?x4x4xf32>, %k: tensor<1x?x2x4xf32>, %v: tensor<1x?
 
 // -----
 
-// Tests that LinSimp's exact kernel, whose backward is not derived, is
-// named.
-func.func @main(%q: tensor<1x8x2x4xf32>, %k: tensor<1x8x2x4xf32>, %v: tensor<1x8x2x4xf32>, %r: tensor<1x8x2x4xf32>, %u: tensor<1x8x2x4xf32>, %omega: tensor<8x4xf32>) -> tensor<1x8x2x4xf32> {
-  // expected-error @+1 {{hla-derive-vjp: LinSimp's exact kernel is not differentiated yet (its favor kernel is)}}
-  %o = hla.linsimp %q, %k, %v, %r, %u, %omega {kernel = #hla.kernel<exact>} : (tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<8x4xf32>) -> tensor<1x8x2x4xf32>
-  return %o : tensor<1x8x2x4xf32>
-}
-
-// -----
-
 // Tests that packed sequences are refused.
 func.func @main(%q: tensor<1x8x2x4xf32>, %k: tensor<1x8x2x4xf32>, %v: tensor<1x8x2x4xf32>, %cu: tensor<3xi32>) -> tensor<1x8x2x4xf32> {
   // expected-error @+1 {{hla-derive-vjp: packed sequences are not differentiated yet}}

@@ -506,6 +506,41 @@ def HLA_AnchorVjpOp : HLA_Op<"anchor_vjp", [Pure, AttrSizedOperandSegments]> {
   let hasVerifier = 1;
 }
 
+def HLA_LinSimpExactVjpOp : HLA_Op<"linsimp_exact_vjp", [Pure]> {
+  let summary = "vector-Jacobian product of LinSimp's exact kernel";
+  let description = [{
+    The backward of `hla.linsimp` with `kernel = exact` (the softmax over
+    every (key j ≤ i, anchor c ∈ C_i) pair of `exp(τ (q_i ⊙ r_c)·k_j)`,
+    SEMANTICS.md §5): given the output's cotangent, the gradients of
+    `q, k, v, r, u`. Every operand is `[B, T, H, ...]` with the query's
+    heads (grouped heads are repeated before); no state, no packed
+    sequences.
+
+    `hla-lower-linsimp-exact` lowers it: each query's log-normaliser from
+    the forward's loops, then per (batch entry, head) a loop over the query
+    chunks whose (anchor offset, key chunk) blocks are differentiated in
+    reverse (ReverseDiff.h) under that fixed normaliser.
+
+    ```mlir
+    %dq, %dk, %dv, %dr, %du = hla.linsimp_exact_vjp %q, %k, %v, %r, %u
+        cotangent(%do) {window = 4 : i64, scale = 0.5 : f64} : (...) -> (...)
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$query, AnyRankedTensor:$key,
+                       AnyRankedTensor:$value, AnyRankedTensor:$anchor_key,
+                       AnyRankedTensor:$anchor_value,
+                       AnyRankedTensor:$cotangent,
+                       I64Attr:$window, F64Attr:$scale);
+  let results = (outs AnyRankedTensor:$dq, AnyRankedTensor:$dk,
+                      AnyRankedTensor:$dv, AnyRankedTensor:$dr,
+                      AnyRankedTensor:$du);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value `,` $anchor_key `,` $anchor_value
+    `cotangent` `(` $cotangent `)` attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def HLA_FeatureMapOp : HLA_Op<"feature_map", [Pure]> {
   let summary = "positive random features φ(z) = m^-½ exp(Ω z − ‖z‖²/2)";
   let description = [{
