@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ChunkRewriter.h"
+#include "RunTimeChecks.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
@@ -214,41 +215,28 @@ void ChunkRewriter::prepareTiles(OpBuilder &b, OpBuilder &hoist, Location loc) {
 void ChunkRewriter::checkOffsets(OpBuilder &b, Location loc) {
   if (!cuSeqlens)
     return;
-  // A reduction over the sequences (on the GPU a kernel of its own, where
-  // the offsets are device memory) gives a code with one bit per broken
-  // rule; the host reads that scalar and asserts on it.
   enum : int64_t { kStart = 1, kEnd = 2, kOrder = 4 };
-  Type i64 = b.getI64Type();
-  auto constant = [&](OpBuilder &nb, Location l, int64_t v) -> Value {
-    return arith::ConstantOp::create(nb, l, nb.getI64IntegerAttr(v));
-  };
   auto offsets = [&](int64_t from) -> Value {
     return tensor::ExtractSliceOp::create(
         b, loc, cuSeqlens, ArrayRef<OpFoldResult>{b.getIndexAttr(from)},
         ArrayRef<OpFoldResult>{b.getIndexAttr(sequences)},
         ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
   };
-  Value zero =
-      linalg::FillOp::create(
-          b, loc, constant(b, loc, 0),
-          Value(tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{}, i64)))
-          .getResult(0);
-  MLIRContext *ctx = b.getContext();
-  AffineMap each = AffineMap::getMultiDimIdentityMap(1, ctx);
-  AffineMap all = AffineMap::get(1, 0, {}, ctx);
-  auto reduce = linalg::GenericOp::create(
-      b, loc, zero.getType(), ValueRange{offsets(0), offsets(1)},
-      ValueRange{zero}, ArrayRef<AffineMap>{each, each, all},
-      ArrayRef<utils::IteratorType>{utils::IteratorType::reduction},
-      [&](OpBuilder &nb, Location l, ValueRange args) {
+  // Per sequence s: [cu[s], cu[s + 1]).
+  emitRunTimeChecks(
+      b, loc, ValueRange{offsets(0), offsets(1)},
+      [&](OpBuilder &nb, Location l, ValueRange bounds, Value s) -> Value {
+        Type i64 = nb.getI64Type();
+        auto constant = [&](int64_t v) -> Value {
+          return arith::ConstantOp::create(nb, l, nb.getI64IntegerAttr(v));
+        };
         auto wide = [&](Value v) -> Value {
           return v.getType() == i64 ? v : arith::ExtSIOp::create(nb, l, i64, v);
         };
-        Value begin = wide(args[0]), end = wide(args[1]);
-        Value s = linalg::IndexOp::create(nb, l, 0);
+        Value begin = wide(bounds[0]), end = wide(bounds[1]);
         auto flag = [&](Value broken, int64_t bit) -> Value {
-          return arith::SelectOp::create(nb, l, broken, constant(nb, l, bit),
-                                         constant(nb, l, 0));
+          return arith::SelectOp::create(nb, l, broken, constant(bit),
+                                         constant(0));
         };
         auto both = [&](Value x, Value y) -> Value {
           return arith::AndIOp::create(nb, l, x, y);
@@ -261,29 +249,21 @@ void ChunkRewriter::checkOffsets(OpBuilder &b, Location loc) {
         Value lastSequence =
             is(arith::CmpIPredicate::eq, s,
                arith::ConstantIndexOp::create(nb, l, sequences - 1));
-        Value code = args[2];
+        Value code = constant(0);
         for (Value bit :
-             {flag(both(firstSequence, is(arith::CmpIPredicate::ne, begin,
-                                          constant(nb, l, 0))),
+             {flag(both(firstSequence,
+                        is(arith::CmpIPredicate::ne, begin, constant(0))),
                    kStart),
               flag(both(lastSequence, is(arith::CmpIPredicate::ne, end,
-                                         constant(nb, l, info.length))),
+                                         constant(info.length))),
                    kEnd),
               flag(is(arith::CmpIPredicate::sgt, begin, end), kOrder)})
           code = arith::OrIOp::create(nb, l, code, bit);
-        linalg::YieldOp::create(nb, l, code);
-      });
-  Value code = tensor::ExtractOp::create(b, loc, reduce.getResult(0));
-  auto holds = [&](int64_t bit, llvm::StringRef message) {
-    Value broken = arith::AndIOp::create(b, loc, code, constant(b, loc, bit));
-    cf::AssertOp::create(b, loc,
-                         arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                                               broken, constant(b, loc, 0)),
-                         message);
-  };
-  holds(kStart, "hla: cu_seqlens[0] must be 0");
-  holds(kEnd, "hla: cu_seqlens must end at the packed length T");
-  holds(kOrder, "hla: cu_seqlens must not decrease");
+        return code;
+      },
+      {{kStart, "hla: cu_seqlens[0] must be 0"},
+       {kEnd, "hla: cu_seqlens must end at the packed length T"},
+       {kOrder, "hla: cu_seqlens must not decrease"}});
 }
 
 std::tuple<Value, Value, Value, Value>

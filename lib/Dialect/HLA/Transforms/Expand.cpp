@@ -12,6 +12,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "RunTimeChecks.h"
+
 #include "hla/Dialect/HLA/IR/HLAAttrs.h"
 #include "hla/Dialect/HLA/IR/HLAOps.h"
 #include "hla/Dialect/HLA/IR/RandomFeatures.h"
@@ -138,41 +140,24 @@ FailureOr<SegmentOp> mlir::hla::buildAttentionSegments(OpBuilder &b,
 }
 
 void mlir::hla::emitHeadDecayCheck(OpBuilder &b, Location loc, Value rates) {
-  // Counts the rates outside (0, 1]; NaN fails both ordered comparisons.
-  Type i64 = b.getI64Type();
-  auto constant = [&](OpBuilder &nb, Location l, int64_t v) -> Value {
-    return arith::ConstantOp::create(nb, l, nb.getI64IntegerAttr(v));
-  };
-  Value zero =
-      linalg::FillOp::create(
-          b, loc, constant(b, loc, 0),
-          Value(tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{}, i64)))
-          .getResult(0);
-  MLIRContext *ctx = b.getContext();
-  auto count = linalg::GenericOp::create(
-      b, loc, zero.getType(), ValueRange{rates}, ValueRange{zero},
-      ArrayRef<AffineMap>{AffineMap::getMultiDimIdentityMap(1, ctx),
-                          AffineMap::get(1, 0, {}, ctx)},
-      ArrayRef<utils::IteratorType>{utils::IteratorType::reduction},
-      [&](OpBuilder &nb, Location l, ValueRange args) {
+  // NaN fails both ordered comparisons.
+  emitRunTimeChecks(
+      b, loc, rates,
+      [](OpBuilder &nb, Location l, ValueRange rate, Value) -> Value {
         auto compare = [&](arith::CmpFPredicate p, double bound) -> Value {
           return arith::CmpFOp::create(
-              nb, l, p, args[0],
+              nb, l, p, rate[0],
               arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(bound)));
         };
         Value valid =
             arith::AndIOp::create(nb, l, compare(arith::CmpFPredicate::OGT, 0),
                                   compare(arith::CmpFPredicate::OLE, 1));
-        Value bad = arith::SelectOp::create(nb, l, valid, constant(nb, l, 0),
-                                            constant(nb, l, 1));
-        linalg::YieldOp::create(
-            nb, l, Value(arith::AddIOp::create(nb, l, args[1], bad)));
-      });
-  Value bad = tensor::ExtractOp::create(b, loc, count.getResult(0));
-  cf::AssertOp::create(b, loc,
-                       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                                             bad, constant(b, loc, 0)),
-                       "hla: head_decay rates must be in (0, 1]");
+        return arith::SelectOp::create(
+            nb, l, valid,
+            arith::ConstantOp::create(nb, l, nb.getI64IntegerAttr(0)),
+            arith::ConstantOp::create(nb, l, nb.getI64IntegerAttr(1)));
+      },
+      {{1, "hla: head_decay rates must be in (0, 1]"}});
 }
 
 namespace {
