@@ -125,6 +125,23 @@ Value sumHeadGroups(OpBuilder &b, Location loc, Value grad, int64_t groups) {
       .getResult(0);
 }
 
+/// `func` returns `gradients` instead of `op`'s results (`op` is erased),
+/// and takes the cotangents added to its body's arguments.
+void returnGradients(func::FuncOp func, Operation *op,
+                     llvm::ArrayRef<Value> gradients) {
+  Block &body = func.getBody().front();
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  OpBuilder b(ret);
+  func::ReturnOp::create(b, ret.getLoc(), gradients);
+  ret.erase();
+  op->erase();
+  llvm::SmallVector<Type> resultTypes;
+  for (Value g : gradients)
+    resultTypes.push_back(g.getType());
+  func.setFunctionType(
+      b.getFunctionType(body.getArgumentTypes(), resultTypes));
+}
+
 struct DeriveVjpPass : public hla::impl::HLADeriveVjpPassBase<DeriveVjpPass> {
   using HLADeriveVjpPassBase::HLADeriveVjpPassBase;
 
@@ -246,15 +263,7 @@ struct DeriveVjpPass : public hla::impl::HLADeriveVjpPassBase<DeriveVjpPass> {
         gradient = sumHeadGroups(b, loc, gradient, groups);
       gradients[cast<BlockArgument>(argument).getArgNumber()] = gradient;
     }
-    b.setInsertionPoint(ret);
-    func::ReturnOp::create(b, loc, gradients);
-    ret.erase();
-    op->erase();
-    llvm::SmallVector<Type> argumentTypes(body.getArgumentTypes());
-    llvm::SmallVector<Type> resultTypes;
-    for (Value g : gradients)
-      resultTypes.push_back(g.getType());
-    func.setFunctionType(b.getFunctionType(argumentTypes, resultTypes));
+    returnGradients(func, op, gradients);
     return success();
   }
 
@@ -267,7 +276,6 @@ struct DeriveVjpPass : public hla::impl::HLADeriveVjpPassBase<DeriveVjpPass> {
                               llvm::ArrayRef<unsigned> argumentOf) {
     auto func = op->getParentOfType<func::FuncOp>();
     Block &body = func.getBody().front();
-    auto ret = cast<func::ReturnOp>(body.getTerminator());
     OpBuilder b(op);
     Location loc = op.getLoc();
     // Every token operand but q repeated to the query heads.
@@ -323,15 +331,7 @@ struct DeriveVjpPass : public hla::impl::HLADeriveVjpPassBase<DeriveVjpPass> {
     for (size_t i = 0; i < numInitial; ++i)
       gradients[argumentOf[numTokens + i]] = results[numTokens + 1 + i];
     gradients[argumentOf[numTokens + numInitial]] = results[numTokens];
-    b.setInsertionPoint(ret);
-    func::ReturnOp::create(b, loc, gradients);
-    ret.erase();
-    op->erase();
-    llvm::SmallVector<Type> argumentTypes(body.getArgumentTypes());
-    llvm::SmallVector<Type> resultTypes;
-    for (Value g : gradients)
-      resultTypes.push_back(g.getType());
-    func.setFunctionType(b.getFunctionType(argumentTypes, resultTypes));
+    returnGradients(func, op, gradients);
     return success();
   }
 

@@ -119,6 +119,28 @@ struct ExactTiles {
         llvm::ArrayRef<OpFoldResult>{idx(b, 1), idx(b, 1)});
   }
 
+  /// Query chunk `ni` of (bi, hi): its first token, its real rows, its
+  /// queries [c, d] and its window's anchor rows r, u [c + W − 1, ...]
+  /// (tokens start − (W − 1) on).
+  struct QueryChunk {
+    Value start, valid, q, rExt, uExt;
+  };
+  QueryChunk loadQueryChunk(OpBuilder &b, Location l, Value query,
+                            Value anchorKey, Value anchorValue, Value bi,
+                            Value hi, Value ni) const {
+    QueryChunk chunk;
+    chunk.start = arith::MulIOp::create(b, l, ni, cst(b, l, c));
+    chunk.valid = arith::MinSIOp::create(
+        b, l, cst(b, l, c),
+        arith::SubIOp::create(b, l, cst(b, l, length), chunk.start));
+    chunk.q = rowsOf(b, l, query, bi, hi, chunk.start, c);
+    Value haloStart =
+        arith::SubIOp::create(b, l, chunk.start, cst(b, l, before()));
+    chunk.rExt = rowsOf(b, l, anchorKey, bi, hi, haloStart, c + before());
+    chunk.uExt = rowsOf(b, l, anchorValue, bi, hi, haloStart, c + before());
+    return chunk;
+  }
+
   /// Whether pair (query row i, key row j) of a block counts: anchor i − w
   /// exists, key ≤ query, and the query is real (i < valid). The block's
   /// queries start at `start`, its keys at `keyStart`.
@@ -341,19 +363,13 @@ LogicalResult lowerExactLinSimp(LinSimpOp op, int64_t chunk) {
   Value bi = body->getArgument(0), ni = body->getArgument(1),
         hi = body->getArgument(2);
   TileBuilder tb(b, loc);
-  Value start = arith::MulIOp::create(b, loc, ni, cst(b, loc, c));
-  Value valid = arith::MinSIOp::create(
-      b, loc, cst(b, loc, c),
-      arith::SubIOp::create(b, loc, cst(b, loc, x.length), start));
-  Value q = x.rowsOf(b, loc, op.getQuery(), bi, hi, start, c);
-  Value haloStart =
-      arith::SubIOp::create(b, loc, start, cst(b, loc, x.before()));
-  Value rExt =
-      x.rowsOf(b, loc, op.getAnchorKey(), bi, hi, haloStart, c + x.before());
-  Value uExt =
-      x.rowsOf(b, loc, op.getAnchorValue(), bi, hi, haloStart, c + x.before());
-  auto [num, den, mu] = x.windowSums(b, loc, op.getKey(), op.getValue(), bi, hi,
-                                     ni, start, valid, q, rExt, uExt);
+  ExactTiles::QueryChunk chunkTiles =
+      x.loadQueryChunk(b, loc, op.getQuery(), op.getAnchorKey(),
+                       op.getAnchorValue(), bi, hi, ni);
+  Value start = chunkTiles.start, valid = chunkTiles.valid;
+  auto [num, den, mu] =
+      x.windowSums(b, loc, op.getKey(), op.getValue(), bi, hi, ni, start, valid,
+                   chunkTiles.q, chunkTiles.rExt, chunkTiles.uExt);
   (void)mu;
   Value inverse = tb.generic(
       {den}, tb.empty({c}), {id1, id1}, {IT::parallel},
@@ -422,11 +438,6 @@ LogicalResult lowerExactVjp(LinSimpExactVjpOp op, int64_t chunk) {
   Type f32 = b.getF32Type();
   using IT = IteratorType;
   AffineMap id1 = b.getMultiDimIdentityMap(1);
-  auto validOf = [&](OpBuilder &nb, Location l, Value start) -> Value {
-    return arith::MinSIOp::create(
-        nb, l, cst(nb, l, c),
-        arith::SubIOp::create(nb, l, cst(nb, l, length), start));
-  };
 
   // Pass A, per (batch entry, query chunk, head): each query's
   // log-normaliser L = μ + log D (0 for padding rows) and −ḡ · o.
@@ -442,17 +453,14 @@ LogicalResult lowerExactVjp(LinSimpExactVjpOp op, int64_t chunk) {
     Value bi = body->getArgument(0), ni = body->getArgument(1),
           hi = body->getArgument(2);
     TileBuilder tb(b, loc);
-    Value start = arith::MulIOp::create(b, loc, ni, cst(b, loc, c));
-    Value valid = validOf(b, loc, start);
-    Value q = x.rowsOf(b, loc, op.getQuery(), bi, hi, start, c);
-    Value haloStart = arith::SubIOp::create(b, loc, start, cst(b, loc, before));
-    Value rExt =
-        x.rowsOf(b, loc, op.getAnchorKey(), bi, hi, haloStart, c + before);
-    Value uExt =
-        x.rowsOf(b, loc, op.getAnchorValue(), bi, hi, haloStart, c + before);
+    ExactTiles::QueryChunk chunkTiles =
+        x.loadQueryChunk(b, loc, op.getQuery(), op.getAnchorKey(),
+                         op.getAnchorValue(), bi, hi, ni);
+    Value start = chunkTiles.start, valid = chunkTiles.valid;
     Value g = x.rowsOf(b, loc, op.getCotangent(), bi, hi, start, c);
-    auto [num, den, mu] = x.windowSums(b, loc, op.getKey(), op.getValue(), bi,
-                                       hi, ni, start, valid, q, rExt, uExt);
+    auto [num, den, mu] =
+        x.windowSums(b, loc, op.getKey(), op.getValue(), bi, hi, ni, start,
+                     valid, chunkTiles.q, chunkTiles.rExt, chunkTiles.uExt);
     Value inverse = tb.generic(
         {den}, tb.empty({c}), {id1, id1}, {IT::parallel},
         [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
@@ -526,15 +534,11 @@ LogicalResult lowerExactVjp(LinSimpExactVjpOp op, int64_t chunk) {
       b, loc, cst(b, loc, 0), cst(b, loc, chunks), cst(b, loc, 1), buffers,
       [&](OpBuilder &nb, Location l, Value ni, ValueRange bufs) {
         TileBuilder t(nb, l);
-        Value start = arith::MulIOp::create(nb, l, ni, cst(nb, l, c));
-        Value valid = validOf(nb, l, start);
-        Value q = x.rowsOf(nb, l, op.getQuery(), bi, hi, start, c);
-        Value haloStart =
-            arith::SubIOp::create(nb, l, start, cst(nb, l, before));
-        Value rExt =
-            x.rowsOf(nb, l, op.getAnchorKey(), bi, hi, haloStart, c + before);
-        Value uExt =
-            x.rowsOf(nb, l, op.getAnchorValue(), bi, hi, haloStart, c + before);
+        ExactTiles::QueryChunk chunkTiles =
+            x.loadQueryChunk(nb, l, op.getQuery(), op.getAnchorKey(),
+                             op.getAnchorValue(), bi, hi, ni);
+        Value start = chunkTiles.start, valid = chunkTiles.valid;
+        Value q = chunkTiles.q, rExt = chunkTiles.rExt, uExt = chunkTiles.uExt;
         Value g = x.rowsOf(nb, l, op.getCotangent(), bi, hi, start, c);
         auto perQueryRows = [&](Value all) {
           Value slice = tensor::ExtractSliceOp::create(
