@@ -138,8 +138,7 @@ void returnGradients(func::FuncOp func, Operation *op,
   llvm::SmallVector<Type> resultTypes;
   for (Value g : gradients)
     resultTypes.push_back(g.getType());
-  func.setFunctionType(
-      b.getFunctionType(body.getArgumentTypes(), resultTypes));
+  func.setFunctionType(b.getFunctionType(body.getArgumentTypes(), resultTypes));
 }
 
 struct DeriveVjpPass : public hla::impl::HLADeriveVjpPassBase<DeriveVjpPass> {
