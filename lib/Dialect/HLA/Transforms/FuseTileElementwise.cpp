@@ -65,9 +65,26 @@ struct HLAFuseTileElementwisePass
       Operation *producer = fused->get().getDefiningOp();
       // Into elementwise consumers only, and only producers nobody else
       // reads (otherwise the producer's work would be done twice).
-      return consumer &&
-             consumer.getNumLoops() == consumer.getNumParallelLoops() &&
-             producer && producer->hasOneUse();
+      if (!consumer ||
+          consumer.getNumLoops() != consumer.getNumParallelLoops() ||
+          !producer || !producer->hasOneUse())
+        return false;
+      // A producer that reads its output keeps it as a result of the fused
+      // op, indexed as the consumer reads it: where the consumer broadcasts
+      // it (a row vector into a tile), every iteration of the broadcast
+      // dimension would update that element again (read it, add, write it
+      // back). On the GPU, a race: LinSimp's bf16 gradients (the exponent's
+      // half norm) came out 1-3e-2 off, differing run to run (H100,
+      // 2026-12-07). Such producers wait until ReadFilledOutputAsScalar
+      // has made them pure, or stay apart.
+      auto producerOp = dyn_cast<linalg::LinalgOp>(producer);
+      bool readsOutput =
+          producerOp &&
+          llvm::any_of(producerOp.getDpsInitsMutable(), [&](OpOperand &init) {
+            return producerOp.payloadUsesValueFromOperand(&init);
+          });
+      return !readsOutput ||
+             consumer.getMatchingIndexingMap(fused).isPermutation();
     };
     linalg::populateElementwiseOpsFusionPatterns(patterns, control);
     patterns.add<ReadFilledOutputAsScalar>(&getContext());
