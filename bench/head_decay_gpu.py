@@ -5,7 +5,8 @@
     head_decay_gpu.py run OUTDIR     # on the GPU machine (torch, the artefacts)
 
 build: for each decayed op, the derived backward with `head_decay` compiled
-for CUDA (f32 at d = 16, bf16 at d = 64; B×T×H(kv)×d = 2×200×4(2)×d) and
+for CUDA (f32 at d = 16, bf16 at d = 64 with the rates' products split into
+bf16-exact parts, the default, and without; B×T×H(kv)×d = 2×200×4(2)×d) and
 its gradients from the CPU backward on the same inputs (the CPU backward is
 checked against central differences of the float64 reference in
 python/tests/test_head_decay.py); and the forward at 8×16×2048×64 bf16
@@ -74,6 +75,12 @@ def build(out):
             np.savez(os.path.join(out, name + ".npz"), q=q, k=k, v=v, rates=rates, g=g,
                      **{f"d{i}": x for i, x in enumerate(grads)})
             cases.append(dict(name=name, dtype=dtype))
+            if dtype == "bf16":  # the same without the rates' products split
+                unsplit = name + "-unsplit"
+                compile_cuda(unsplit, attention_graph(op, q.shape, k.shape, v.shape, {},
+                                                      dtype=dtype, head_decay=True),
+                             "--vjp", "--entry=main", "--bf16-products=off")
+                cases.append(dict(name=unsplit, dtype=dtype, data=name))
     shape = (8, 2048, 16, 64)
     for op in ["linear_attention", "hla2"]:
         compile_cuda(f"{op}-fwd-attr", attention_graph(op, shape, shape, shape,
@@ -93,7 +100,7 @@ def run(out):
         cases = json.load(f)
     for c in cases:
         lib = Library(os.path.join(out, c["name"] + ".so"))
-        z = np.load(os.path.join(out, c["name"] + ".npz"))
+        z = np.load(os.path.join(out, c.get("data", c["name"]) + ".npz"))
         dt = torch.bfloat16 if c["dtype"] == "bf16" else torch.float32
         ins = [torch.from_numpy(z[n]).to(dt).cuda() for n in ("q", "k", "v")]
         ins += [torch.from_numpy(z["rates"]).cuda(), torch.from_numpy(z["g"]).to(dt).cuda()]

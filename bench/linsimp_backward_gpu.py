@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """LinSimp's derived backward (both kernels) on the GPU.
 
-    linsimp_backward_gpu.py build OUTDIR   # here, where hla-opt and the CPU compiler are
+    linsimp_backward_gpu.py build OUTDIR [--only SUBSTR] [HLA-OPT FLAGS...]
+                                           # here, where hla-opt and the CPU compiler are
     linsimp_backward_gpu.py run OUTDIR     # on the GPU machine (torch, the artefacts)
 
 build: the backward of `hla.linsimp` compiled for CUDA with the search's
@@ -33,6 +34,7 @@ CASES = [
     ("f32-state-T50-W9", "f32", 1, 50, 2, 2, 16, 8, 16, 9, True),
     ("f32-W1-T20", "f32", 1, 20, 2, 2, 8, 8, 16, 1, False),
     ("bf16-T256-W16-m64", "bf16", 1, 256, 2, 2, 64, 64, 64, 16, False),
+    ("bf16-grouped-T512-W64-m128", "bf16", 2, 512, 4, 2, 64, 64, 128, 64, False),
     ("exact-f32-grouped-T37-W5", "f32", 2, 37, 4, 2, 16, 16, 8, 5, False),
     ("exact-bf16-T256-W16", "bf16", 1, 256, 2, 2, 64, 64, 8, 16, False),
 ]
@@ -42,7 +44,10 @@ def exact_kernel(text):
     return text.replace("{window", "{kernel = #hla.kernel<exact>, window")
 
 
-def build(out):
+def build(out, flags):
+    only = None
+    if flags[:1] == ["--only"]:
+        only, flags = flags[1], flags[2:]
     sys.path.insert(0, os.path.join(REPO, "python"))
     sys.path.insert(0, os.path.join(REPO, "python", "tests"))
     import hla
@@ -52,6 +57,8 @@ def build(out):
     os.makedirs(out, exist_ok=True)
     cases = []
     for index, (name, dtype, B, T, H, Hkv, d, dv, m, W, state) in enumerate(CASES):
+        if only and only not in name:
+            continue
         kernel = exact_kernel if name.startswith("exact") else (lambda t: t)
         rng = np.random.default_rng(index)
 
@@ -75,7 +82,7 @@ def build(out):
             f.write(kernel(linsimp_graph(B, T, H, Hkv, d, dv, m, W, state=state,
                                          dtype=dtype)))
         built = subprocess.run([hla_opt, source, "--hla-target=cuda", "--emit=shared",
-                                "--vjp", "--entry=main", "-o",
+                                "--vjp", "--entry=main", *flags, "-o",
                                 os.path.join(out, name + ".so")],
                                capture_output=True, text=True)
         os.remove(source)
@@ -119,6 +126,10 @@ def run(out):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3 or sys.argv[1] not in ("build", "run"):
+    if len(sys.argv) < 3 or sys.argv[1] not in ("build", "run") or \
+            (sys.argv[1] == "run" and len(sys.argv) != 3):
         sys.exit(__doc__)
-    (build if sys.argv[1] == "build" else run)(sys.argv[2])
+    if sys.argv[1] == "build":
+        build(sys.argv[2], sys.argv[3:])
+    else:
+        run(sys.argv[2])

@@ -64,6 +64,7 @@ void mlir::hla::buildCPUPipeline(OpPassManager &pm,
   chunking.causalIsolation = options.causalIsolation;
   chunking.parallelGradients = options.parallelGradients == AutoSwitch::On;
   chunking.splitGradients = options.splitGradients;
+  chunking.bf16Products = options.bf16Products == AutoSwitch::On;
   pm.addPass(createHLAChunkPass(chunking));
   pm.addPass(createHLALowerLinSimpExactPass(
       HLALowerLinSimpExactPassOptions{options.chunkSize}));
@@ -189,6 +190,10 @@ void mlir::hla::buildCUDAKernelMapping(OpPassManager &pm,
                                (options.parallelGradients == AutoSwitch::Auto &&
                                 options.generator == ChunkLoopGenerator::Tiles);
   chunking.splitGradients = options.splitGradients;
+  // Tensor cores take bf16 operands (for 16-bit ops unless turned off).
+  chunking.bf16Products = options.bf16Products == AutoSwitch::On ||
+                          (options.bf16Products == AutoSwitch::Auto &&
+                           options.tensorCores != AutoSwitch::Off);
   // The auto schedule is segmented here (hla-chunk's segment count falls
   // back to one run where the pairs fill the GPU); the artefact's search
   // decides between the two by trial.

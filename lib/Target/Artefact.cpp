@@ -321,6 +321,7 @@ LogicalResult mlir::hla::compileToArtefact(ModuleOp module,
     pipeline.causalIsolation = options.causalIsolation;
     pipeline.parallelGradients = options.parallelGradients;
     pipeline.splitGradients = options.splitGradients;
+    pipeline.bf16Products = options.bf16Products;
     pipeline.hoistChunkWork = options.hoistChunkWork;
     pipeline.fissionLiveBytes = options.fissionLiveBytes;
     pipeline.scanSchedule = options.scanSchedule;
@@ -353,6 +354,7 @@ LogicalResult mlir::hla::compileToArtefact(ModuleOp module,
   requested.generator = options.cudaGenerator;
   requested.parallelGradients = options.parallelGradients;
   requested.splitGradients = options.splitGradients;
+  requested.bf16Products = options.bf16Products;
   requested.hoistChunkWork = options.hoistChunkWork;
   requested.fissionLiveBytes = options.fissionLiveBytes;
   requested.warpgroups = options.cudaWarpgroups;

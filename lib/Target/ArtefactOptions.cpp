@@ -203,6 +203,11 @@ const std::vector<Knob> &knobs() {
        "output rows in one after it from the stacked states (LinSimp) "
        "(auto: with CUDA register tiles, not on the CPU; on; off)",
        show(&O::hoistChunkWork), mode(&O::hoistChunkWork, "hoist-chunk-work")},
+      {"bf16-products",
+       "16-bit ops' matrix products whose results cancel (LinSimp's "
+       "backward) split into products of bf16-exact parts (auto: where "
+       "CUDA's tensor cores round operands to bf16, not on the CPU; on; off)",
+       show(&O::bf16Products), mode(&O::bf16Products, "bf16-products")},
       {"split-gradients",
        "The derived backward with parallel gradients: one pass per input's "
        "gradient, each recomputing the chunk's summary but holding fewer "

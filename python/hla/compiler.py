@@ -103,6 +103,7 @@ _OPTIONS = {
     "cuda_generator": ("choice", ("auto", "tiles", "phases")),
     "parallel_gradients": ("choice", ("auto", "on", "off")),
     "hoist_chunk_work": ("choice", ("auto", "on", "off")),
+    "bf16_products": ("choice", ("auto", "on", "off")),
     "split_gradients": ("bool",), "cuda_allow_spills": ("bool",),
     "vectorize": ("bool",), "causal_isolation": ("bool",), "vjp": ("bool",),
     "summary_entries": ("bool",),

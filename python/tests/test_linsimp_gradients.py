@@ -141,6 +141,38 @@ def test_length_one():
     np.testing.assert_allclose(du, g * v, rtol=1e-5, atol=1e-6)
 
 
+@needs_compiler
+@pytest.mark.parametrize("products", ["on", "off"])
+def test_bf16_graph_split_products(products, agree):
+    """A bf16 graph's favor backward with its matrix products split into
+    products of bf16-exact parts (bf16_products=on: what CUDA's tensor cores
+    get; the CPU multiplies in f32 either way) and unsplit: both the
+    gradients of central differences at the bf16-rounded inputs, to the
+    rounding of the bf16 results."""
+    import hla
+    from .codegen_util import to_bf16
+    rng = np.random.default_rng(17)
+    B, T, hq, hkv, d, dv, m, W = 1, 13, 2, 1, 8, 4, 16, 4
+    scaled = [(B, T, hq, d), (B, T, hkv, d), (B, T, hkv, dv), (B, T, hkv, d),
+              (B, T, hkv, dv)]
+    operands = [to_bf16(rng.standard_normal(s) * (0.5 if s[-1] == d else 1.0))
+                for s in scaled] + [to_bf16(rng.standard_normal((m, d)))]
+    g = to_bf16(rng.standard_normal((B, T, hq, dv)))
+    text = linsimp_graph(B, T, hq, hkv, d, dv, m, W, dtype="bf16")
+    backward = hla.compile(text, chunk_size=4, vjp=True, entry="main",
+                           bf16_products=products).main
+    grads = backward(*operands, g)
+
+    def forward(q, k, v, r, u, omega):
+        return np.ravel(ref.linsimp(q, k, v, r, u, omega=omega, window=W))
+
+    want = central_differences(forward, [x.astype(np.float64) for x in operands],
+                               np.ravel(g))
+    for name, got, expected in zip(["dq", "dk", "dv", "dr", "du", "domega"], grads, want):
+        agree(np.asarray(got, np.float64), expected,
+              f"linsimp bf16 gradients, bf16_products={products} {name}", tol=1e-2)
+
+
 def _torch():
     return pytest.importorskip("torch")
 

@@ -65,6 +65,13 @@ struct CPUPipelineOptions : public PassPipelineOptions<CPUPipelineOptions> {
                      "parallel over chunks (hla-chunk's parallel-gradients): "
                      "auto (off here), on or off"),
       llvm::cl::init(AutoSwitch::Auto), modeValues<AutoSwitch>()};
+  PassOptions::Option<AutoSwitch> bf16Products{
+      *this, "bf16-products",
+      llvm::cl::desc("16-bit ops' products whose results cancel split into "
+                     "products of bf16-exact parts (hla-chunk's "
+                     "bf16-products): auto (off here: the CPU multiplies in "
+                     "f32), on (to check the split) or off"),
+      llvm::cl::init(AutoSwitch::Auto), modeValues<AutoSwitch>()};
   PassOptions::Option<int64_t> fissionLiveBytes{
       *this, "fission-live-bytes",
       llvm::cl::desc("Passes parallel over chunks cut into stages holding "
@@ -195,6 +202,13 @@ struct CUDAPipelineOptions : public PassPipelineOptions<CUDAPipelineOptions> {
       llvm::cl::desc("The derived backward: the tokens' gradients in a pass "
                      "parallel over chunks (hla-chunk's parallel-gradients): "
                      "auto (with register tiles), on or off"),
+      llvm::cl::init(AutoSwitch::Auto), modeValues<AutoSwitch>()};
+  PassOptions::Option<AutoSwitch> bf16Products{
+      *this, "bf16-products",
+      llvm::cl::desc("16-bit ops' products whose results cancel split into "
+                     "products of bf16-exact parts (hla-chunk's "
+                     "bf16-products): auto (where tensor cores run), on or "
+                     "off"),
       llvm::cl::init(AutoSwitch::Auto), modeValues<AutoSwitch>()};
   PassOptions::Option<AutoSwitch> hoistChunkWork{
       *this, "hoist-chunk-work",

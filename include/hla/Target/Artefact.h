@@ -80,6 +80,10 @@ struct ArtefactOptions {
   AutoSwitch hoistChunkWork = AutoSwitch::Auto;
   /// With parallel gradients: a pass per input's gradient.
   bool splitGradients = false;
+  /// 16-bit ops' products whose results cancel (LinSimp's backward) split
+  /// into products of bf16-exact parts (auto: where CUDA's tensor cores
+  /// round operands to bf16; off on the CPU).
+  AutoSwitch bf16Products = AutoSwitch::Auto;
   /// Passes parallel over chunks cut into stages holding at most this many
   /// bytes of tiles at once (hla-fission-chunk-passes; 0: uncut).
   int64_t fissionLiveBytes = 0;

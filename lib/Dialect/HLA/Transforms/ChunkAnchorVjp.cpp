@@ -58,8 +58,10 @@ namespace {
 
 class AnchorVjpLowering {
 public:
-  AnchorVjpLowering(AnchorVjpOp op, int64_t chunk, const ChunkPlan &plan)
-      : op(op), spec(op.getMonoid().getSpec()), chunk(chunk), plan(plan) {}
+  AnchorVjpLowering(AnchorVjpOp op, int64_t chunk, const ChunkPlan &plan,
+                    bool bf16Products)
+      : op(op), spec(op.getMonoid().getSpec()), chunk(chunk), plan(plan),
+        bf16Products(bf16Products) {}
 
   LogicalResult lower();
 
@@ -138,6 +140,25 @@ private:
   const MonoidSpec &spec;
   int64_t chunk;
   const ChunkPlan &plan;
+  /// The target rounds products' operands to bf16 (see emitStep).
+  bool bf16Products;
+
+  /// Where the target rounds products' operands to bf16, the matrix
+  /// products in `ops` split into products of bf16-exact parts.
+  void splitProducts(OpBuilder &b, llvm::ArrayRef<Operation *> ops) {
+    if (!bf16Products)
+      return;
+    llvm::SmallVector<linalg::GenericOp> products;
+    for (Operation *emitted : ops)
+      emitted->walk([&](linalg::GenericOp g) {
+        if (isMatrixProduct(g))
+          products.push_back(g);
+      });
+    for (linalg::GenericOp product : products)
+      splitForBf16Operands(b, product, splitParts);
+  }
+  /// The operands split so far (Ω's f32 copy, read by both passes, once).
+  Bf16Parts splitParts;
   AnchorWindow window;
   std::optional<DecayTiles> decay;
   const PlannedOutput *numPlan = nullptr, *denPlan = nullptr;
@@ -288,6 +309,9 @@ AnchorVjpLowering::saveEntryStates(OpBuilder &b) {
       });
   if (failed(status))
     return failure();
+  // The saved states' errors reach the features' cotangents as the
+  // products' own do (see emitStep).
+  splitProducts(b, {loop});
   b.setInsertionPointToStart(pass.getTerminator().getBody());
   for (unsigned j = 0; j < k; ++j) {
     auto [offsets, sizes, strides] =
@@ -375,6 +399,9 @@ AnchorVjpLowering::emitStep(OpBuilder &b, Value bi, Value hi, Value start,
         scf::YieldOp::create(nb, l, ValueRange{next});
       });
   shift = shiftLoop.getResult(0);
+  // What follows the shift: N, D and o, the offsets' programs in reverse,
+  // the state's part.
+  OpRecorder afterShift(b);
 
   // One offset's program under the fixed shift: (u ⊙ num, den).
   bool failedEmission = false;
@@ -505,6 +532,14 @@ AnchorVjpLowering::emitStep(OpBuilder &b, Value bi, Value hi, Value start,
       b, loc, program, seeds, {keys, v, entry[0], entry[1], omega32});
   if (failed(fromState))
     return failure();
+
+  // The features' cotangents are differences of nearly equal sums (ḡ·u⊙v
+  // against ḡ·o over keys whose features are close: their leading terms
+  // cancel), o among them: with operands rounded to bf16 (tensor cores),
+  // dq, dk and dr were off by 1-3e-2 (H100, 2026-12-07). Where the target
+  // rounds them, every product after the shift is split into bf16-exact
+  // parts. (The shift may be any bound: it cancels.)
+  splitProducts(b, afterShift.recorded());
 
   Step step;
   step.dq = fromWindow[0];
@@ -756,10 +791,15 @@ LogicalResult AnchorVjpLowering::lower() {
 
 } // namespace
 
-LogicalResult mlir::hla::chunk::lowerAnchorVjp(AnchorVjpOp op, int64_t chunk) {
+LogicalResult mlir::hla::chunk::lowerAnchorVjp(AnchorVjpOp op, int64_t chunk,
+                                               bool bf16Products) {
   std::string error;
   FailureOr<ChunkPlan> plan = buildChunkPlan(op.getMonoid().getSpec(), error);
   if (failed(plan))
     return chunkError(op) << error;
-  return AnchorVjpLowering(op, chunk, *plan).lower();
+  // Only 16-bit ops' products run with bf16 operands.
+  bool rounded =
+      bf16Products &&
+      op.getQuery().getType().getElementType().getIntOrFloatBitWidth() == 16;
+  return AnchorVjpLowering(op, chunk, *plan, rounded).lower();
 }

@@ -924,6 +924,20 @@ FailureOr<Value> PrefixVjpLowering::emitDecayGradientPass(
         emitReverseDiff(b, loc, recorder.recorded(), seeds, {tiles.logDecay});
     if (failed(derivative))
       return chunkError(op) << "the decay rate's gradient is not derived";
+    // ∂L/∂log γ sums products of the chunk's whole program against λ and
+    // ḡ over every token: with bf16 operands (tensor cores), bf16 linear
+    // attention's came out 1.17e-2 off (H100, 2026-12-07). Split where
+    // the target rounds them (TileBuilder.h).
+    if (bf16Products) {
+      llvm::SmallVector<linalg::GenericOp> products;
+      body->walk([&](linalg::GenericOp g) {
+        if (isMatrixProduct(g))
+          products.push_back(g);
+      });
+      Bf16Parts known;
+      for (linalg::GenericOp product : products)
+        splitForBf16Operands(b, product, known);
+    }
     b.setInsertionPointToStart(perChunk.getTerminator().getBody());
     tensor::ParallelInsertSliceOp::create(
         b, loc, derivative->front(), perChunk.getRegionIterArgs()[0],
@@ -948,9 +962,11 @@ FailureOr<Value> PrefixVjpLowering::emitDecayGradientPass(
       });
 }
 
-LogicalResult mlir::hla::chunk::lowerPrefixVjp(
-    PrefixVjpOp op, int64_t chunk, bool parallelGradients, int64_t valueTile,
-    int64_t parallelism, bool splitGradients, int64_t segments) {
+LogicalResult
+mlir::hla::chunk::lowerPrefixVjp(PrefixVjpOp op, int64_t chunk,
+                                 bool parallelGradients, int64_t valueTile,
+                                 int64_t parallelism, bool splitGradients,
+                                 int64_t segments, bool bf16Products) {
   const MonoidSpec &spec = op.getMonoid().getSpec();
   std::string error;
   FailureOr<ChunkPlan> forward = buildChunkPlan(spec, error);
@@ -963,7 +979,12 @@ LogicalResult mlir::hla::chunk::lowerPrefixVjp(
   // The decay rates' gradient reads λ per chunk, which parallel gradients
   // save.
   bool saveLambdas = parallelGradients || !op.getHeadParams().empty();
+  bool rounded =
+      bf16Products && cast<RankedTensorType>(op.getInputs()[0].getType())
+                              .getElementType()
+                              .getIntOrFloatBitWidth() == 16;
   return PrefixVjpLowering(op, chunk, saveLambdas, valueTile, parallelism,
-                           splitGradients, segments, *forward, *backward)
+                           splitGradients, segments, rounded, *forward,
+                           *backward)
       .lower();
 }

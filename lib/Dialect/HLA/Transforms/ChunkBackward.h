@@ -56,12 +56,13 @@ class PrefixVjpLowering {
 public:
   PrefixVjpLowering(PrefixVjpOp op, int64_t chunk, bool parallelGradients,
                     int64_t valueTile, int64_t parallelism, bool splitGradients,
-                    int64_t segments, const ChunkPlan &forward,
-                    const ChunkVjpPlan &backward)
+                    int64_t segments, bool bf16Products,
+                    const ChunkPlan &forward, const ChunkVjpPlan &backward)
       : op(op), spec(op.getMonoid().getSpec()), chunk(chunk),
         parallelGradients(parallelGradients), valueTile(valueTile),
         parallelism(parallelism), splitGradients(splitGradients),
-        segments(segments), forward(forward), backward(backward) {
+        segments(segments), bf16Products(bf16Products), forward(forward),
+        backward(backward) {
     for (unsigned i = 0; i < op.getInputs().size(); ++i)
       allInputs.push_back(i);
   }
@@ -263,6 +264,9 @@ private:
   bool parallelGradients;
   int64_t valueTile, parallelism;
   bool splitGradients;
+  /// The target rounds products' operands to bf16 (16-bit ops; see
+  /// emitDecayGradientPass).
+  bool bf16Products;
   /// Runs asked for (0 or 1: none).
   int64_t segments;
   /// Runs of `perRun` chunks per (batch entry, head) (the last perhaps

@@ -135,7 +135,7 @@ struct HLAChunkPass : public hla::impl::HLAChunkPassBase<HLAChunkPass> {
     llvm::SmallVector<AnchorVjpOp> anchorVjps;
     getOperation()->walk([&](AnchorVjpOp op) { anchorVjps.push_back(op); });
     for (AnchorVjpOp op : anchorVjps)
-      if (failed(lowerAnchorVjp(op, chunkSize)))
+      if (failed(lowerAnchorVjp(op, chunkSize, bf16Products)))
         return signalPassFailure();
     llvm::SmallVector<PrefixVjpOp> vjps;
     getOperation()->walk([&](PrefixVjpOp op) { vjps.push_back(op); });
@@ -159,7 +159,8 @@ struct HLAChunkPass : public hla::impl::HLAChunkPassBase<HLAChunkPass> {
         continue;
       }
       if (failed(lowerPrefixVjp(op, chunkSize, parallelGradients, valueTile,
-                                parallelism, splitGradients, runs)))
+                                parallelism, splitGradients, runs,
+                                bf16Products)))
         return signalPassFailure();
     }
   }

@@ -217,10 +217,12 @@ Value loadChunkRows(OpBuilder &b, Location loc, Value operand,
 /// where the monoid allows them). `splitGradients`: with parallel
 /// gradients, a pass per input's gradient. `segments` > 1: the passes
 /// over chunks in that many runs per sequence (see ChunkBackward.cpp).
+/// `bf16Products`: the target rounds products' operands to bf16 where the
+/// op's inputs are 16-bit (hla-chunk's bf16-products).
 LogicalResult lowerPrefixVjp(PrefixVjpOp op, int64_t chunk,
                              bool parallelGradients, int64_t valueTile,
                              int64_t parallelism, bool splitGradients,
-                             int64_t segments);
+                             int64_t segments, bool bf16Products);
 
 /// Lowers hla.prefix_vjp under the gated delta rule (ChunkDeltaRuleVjp.cpp):
 /// two passes over chunks of `chunk` tokens, the chunk's WY/UT form
@@ -343,8 +345,10 @@ struct AnchorWindow {
 
 /// Lowers hla.anchor_vjp (LinSimp's backward) to a pass over chunks of
 /// `chunk` tokens saving the state entering each, then a reverse pass
-/// differentiating each chunk (ChunkAnchorVjp.cpp).
-LogicalResult lowerAnchorVjp(AnchorVjpOp op, int64_t chunk);
+/// differentiating each chunk (ChunkAnchorVjp.cpp). `bf16Products`: the
+/// target rounds products' operands to bf16 where the op's inputs are
+/// 16-bit (hla-chunk's bf16-products).
+LogicalResult lowerAnchorVjp(AnchorVjpOp op, int64_t chunk, bool bf16Products);
 
 class ChunkRewriter {
 public:

@@ -1,4 +1,5 @@
-//===- TileBuilder.cpp - f32 tile arithmetic as linalg ops -------*- C++ -*-===//
+//===- TileBuilder.cpp - f32 tile arithmetic as linalg ops -------*- C++
+//-*-===//
 //
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
@@ -10,6 +11,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/AffineMap.h"
+#include "mlir/IR/IRMapping.h"
 
 using namespace mlir;
 using namespace mlir::hla;
@@ -25,8 +27,7 @@ Value TileBuilder::scalar(double value) {
 }
 
 Value TileBuilder::zeros(llvm::ArrayRef<int64_t> shape) {
-  return linalg::FillOp::create(b, loc, scalar(0.0), empty(shape))
-      .getResult(0);
+  return linalg::FillOp::create(b, loc, scalar(0.0), empty(shape)).getResult(0);
 }
 
 Value TileBuilder::generic(
@@ -115,10 +116,9 @@ Value TileBuilder::matvec(Value a, Value x, bool transA) {
 }
 
 /// An elementwise binary op over identically shaped tensors.
-static Value elementwise(TileBuilder &tb, Value a, Value c,
-                         llvm::function_ref<Value(OpBuilder &, Location,
-                                                  Value, Value)>
-                             fn) {
+static Value
+elementwise(TileBuilder &tb, Value a, Value c,
+            llvm::function_ref<Value(OpBuilder &, Location, Value, Value)> fn) {
   auto shape = TileBuilder::shapeOf(a);
   OpBuilder &b = tb.getBuilder();
   AffineMap id = b.getMultiDimIdentityMap(shape.size());
@@ -130,17 +130,17 @@ static Value elementwise(TileBuilder &tb, Value a, Value c,
 }
 
 Value TileBuilder::add(Value a, Value c) {
-  return elementwise(*this, a, c, [](OpBuilder &nb, Location l, Value x,
-                                     Value y) -> Value {
-    return arith::AddFOp::create(nb, l, x, y);
-  });
+  return elementwise(*this, a, c,
+                     [](OpBuilder &nb, Location l, Value x, Value y) -> Value {
+                       return arith::AddFOp::create(nb, l, x, y);
+                     });
 }
 
 Value TileBuilder::mul(Value a, Value c) {
-  return elementwise(*this, a, c, [](OpBuilder &nb, Location l, Value x,
-                                     Value y) -> Value {
-    return arith::MulFOp::create(nb, l, x, y);
-  });
+  return elementwise(*this, a, c,
+                     [](OpBuilder &nb, Location l, Value x, Value y) -> Value {
+                       return arith::MulFOp::create(nb, l, x, y);
+                     });
 }
 
 Value TileBuilder::scale(Value a, double s) {
@@ -199,22 +199,22 @@ Value TileBuilder::dotRows(Value a, Value c) {
   AffineExpr i, j;
   bindDims(ctx, i, j);
   AffineMap id = AffineMap::get(2, 0, {i, j}, ctx);
-  return generic({a, c}, zeros({shape[0]}),
-                 {id, id, AffineMap::get(2, 0, {i}, ctx)},
-                 {IteratorType::parallel, IteratorType::reduction},
-                 multiplyAdd);
+  return generic(
+      {a, c}, zeros({shape[0]}), {id, id, AffineMap::get(2, 0, {i}, ctx)},
+      {IteratorType::parallel, IteratorType::reduction}, multiplyAdd);
 }
 
 Value TileBuilder::sum(Value v) {
   MLIRContext *ctx = b.getContext();
   AffineExpr i;
   bindDims(ctx, i);
-  return generic({v}, zeros({}),
-                 {AffineMap::get(1, 0, {i}, ctx), AffineMap::get(1, 0, {}, ctx)},
-                 {IteratorType::reduction},
-                 [](OpBuilder &nb, Location l, ValueRange args) -> Value {
-                   return arith::AddFOp::create(nb, l, args[0], args[1]);
-                 });
+  return generic(
+      {v}, zeros({}),
+      {AffineMap::get(1, 0, {i}, ctx), AffineMap::get(1, 0, {}, ctx)},
+      {IteratorType::reduction},
+      [](OpBuilder &nb, Location l, ValueRange args) -> Value {
+        return arith::AddFOp::create(nb, l, args[0], args[1]);
+      });
 }
 
 Value TileBuilder::dot(Value a, Value c) {
@@ -232,7 +232,8 @@ Value TileBuilder::outer(Value a, Value c) {
   AffineExpr i, j;
   bindDims(ctx, i, j);
   return generic({a, c}, empty({m, n}),
-                 {AffineMap::get(2, 0, {i}, ctx), AffineMap::get(2, 0, {j}, ctx),
+                 {AffineMap::get(2, 0, {i}, ctx),
+                  AffineMap::get(2, 0, {j}, ctx),
                   AffineMap::get(2, 0, {i, j}, ctx)},
                  {IteratorType::parallel, IteratorType::parallel},
                  [](OpBuilder &nb, Location l, ValueRange args) -> Value {
@@ -245,13 +246,11 @@ Value TileBuilder::transpose(Value a) {
   MLIRContext *ctx = b.getContext();
   AffineExpr i, j;
   bindDims(ctx, i, j);
-  return generic({a}, empty({shape[1], shape[0]}),
-                 {AffineMap::get(2, 0, {j, i}, ctx),
-                  AffineMap::get(2, 0, {i, j}, ctx)},
-                 {IteratorType::parallel, IteratorType::parallel},
-                 [](OpBuilder &, Location, ValueRange args) -> Value {
-                   return args[0];
-                 });
+  return generic(
+      {a}, empty({shape[1], shape[0]}),
+      {AffineMap::get(2, 0, {j, i}, ctx), AffineMap::get(2, 0, {i, j}, ctx)},
+      {IteratorType::parallel, IteratorType::parallel},
+      [](OpBuilder &, Location, ValueRange args) -> Value { return args[0]; });
 }
 
 Value TileBuilder::castTo(Value a, Type elementType) {
@@ -272,20 +271,103 @@ Value TileBuilder::castTo(Value a, Type elementType) {
                  });
 }
 
+bool mlir::hla::isMatrixProduct(linalg::GenericOp g) {
+  if (g.getNumDpsInputs() != 2 || g.getNumDpsInits() != 1 ||
+      g.getNumLoops() != 3 || g.getNumReductionLoops() != 1)
+    return false;
+  for (Value operand : g->getOperands()) {
+    auto type = dyn_cast<RankedTensorType>(operand.getType());
+    if (!type || type.getRank() != 2)
+      return false;
+  }
+  Block &body = g.getRegion().front();
+  auto add = body.getTerminator()->getOperand(0).getDefiningOp<arith::AddFOp>();
+  if (!add || body.getOperations().size() > 5)
+    return false;
+  Value out = body.getArgument(2);
+  Value product = add.getLhs() == out ? add.getRhs() : add.getLhs();
+  auto mul = product.getDefiningOp<arith::MulFOp>();
+  if ((add.getLhs() != out && add.getRhs() != out) || !mul)
+    return false;
+  // Bilinear in the two inputs: each factor one of them, maybe widened.
+  auto input = [&](Value factor) -> int {
+    if (auto ext = factor.getDefiningOp<arith::ExtFOp>())
+      factor = ext.getIn();
+    auto arg = dyn_cast<BlockArgument>(factor);
+    return arg && arg.getOwner() == &body && arg.getArgNumber() < 2
+               ? int(arg.getArgNumber())
+               : -1;
+  };
+  int lhs = input(mul.getLhs()), rhs = input(mul.getRhs());
+  return lhs >= 0 && rhs >= 0 && lhs != rhs;
+}
+
+Value mlir::hla::splitForBf16Operands(OpBuilder &b, linalg::GenericOp product,
+                                      Bf16Parts &known) {
+  Location loc = product.getLoc();
+  OpBuilder::InsertionGuard guard(b);
+  Type bf16 = b.getBF16Type();
+  // (hi, lo) of an f32 operand, made once, where it is defined (a loop's
+  // invariant is split outside it); a 16-bit one is exact already.
+  auto parts = [&](Value x) -> std::pair<Value, Value> {
+    auto type = cast<RankedTensorType>(x.getType());
+    if (type.getElementType().getIntOrFloatBitWidth() <= 16)
+      return {x, Value()};
+    if (auto it = known.find(x); it != known.end())
+      return it->second;
+    if (Operation *def = x.getDefiningOp())
+      b.setInsertionPointAfter(def);
+    else
+      b.setInsertionPointToStart(cast<BlockArgument>(x).getOwner());
+    TileBuilder t(b, loc);
+    Value hi = t.castTo(t.castTo(x, bf16), type.getElementType());
+    Value lo = t.generic(
+        {x, hi}, t.empty(type.getShape()),
+        llvm::SmallVector<AffineMap>(3, b.getMultiDimIdentityMap(2)),
+        {IteratorType::parallel, IteratorType::parallel},
+        [](OpBuilder &nb, Location l, ValueRange args) {
+          return arith::SubFOp::create(nb, l, args[0], args[1]).getResult();
+        });
+    return known[x] = {hi, lo};
+  };
+  auto [aHi, aLo] = parts(product.getDpsInputOperand(0)->get());
+  auto [bHi, bLo] = parts(product.getDpsInputOperand(1)->get());
+  // The small terms first, each product accumulating into the next.
+  llvm::SmallVector<std::pair<Value, Value>> terms;
+  if (aLo)
+    terms.push_back({aLo, bHi});
+  if (bLo)
+    terms.push_back({aHi, bLo});
+  terms.push_back({aHi, bHi});
+  b.setInsertionPoint(product);
+  Value acc = product.getDpsInitOperand(0)->get();
+  for (auto [x, y] : terms) {
+    IRMapping mapping;
+    mapping.map(product.getDpsInputOperand(0)->get(), x);
+    mapping.map(product.getDpsInputOperand(1)->get(), y);
+    mapping.map(product.getDpsInitOperand(0)->get(), acc);
+    acc = b.clone(*product, mapping)->getResult(0);
+  }
+  product->replaceAllUsesWith(ValueRange{acc});
+  product->erase();
+  return acc;
+}
+
 //===----------------------------------------------------------------------===//
 // Monoid values
 //===----------------------------------------------------------------------===//
 
 /// The monoid's identity for component `c`, shaped like `type`.
-Value mlir::hla::buildMonoidIdentity(OpBuilder &b, Location loc, const MonoidSpec &spec,
-                        unsigned c, RankedTensorType type) {
+Value mlir::hla::buildMonoidIdentity(OpBuilder &b, Location loc,
+                                     const MonoidSpec &spec, unsigned c,
+                                     RankedTensorType type) {
   Type element = type.getElementType();
   Value zero = arith::ConstantOp::create(b, loc, b.getFloatAttr(element, 0.0));
-  Value zeros = linalg::FillOp::create(
-                    b, loc, zero,
-                    Value(tensor::EmptyOp::create(b, loc, type.getShape(),
-                                                  element)))
-                    .getResult(0);
+  Value zeros =
+      linalg::FillOp::create(
+          b, loc, zero,
+          Value(tensor::EmptyOp::create(b, loc, type.getShape(), element)))
+          .getResult(0);
   const MonoidSlot &slot = spec.components[c];
   if (!slot.eyeIdentity)
     return zeros;
@@ -298,17 +380,18 @@ Value mlir::hla::buildMonoidIdentity(OpBuilder &b, Location loc, const MonoidSpe
              b, loc, TypeRange{type}, ValueRange{}, ValueRange{zeros},
              llvm::ArrayRef<AffineMap>{id}, iters, "", "",
              [&](OpBuilder &nb, Location l, ValueRange) {
-               Value one =
-                   arith::ConstantOp::create(nb, l, nb.getFloatAttr(element, 1));
-               Value zeroF =
-                   arith::ConstantOp::create(nb, l, nb.getFloatAttr(element, 0));
+               Value one = arith::ConstantOp::create(
+                   nb, l, nb.getFloatAttr(element, 1));
+               Value zeroF = arith::ConstantOp::create(
+                   nb, l, nb.getFloatAttr(element, 0));
                Value result = one;
                if (slot.getRank() == 2) {
                  Value r = linalg::IndexOp::create(nb, l, rank - 2);
                  Value c = linalg::IndexOp::create(nb, l, rank - 1);
                  Value onDiagonal = arith::CmpIOp::create(
                      nb, l, arith::CmpIPredicate::eq, r, c);
-                 result = arith::SelectOp::create(nb, l, onDiagonal, one, zeroF);
+                 result =
+                     arith::SelectOp::create(nb, l, onDiagonal, one, zeroF);
                }
                linalg::YieldOp::create(nb, l, result);
              })
@@ -332,11 +415,10 @@ mlir::hla::combineCarried(OpBuilder &b, Location loc, MonoidAttr monoid,
                                             type.getElementType()));
     }
   }
-  auto combine = CombineOp::create(b, loc, TypeRange(fullTypes),
-                                   monoid, lhs, rhsFull);
+  auto combine =
+      CombineOp::create(b, loc, TypeRange(fullTypes), monoid, lhs, rhsFull);
   llvm::SmallVector<Value> result;
   for (unsigned c : carried)
     result.push_back(combine.getResult(c));
   return result;
 }
-

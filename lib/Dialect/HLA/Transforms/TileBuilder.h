@@ -1,4 +1,5 @@
-//===- TileBuilder.h - f32 tile arithmetic as linalg ops ---------*- C++ -*-===//
+//===- TileBuilder.h - f32 tile arithmetic as linalg ops ---------*- C++
+//-*-===//
 //
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
@@ -46,11 +47,11 @@ public:
 
   /// A linalg.generic with one result over `init`, body returning the value
   /// to yield from the block arguments (inputs..., output).
-  Value generic(llvm::ArrayRef<Value> inputs, Value init,
-                llvm::ArrayRef<AffineMap> maps,
-                llvm::ArrayRef<utils::IteratorType> iterators,
-                llvm::function_ref<Value(OpBuilder &, Location, ValueRange)>
-                    body);
+  Value
+  generic(llvm::ArrayRef<Value> inputs, Value init,
+          llvm::ArrayRef<AffineMap> maps,
+          llvm::ArrayRef<utils::IteratorType> iterators,
+          llvm::function_ref<Value(OpBuilder &, Location, ValueRange)> body);
 
   /// op(A) · op(B) for [m, k] / [k, n] (transposes take [k, m] / [n, k]).
   Value matmul(Value a, Value b, bool transA = false, bool transB = false);
@@ -80,6 +81,23 @@ private:
   Location loc;
   Type f32;
 };
+
+/// Whether `g` is a matrix product C += A·B of rank-2 tiles: what the
+/// GPU runs on tensor cores.
+bool isMatrixProduct(linalg::GenericOp g);
+
+/// Tensor cores round f32 operands to bf16 (8 bits of precision). Where a
+/// product's result is a difference of nearly equal sums (the cotangent of
+/// a normalised readout's scores), that rounding is amplified; splitting
+/// each f32 operand X into X_hi = bf16(X) and X_lo = X − X_hi, both exact in
+/// bf16 to 2^-16 of X, gives A·B = A_lo·B_hi + A_hi·B_lo + A_hi·B_hi with
+/// the dropped A_lo·B_lo 2^-16 smaller: three products accumulated in turn
+/// (two where one operand is 16-bit already). Replaces `product`; returns
+/// the new result. `known`: the parts made so far, each operand's made once
+/// right after its definition (a loop's invariants split outside it).
+using Bf16Parts = llvm::DenseMap<Value, std::pair<Value, Value>>;
+Value splitForBf16Operands(OpBuilder &b, linalg::GenericOp product,
+                           Bf16Parts &known);
 
 /// The monoid's identity for component `c`, shaped like `type` (zeros, or
 /// the identity matrix / 1 for components marked `eye`).

@@ -317,7 +317,12 @@ def HLAChunkPass : Pass<"hla-chunk"> {
     Option<"splitGradients", "split-gradients", "bool", "false",
            "hla.prefix_vjp with parallel gradients: that third pass as one "
            "pass per input's gradient, each recomputing the chunk's summary "
-           "and transposed combine but holding fewer tiles at once">
+           "and transposed combine but holding fewer tiles at once">,
+    Option<"bf16Products", "bf16-products", "bool", "false",
+           "The target rounds the operands of matrix products to bf16 for "
+           "ops whose inputs are 16-bit floats (tensor cores): products "
+           "whose results cancel (LinSimp's backward, the features' "
+           "cotangents) are split into products of bf16-exact parts">
   ];
   let dependentDialects = [
     "::mlir::hla::HLADialect", "::mlir::arith::ArithDialect",
