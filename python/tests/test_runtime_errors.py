@@ -92,6 +92,37 @@ def test_checks_of_parallel_forms_raise(agree, options):
         check_valid_call(lib, agree)
 
 
+DECAYED = f"""
+func.func @main(%q: tensor<1x{T}x{H}x{D}xf32>, %k: tensor<1x{T}x{H}x{D}xf32>,
+                %v: tensor<1x{T}x{H}x{D}xf32>, %g: tensor<{H}xf32>)
+    -> tensor<1x{T}x{H}x{D}xf32> {{
+  %o = hla.linear_attention %q, %k, %v head_decay(%g)
+      : (tensor<1x{T}x{H}x{D}xf32>, tensor<1x{T}x{H}x{D}xf32>,
+         tensor<1x{T}x{H}x{D}xf32>, tensor<{H}xf32>) -> tensor<1x{T}x{H}x{D}xf32>
+  return %o : tensor<1x{T}x{H}x{D}xf32>
+}}
+"""
+
+
+@needs_compiler
+@pytest.mark.parametrize("vjp", [False, True])
+@pytest.mark.parametrize("rates", [[0.9, 1.5], [0.0, 0.5], [float("nan"), 0.5]])
+def test_failed_decay_rates_check_raises(agree, vjp, rates):
+    """Decay rates per head outside (0, 1] (or NaN) reaching a compiled
+    function directly (the Python API checks them first) raise, forward and
+    backward; the next call works."""
+    lib = hla.compile(DECAYED, target="cpu", chunk_size=8, vjp=vjp, entry="main")
+    q, k, v = qkv()
+    extra = [np.ones((1, T, H, D), np.float32)] if vjp else []
+    with pytest.raises(hla.RuntimeError, match=r"head_decay rates must be in \(0, 1\]"):
+        lib.main(q, k, v, np.array(rates, np.float32), *extra)
+    good = np.array([0.9, 0.5], np.float32)
+    out = lib.main(q, k, v, good, *extra)
+    if not vjp:
+        agree(out, hla.reference.linear_attention(q, k, v, decay=good), "rates check: after",
+              1e-5)
+
+
 @needs_compiler
 def test_errors_are_per_thread(varlen, agree):
     """The message is thread-local: failing and succeeding calls on several

@@ -146,16 +146,8 @@ private:
   /// Where the target rounds products' operands to bf16, the matrix
   /// products in `ops` split into products of bf16-exact parts.
   void splitProducts(OpBuilder &b, llvm::ArrayRef<Operation *> ops) {
-    if (!bf16Products)
-      return;
-    llvm::SmallVector<linalg::GenericOp> products;
-    for (Operation *emitted : ops)
-      emitted->walk([&](linalg::GenericOp g) {
-        if (isMatrixProduct(g))
-          products.push_back(g);
-      });
-    for (linalg::GenericOp product : products)
-      splitForBf16Operands(b, product, splitParts);
+    if (bf16Products)
+      splitMatrixProducts(b, ops, splitParts);
   }
   /// The operands split so far (Ω's f32 copy, read by both passes, once).
   Bf16Parts splitParts;

@@ -929,14 +929,8 @@ FailureOr<Value> PrefixVjpLowering::emitDecayGradientPass(
     // attention's came out 1.17e-2 off (H100, 2026-12-07). Split where
     // the target rounds them (TileBuilder.h).
     if (bf16Products) {
-      llvm::SmallVector<linalg::GenericOp> products;
-      body->walk([&](linalg::GenericOp g) {
-        if (isMatrixProduct(g))
-          products.push_back(g);
-      });
       Bf16Parts known;
-      for (linalg::GenericOp product : products)
-        splitForBf16Operands(b, product, known);
+      splitMatrixProducts(b, {perChunk}, known);
     }
     b.setInsertionPointToStart(perChunk.getTerminator().getBody());
     tensor::ParallelInsertSliceOp::create(

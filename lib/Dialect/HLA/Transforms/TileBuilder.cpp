@@ -353,6 +353,19 @@ Value mlir::hla::splitForBf16Operands(OpBuilder &b, linalg::GenericOp product,
   return acc;
 }
 
+void mlir::hla::splitMatrixProducts(OpBuilder &b,
+                                    llvm::ArrayRef<Operation *> roots,
+                                    Bf16Parts &known) {
+  llvm::SmallVector<linalg::GenericOp> products;
+  for (Operation *root : roots)
+    root->walk([&](linalg::GenericOp g) {
+      if (isMatrixProduct(g))
+        products.push_back(g);
+    });
+  for (linalg::GenericOp product : products)
+    splitForBf16Operands(b, product, known);
+}
+
 //===----------------------------------------------------------------------===//
 // Monoid values
 //===----------------------------------------------------------------------===//

@@ -98,6 +98,9 @@ bool isMatrixProduct(linalg::GenericOp g);
 using Bf16Parts = llvm::DenseMap<Value, std::pair<Value, Value>>;
 Value splitForBf16Operands(OpBuilder &b, linalg::GenericOp product,
                            Bf16Parts &known);
+/// Every matrix product nested in `roots`, split so.
+void splitMatrixProducts(OpBuilder &b, llvm::ArrayRef<Operation *> roots,
+                         Bf16Parts &known);
 
 /// The monoid's identity for component `c`, shaped like `type` (zeros, or
 /// the identity matrix / 1 for components marked `eye`).
