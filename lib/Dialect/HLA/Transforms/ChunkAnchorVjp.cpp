@@ -528,9 +528,10 @@ AnchorVjpLowering::emitStep(OpBuilder &b, Value bi, Value hi, Value start,
   // The features' cotangents are differences of nearly equal sums (ḡ·u⊙v
   // against ḡ·o over keys whose features are close: their leading terms
   // cancel), o among them: with operands rounded to bf16 (tensor cores),
-  // dq, dk and dr were off by 1-3e-2 (H100, 2026-12-07). Where the target
-  // rounds them, every product after the shift is split into bf16-exact
-  // parts. (The shift may be any bound: it cancels.)
+  // dk and dΩ at 2x512x4, m = 128, W = 64 were 1.03e-2 and 1.05e-2 off
+  // the CPU's, 7.0e-3 and 6.9e-3 split (H100, 2026-12-07). Where the
+  // target rounds them, every product after the shift is split into
+  // bf16-exact parts. (The shift may be any bound: it cancels.)
   splitProducts(b, afterShift.recorded());
 
   Step step;

@@ -1,5 +1,4 @@
-//===- TileBuilder.h - f32 tile arithmetic as linalg ops ---------*- C++
-//-*-===//
+//===- TileBuilder.h - f32 tile arithmetic as linalg ops --------*- C++ -*-===//
 //
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
