@@ -10,7 +10,6 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/AffineMap.h"
-#include "mlir/IR/IRMapping.h"
 
 using namespace mlir;
 using namespace mlir::hla;
@@ -341,11 +340,12 @@ Value mlir::hla::splitForBf16Operands(OpBuilder &b, linalg::GenericOp product,
   b.setInsertionPoint(product);
   Value acc = product.getDpsInitOperand(0)->get();
   for (auto [x, y] : terms) {
-    IRMapping mapping;
-    mapping.map(product.getDpsInputOperand(0)->get(), x);
-    mapping.map(product.getDpsInputOperand(1)->get(), y);
-    mapping.map(product.getDpsInitOperand(0)->get(), acc);
-    acc = b.clone(*product, mapping)->getResult(0);
+    // Operands set by position: A and B may be the same value (A·Aᵀ).
+    Operation *term = b.clone(*product);
+    term->setOperand(product.getDpsInputOperand(0)->getOperandNumber(), x);
+    term->setOperand(product.getDpsInputOperand(1)->getOperandNumber(), y);
+    term->setOperand(product.getDpsInitOperand(0)->getOperandNumber(), acc);
+    acc = term->getResult(0);
   }
   product->replaceAllUsesWith(ValueRange{acc});
   product->erase();
