@@ -19,6 +19,8 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 #include <array>
+#include <cmath>
+#include <limits>
 
 using namespace mlir;
 using namespace mlir::hla;
@@ -255,31 +257,43 @@ Value AnchorWindow::features(TileBuilder &t, const Projection &p, Value shift,
                              Value valid) const {
   OpBuilder &b = t.getBuilder();
   llvm::SmallVector<int64_t> shape(TileBuilder::shapeOf(p.projected));
-  double norm = 1.0 / std::sqrt(double(shape[1]));
+  AffineMap id1 = b.getMultiDimIdentityMap(1);
   AffineMap id2 = b.getMultiDimIdentityMap(2);
   AffineMap rows2 =
       AffineMap::get(2, 0, {b.getAffineDimExpr(0)}, b.getContext());
-  llvm::SmallVector<Value> inputs = {p.projected, p.halfNorm, valid};
-  llvm::SmallVector<AffineMap> maps = {id2, rows2, rows2};
-  if (shift) {
-    inputs.push_back(shift);
-    maps.push_back(rows2);
-  }
-  maps.push_back(id2);
+  // m^-½ exp(z − ‖x‖²/2 − μ) = 2^(z log₂e + β) with one β per row:
+  // β = log₂(m^-½) − (‖x‖²/2 + μ) log₂e, or −∞ for a padding anchor (whose
+  // projections are finite: its rows are zeros), so that each feature is
+  // one multiply-add and one exp2.
+  constexpr double log2e = 1.4426950408889634;
+  double logNorm = -0.5 * std::log2(double(shape[1]));
+  llvm::SmallVector<Value> rowInputs = {p.halfNorm, valid};
+  if (shift)
+    rowInputs.push_back(shift);
+  llvm::SmallVector<AffineMap> rowMaps(rowInputs.size() + 1, id1);
+  Value bias = t.generic(
+      rowInputs, t.empty({shape[0]}), rowMaps, {utils::IteratorType::parallel},
+      [&](OpBuilder &eb, Location el, ValueRange args) -> Value {
+        auto c = [&](double v) -> Value {
+          return arith::ConstantOp::create(eb, el, eb.getF32FloatAttr(v));
+        };
+        Value down = args[0];
+        if (shift)
+          down = arith::AddFOp::create(eb, el, down, args[2]);
+        Value beta = math::FmaOp::create(eb, el, down, c(-log2e), c(logNorm));
+        Value real = arith::CmpFOp::create(eb, el, arith::CmpFPredicate::OGT,
+                                           args[1], c(0));
+        return arith::SelectOp::create(
+            eb, el, real, beta, c(-std::numeric_limits<double>::infinity()));
+      });
   return t.generic(
-      inputs, t.empty(shape), maps,
+      {p.projected, bias}, t.empty(shape), {id2, rows2, id2},
       {IteratorType::parallel, IteratorType::parallel},
       [&](OpBuilder &eb, Location el, ValueRange args) -> Value {
-        Value e = arith::SubFOp::create(eb, el, args[0], args[1]);
-        if (shift)
-          e = arith::SubFOp::create(eb, el, e, args[3]);
-        Value f = arith::MulFOp::create(
-            eb, el, math::ExpOp::create(eb, el, e),
-            arith::ConstantOp::create(eb, el, eb.getF32FloatAttr(norm)));
-        Value zero = arith::ConstantOp::create(eb, el, eb.getF32FloatAttr(0));
-        Value real = arith::CmpFOp::create(eb, el, arith::CmpFPredicate::OGT,
-                                           args[2], zero);
-        return arith::SelectOp::create(eb, el, real, f, zero);
+        Value log2eF =
+            arith::ConstantOp::create(eb, el, eb.getF32FloatAttr(log2e));
+        return math::Exp2Op::create(
+            eb, el, math::FmaOp::create(eb, el, args[0], log2eF, args[1]));
       });
 }
 

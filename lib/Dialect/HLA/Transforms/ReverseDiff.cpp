@@ -245,6 +245,24 @@ private:
         right = times(bv, ta);
       }
       t = sum(left, right, type);
+    } else if (isa<math::FmaOp>(op)) {
+      // d(a·b + c) = a·db + b·da + dc.
+      Tangent ta = tangentOf(op.getOperand(0)),
+              tb = tangentOf(op.getOperand(1));
+      Tangent left, right;
+      if (!tb.isZero()) {
+        Value a = need(op.getOperand(0));
+        if (!a)
+          return failure();
+        left = times(a, tb);
+      }
+      if (!ta.isZero()) {
+        Value bv = need(op.getOperand(1));
+        if (!bv)
+          return failure();
+        right = times(bv, ta);
+      }
+      t = sum(sum(left, right, type), tangentOf(op.getOperand(2)), type);
     } else if (isa<arith::DivFOp>(op)) {
       // d(a / b) = da / b − (a / b) · db / b.
       Value bv = need(op.getOperand(1));

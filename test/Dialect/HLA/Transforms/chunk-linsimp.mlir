@@ -4,7 +4,8 @@
 // head), the chunk loop carries (M, a) and, per chunk, loops over the W = 4
 // anchor offsets (one per pass: anchor-rows=8), carrying the window sums of num and den and each query's
 // running maximum of its anchors' feature exponents; the anchor features are
-// exp(Ωx − ‖x‖²/2 − μ) (0 for padding anchors). A second loop over
+// m^-½ exp(Ωx − ‖x‖²/2 − μ) (0 for padding anchors; their form:
+// chunk-linsimp-features-exp2.mlir). A second loop over
 // (sequence, head) gathers the last W − 1 = 3 anchors as the final anchor
 // state. The keys' features are made per chunk from the key tile (the
 // hla.feature_map is folded in and gone).
