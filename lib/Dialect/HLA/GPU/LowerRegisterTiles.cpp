@@ -1326,7 +1326,7 @@ void TileEmitter::run() {
   for (const TilePlan::Landing &l : plan.landing)
     landingViews.push_back(memref::ViewOp::create(
         b, loc,
-        MemRefType::get({2 * l.bufferBytes() / l.elementBytes()},
+        MemRefType::get({l.bytes() / l.elementBytes()},
                         l.f32 ? b.getF32Type() : b.getBF16Type(), AffineMap(),
                         workgroupSpace(ctx)),
         window, index(l.offset), ValueRange{}));

@@ -308,7 +308,7 @@ void mlir::hla::gpumap::shareSharedMemory(TilePlan &plan) {
   int64_t offset = 0;
   for (TilePlan::Landing &l : plan.landing) {
     l.offset = offset;
-    offset += llvm::alignTo(2 * l.bufferBytes(), int64_t(128));
+    offset += llvm::alignTo(l.bytes(), int64_t(128));
   }
   for (auto &[op, words] : plan.reductionScratch) {
     words = offset;

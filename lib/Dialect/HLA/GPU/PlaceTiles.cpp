@@ -397,11 +397,11 @@ void Placer::stage(Value tile) {
 
 void Placer::land(Operation *tokens, RankedTensorType tile, int64_t buffers,
                   bool f32) {
-  TilePlan::Landing landing{tokens, tile.getDimSize(0), tile.getDimSize(1),
-                            plan.sharedBytes, f32};
+  TilePlan::Landing landing{
+      tokens, tile.getDimSize(0), tile.getDimSize(1), plan.sharedBytes, f32,
+      buffers};
   plan.landing.push_back(landing);
-  plan.sharedBytes +=
-      llvm::alignTo(buffers * landing.bufferBytes(), int64_t(128));
+  plan.sharedBytes += llvm::alignTo(landing.bytes(), int64_t(128));
 }
 
 void Placer::stageExact(Value tile) {

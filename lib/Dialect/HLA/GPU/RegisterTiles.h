@@ -134,15 +134,19 @@ struct TilePlan {
   /// Staged copy: the insertion of the rows into a zero tile, or a whole
   /// bf16 tile of an earlier kernel's stack (tensor.extract_slice). A
   /// whole f32 tile of a stack (`f32`) lands row-major instead, rows
-  /// Staged::exactStride(cols) elements apart, for elementwise reads.
+  /// Staged::exactStride(cols) elements apart, for elementwise reads. Rows
+  /// a pass with no chunk loop reads land once, before its work, into one
+  /// buffer.
   struct Landing {
     Operation *tokens;
     int64_t rows, cols, offset;
     bool f32 = false;
+    int64_t buffers = 2;
     int64_t bufferBytes() const {
       return f32 ? rows * Staged::exactStride(cols) * 4
                  : cols / 8 * groupBytes(rows);
     }
+    int64_t bytes() const { return buffers * bufferBytes(); }
     int64_t elementBytes() const { return f32 ? 4 : 2; }
   };
   llvm::SmallVector<Landing> landing;

@@ -35,13 +35,13 @@
 
 // LOWER-COUNT-13: gpu.launch blocks
 // LOWER: gpu.launch blocks
-// LOWER: nvgpu.device_async_copy %{{.*}} : memref<1x2x192x64xf32> to memref<8704xf32, #gpu.address_space<workgroup>>
-// LOWER: nvgpu.device_async_copy %{{.*}} : memref<1x2x192x16xf32> to memref<2560xf32, #gpu.address_space<workgroup>>
+// LOWER: nvgpu.device_async_copy %{{.*}} : memref<1x2x192x64xf32> to memref<4352xf32, #gpu.address_space<workgroup>>
+// LOWER: nvgpu.device_async_copy %{{.*}} : memref<1x2x192x16xf32> to memref<1280xf32, #gpu.address_space<workgroup>>
 // LOWER: nvvm.cp.async.wait.group 0
 // LOWER-NEXT: gpu.barrier
 // LOWER: scf.for %{{.*}} = %{{.*}} to %c16{{.*}} step %c1{{.*}} iter_args
 // LOWER-NOT: scf.yield
-// LOWER: memref.load %{{.*}} : memref<8704xf32, #gpu.address_space<workgroup>>
+// LOWER: memref.load %{{.*}} : memref<4352xf32, #gpu.address_space<workgroup>>
 // LOWER-NOT: gpu.launch blocks
 func.func @main(%q: tensor<1x130x2x64xbf16>, %k: tensor<1x130x2x64xbf16>, %v: tensor<1x130x2x64xbf16>, %g: tensor<1x130x2x64xbf16>, %beta: tensor<1x130x2xbf16>) -> tensor<1x130x2x64xbf16> {
   %o = hla.kda %q, %k, %v, %g, %beta {scale = 0.125 : f64} : (tensor<1x130x2x64xbf16>, tensor<1x130x2x64xbf16>, tensor<1x130x2x64xbf16>, tensor<1x130x2x64xbf16>, tensor<1x130x2xbf16>) -> tensor<1x130x2x64xbf16>
