@@ -74,6 +74,13 @@ def linsimp_cases():
                           "linsimp", T, chunk=64, B=2, hq=2, hkv=1, d=64, dv=64, m=m,
                           window=window, dtype="bf16", tol=1e-2, state=state,
                           schedule="persistent", flags=flags))
+    # Causal isolation on register tiles: the rows' output checked, the
+    # branch reading the keys, query and anchors again (two blocks an SM).
+    cases.append(case("linsimp-tiles-poison", "linsimp", 200, chunk=64, B=2, hq=2, hkv=1,
+                      d=64, dv=64, m=64, window=16, dtype="bf16", tol=1e-2, poison=True,
+                      schedule="persistent",
+                      flags=["--hoist-chunk-work=on", "--linsimp-anchor-rows=64",
+                             "--cuda-allow-spills=true"]))
     # The seed model's layer shape: d = 64, m = 256, W = 64, bf16.
     cases.append(case("linsimp-bf16", "linsimp", 300, chunk=16, B=1, hq=2, hkv=2,
                       d=64, dv=64, m=256, window=64, dtype="bf16", tol=1e-2))

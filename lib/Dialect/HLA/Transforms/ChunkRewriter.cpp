@@ -539,15 +539,7 @@ FailureOr<Value> ChunkRewriter::emitCausalRows(OpBuilder &b, Location loc,
   for (Value t : tiles.tokens)
     if (t)
       checked.push_back(t);
-  if (info.anchor) {
-    // LinSimp reads its query and anchor operands directly.
-    AnchorReadoutOp op = info.anchor;
-    for (Value operand :
-         {op.getQuery(), op.getAnchorKey(), op.getAnchorValue()})
-      checked.push_back(loadTile(b, loc, 0, operand, tiles.batch, tiles.start,
-                                 tiles.length, tiles.head));
-  }
-  if (checked.empty())
+  if (checked.empty() && !info.anchor)
     return rows;
   // Σ x · 0: NaN exactly when an x is NaN or ±inf (the padding rows are
   // zeros). The chunk is read out again only when a plain row is not
@@ -557,10 +549,11 @@ FailureOr<Value> ChunkRewriter::emitCausalRows(OpBuilder &b, Location loc,
   // exact. One multiply-add per output value on the common path, on values
   // a GPU holds in registers; the poisoned row is only looked for in the
   // branch. (A row that overflows also takes the branch and comes out the
-  // same.) LinSimp checks its token tiles: its anchor window is not a
-  // causal mask.
-  llvm::SmallVector<Value> sums =
-      info.anchor ? checked : llvm::SmallVector<Value>{*rows};
+  // same.) LinSimp's query and anchors reach no row before their own (its
+  // window holds earlier anchors only) and make their own row non-finite
+  // (the row's features, or u times them, are NaN or ±inf), so the same
+  // check holds; they are read for the search in the branch only.
+  llvm::SmallVector<Value> sums = {*rows};
   TileBuilder tb(b, loc);
   Value total =
       linalg::FillOp::create(b, loc, tb.scalar(0.0),
@@ -607,6 +600,32 @@ FailureOr<Value> ChunkRewriter::emitCausalRows(OpBuilder &b, Location loc,
   scf::YieldOp::create(b, loc, *rows);
 
   b.setInsertionPointToStart(branch.thenBlock());
+  // Keys' random features are made again from the keys here: the branch
+  // then reads no tile computed before it (on a GPU the plain features
+  // would otherwise be kept for it, in shared memory, through the plain
+  // read-out).
+  ChunkTiles fresh = tiles;
+  checked.clear();
+  for (auto [input, tile] : llvm::enumerate(fresh.tokens)) {
+    if (!tile)
+      continue;
+    if (auto features = operandOfInput[input].getDefiningOp<FeatureMapOp>())
+      tile = emitKeyFeatures(
+          b, loc,
+          loadTile(b, loc, input, features.getInput(), tiles.batch, tiles.start,
+                   tiles.length, tiles.head),
+          omegaF32(features.getOmega()), features.getScale().convertToDouble(),
+          tiles.length);
+    checked.push_back(tile);
+  }
+  if (info.anchor) {
+    // LinSimp reads its query and anchor operands directly.
+    AnchorReadoutOp op = info.anchor;
+    for (Value operand :
+         {op.getQuery(), op.getAnchorKey(), op.getAnchorValue()})
+      checked.push_back(loadTile(b, loc, 0, operand, tiles.batch, tiles.start,
+                                 tiles.length, tiles.head));
+  }
   Value first = firstNonFiniteRow(b, loc, checked);
   // The chunk as `first` tokens: the rows from `first` on zeroed.
   auto keepRowsBelow = [&](Value tile, Value bound) -> Value {
@@ -625,7 +644,7 @@ FailureOr<Value> ChunkRewriter::emitCausalRows(OpBuilder &b, Location loc,
           return arith::SelectOp::create(nb, l, below, args[0], zero);
         });
   };
-  ChunkTiles clean = tiles;
+  ChunkTiles clean = fresh;
   clean.length = first;
   for (Value &t : clean.tokens)
     if (t)
