@@ -1464,15 +1464,30 @@ struct HLAGPULowerRegisterTilesPass
       transposeProductReads(candidate);
       sinkIntoBranches(candidate);
       std::string why;
+      // Half an SM's shared memory: two blocks an SM.
+      int64_t half =
+          (maxSharedMemory + kReservedSharedBytes) / 2 - kReservedSharedBytes;
       auto place = [&](ExtraLandings extra) {
         std::optional<TilePlan> plan = planRegisterTiles(candidate, why, extra);
-        if (plan) {
-          orderForRegisterPressure(*plan);
-          // Copies share bytes only where they must: sharing adds waits
-          // and barriers before rewrites (hla2 with isolation at 32 value
-          // columns then spills 8 bytes).
-          if (plan->sharedBytes > maxSharedMemory)
-            shareSharedMemory(*plan);
+        if (!plan)
+          return plan;
+        orderForRegisterPressure(*plan);
+        // Copies share bytes only where they must: sharing adds waits and
+        // barriers before rewrites (hla2 with isolation at 32 value columns
+        // then spills 8 bytes). They must where the block would not fit,
+        // and they do where that lets a second block of one warpgroup (at
+        // most 255 registers a thread) on each SM, whose work then fills
+        // the first's waits (LinSimp's rows: 175,744 bytes, 109,184
+        // shared).
+        if (plan->sharedBytes > maxSharedMemory) {
+          shareSharedMemory(*plan);
+        } else if (plan->sharedBytes > half &&
+                   (warpgroups == 1 ||
+                    (warpgroups == 0 && plan->peakFragmentRegisters <= 128))) {
+          TilePlan shared = *plan;
+          shareSharedMemory(shared);
+          if (shared.sharedBytes <= half)
+            plan = std::move(shared);
         }
         return plan;
       };
@@ -1481,8 +1496,6 @@ struct HLAGPULowerRegisterTilesPass
       // A pass with no loop copies its most-read stacked tiles before its
       // work too, within half an SM's shared memory (two blocks an SM, as
       // its registers allow: one block's copies overlap the other's work).
-      int64_t half =
-          (maxSharedMemory + kReservedSharedBytes) / 2 - kReservedSharedBytes;
       if (plan && plan->sharedBytes < half) {
         landings.passStackBytes = half - plan->sharedBytes;
         std::optional<TilePlan> more = place(landings);

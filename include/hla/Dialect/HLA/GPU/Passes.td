@@ -146,8 +146,10 @@ def HLAGPULowerRegisterTilesPass : Pass<"hla-gpu-lower-register-tiles",
       holds rows 16(t/32) + (t%32)/4 and 8 more of each 64, columns
       8j + 2(t%4) and the next): every contraction result, every
       elementwise op reading one (masks, decays, scales and casts run on
-      each thread's elements), and the carried state (loop-carried
-      registers; d = 128 rows are two blocks);
+      each thread's elements), the carried state (loop-carried
+      registers; d = 128 rows are two blocks), and a tile of on-demand
+      operands that a contraction takes and a fold of rows reads too
+      (computed once, not by the copy and by each fold);
     * `expr`: a tile whose elements any thread can compute on demand (token
       tiles read from global memory, fills, elementwise ops of those and of
       indices), never stored as a whole;
@@ -179,7 +181,9 @@ def HLAGPULowerRegisterTilesPass : Pass<"hla-gpu-lower-register-tiles",
     where one warpgroup would hold more than 128 fragment registers per
     thread (`warpgroups=0`, auto), two share the block: each holds 64 rows
     by half the columns of every fragment and issues its own wgmma of that
-    width.
+    width. Copies never alive together share bytes where the block would
+    not fit otherwise, and where sharing lets a second block of one
+    warpgroup on each SM (within half an SM's shared memory).
 
     Contractions `C (+)= A·B` whose C has 64 to 256 rows (a multiple of 64)
     and 8 to 256 columns (a multiple of 8), K a multiple of 16, run as
