@@ -228,7 +228,8 @@ private:
               negate(tangentOf(op.getOperand(1)), type), type);
     } else if (isa<arith::NegFOp>(op)) {
       t = negate(tangentOf(op.getOperand(0)), type);
-    } else if (isa<arith::MulFOp>(op)) {
+    } else if (isa<arith::MulFOp, math::FmaOp>(op)) {
+      // d(a·b) = a·db + b·da; d(a·b + c) adds dc.
       Tangent ta = tangentOf(op.getOperand(0)),
               tb = tangentOf(op.getOperand(1));
       Tangent left, right;
@@ -245,24 +246,8 @@ private:
         right = times(bv, ta);
       }
       t = sum(left, right, type);
-    } else if (isa<math::FmaOp>(op)) {
-      // d(a·b + c) = a·db + b·da + dc.
-      Tangent ta = tangentOf(op.getOperand(0)),
-              tb = tangentOf(op.getOperand(1));
-      Tangent left, right;
-      if (!tb.isZero()) {
-        Value a = need(op.getOperand(0));
-        if (!a)
-          return failure();
-        left = times(a, tb);
-      }
-      if (!ta.isZero()) {
-        Value bv = need(op.getOperand(1));
-        if (!bv)
-          return failure();
-        right = times(bv, ta);
-      }
-      t = sum(sum(left, right, type), tangentOf(op.getOperand(2)), type);
+      if (isa<math::FmaOp>(op))
+        t = sum(t, tangentOf(op.getOperand(2)), type);
     } else if (isa<arith::DivFOp>(op)) {
       // d(a / b) = da / b − (a / b) · db / b.
       Value bv = need(op.getOperand(1));
