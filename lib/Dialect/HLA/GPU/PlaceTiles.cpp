@@ -54,42 +54,6 @@ static bool foldsOnce(linalg::GenericOp op,
   return out.hasOneUse();
 }
 
-/// Whether tile `v` is a contraction's operand and also folded into a row
-/// vector (a row's sum of squares) by other ops of its block. Such a tile
-/// is computed once into a fragment: its operand copy is then written from
-/// registers, and the folds read them; left on demand, the copy and every
-/// fold would each compute the whole tile again (LinSimp's composite
-/// queries q ⊙ r: their norms and their projection's operand). Tiles read
-/// only elementwise stay on demand: their copies load eight elements at
-/// once.
-static bool foldedAndMultiplied(Value v) {
-  auto type = dyn_cast<RankedTensorType>(v.getType());
-  if (!type || type.getRank() != 2 || !type.hasStaticShape() ||
-      type.getDimSize(0) % kFragmentRows != 0 ||
-      type.getDimSize(0) > kMaxFragmentRows || type.getDimSize(1) % 8 != 0 ||
-      type.getDimSize(1) < 8 || type.getDimSize(1) > 256)
-    return false;
-  bool product = false, rowFold = false;
-  for (OpOperand &use : v.getUses()) {
-    auto reader = dyn_cast<linalg::GenericOp>(use.getOwner());
-    if (!reader || reader->getBlock() != v.getParentBlock() ||
-        reader.isDpsInit(&use))
-      return false;
-    if (matchContraction(reader)) {
-      product = true;
-      continue;
-    }
-    // A fold of rows reading it where its fragment's elements are.
-    AffineMap map = reader.getMatchingIndexingMap(&use);
-    if (reader.getNumLoops() != 2 || reader.getNumReductionLoops() != 1 ||
-        !map.isIdentity() ||
-        reader.getIteratorTypesArray()[1] != utils::IteratorType::reduction)
-      return false;
-    rowFold = true;
-  }
-  return product && rowFold;
-}
-
 bool mlir::hla::gpumap::isSum(linalg::GenericOp op) {
   return foldsOnce(op,
                    [](Operation *fold) { return isa<arith::AddFOp>(fold); });
@@ -154,6 +118,15 @@ private:
            t.getDimSize(0) <= kMaxFragmentRows && t.getDimSize(1) % 8 == 0 &&
            t.getDimSize(1) >= 8 && t.getDimSize(1) <= 256;
   }
+  /// Whether tile `v` is a contraction's operand and also folded into a row
+  /// vector (a row's sum of squares) by other ops of its block. Such a tile
+  /// is computed once into a fragment: its operand copy is then written from
+  /// registers, and the folds read them; left on demand, the copy and every
+  /// fold would each compute the whole tile again (LinSimp's composite
+  /// queries q ⊙ r: their norms and their projection's operand). Tiles read
+  /// only elementwise stay on demand: their copies load eight elements at
+  /// once.
+  static bool foldedAndMultiplied(Value v);
 
   /// The stacked tiles (extract_slice ops) copied before the work of a
   /// pass with no loop, within extra.passStackBytes.
@@ -489,6 +462,30 @@ LogicalResult Placer::placeContraction(linalg::GenericOp op,
   ++plan.contractions;
   plan.placement[op.getResult(0)] = Placement::Frag;
   return success();
+}
+
+bool Placer::foldedAndMultiplied(Value v) {
+  if (!fragmentShape(v.getType()))
+    return false;
+  bool product = false, rowFold = false;
+  for (OpOperand &use : v.getUses()) {
+    auto reader = dyn_cast<linalg::GenericOp>(use.getOwner());
+    if (!reader || reader->getBlock() != v.getParentBlock() ||
+        reader.isDpsInit(&use))
+      return false;
+    if (matchContraction(reader)) {
+      product = true;
+      continue;
+    }
+    // A fold of rows reading it where its fragment's elements are.
+    AffineMap map = reader.getMatchingIndexingMap(&use);
+    if (reader.getNumLoops() != 2 || reader.getNumReductionLoops() != 1 ||
+        !map.isIdentity() ||
+        reader.getIteratorTypesArray()[1] != utils::IteratorType::reduction)
+      return false;
+    rowFold = true;
+  }
+  return product && rowFold;
 }
 
 LogicalResult Placer::placeGeneric(linalg::GenericOp op) {

@@ -390,23 +390,25 @@ void ChunkRewriter::loadTokens(OpBuilder &b, Location loc, ChunkTiles &tiles,
     tiles.logDecay =
         DecayTiles::loadLogDecay(b, loc, info.segment.getHeadParams()[0], head);
   tiles.tokens.assign(spec.inputs.size(), Value());
-  for (unsigned input : inputs) {
-    Value operand = operandOfInput[input];
-    if (!operand)
-      continue;
-    // Random features of keys are made per chunk from the key tile: no
-    // [B, T, H, m] tensor of them is ever stored.
-    if (auto features = operand.getDefiningOp<FeatureMapOp>()) {
-      Value keys = loadTile(b, loc, input, features.getInput(), batch, start,
-                            tiles.length, head);
-      tiles.tokens[input] =
-          emitKeyFeatures(b, loc, keys, omegaF32(features.getOmega()),
-                          features.getScale().convertToDouble(), tiles.length);
-      continue;
-    }
-    tiles.tokens[input] =
-        loadTile(b, loc, input, operand, batch, start, tiles.length, head);
-  }
+  for (unsigned input : inputs)
+    if (operandOfInput[input])
+      tiles.tokens[input] = tokenTile(b, loc, input, tiles);
+}
+
+Value ChunkRewriter::tokenTile(OpBuilder &b, Location loc, unsigned input,
+                               const ChunkTiles &tiles) {
+  Value operand = operandOfInput[input];
+  // Random features of keys are made per chunk from the key tile: no
+  // [B, T, H, m] tensor of them is ever stored.
+  if (auto features = operand.getDefiningOp<FeatureMapOp>())
+    return emitKeyFeatures(b, loc,
+                           loadTile(b, loc, input, features.getInput(),
+                                    tiles.batch, tiles.start, tiles.length,
+                                    tiles.head),
+                           omegaF32(features.getOmega()),
+                           features.getScale().convertToDouble(), tiles.length);
+  return loadTile(b, loc, input, operand, tiles.batch, tiles.start,
+                  tiles.length, tiles.head);
 }
 
 llvm::SmallVector<unsigned>
@@ -609,13 +611,8 @@ FailureOr<Value> ChunkRewriter::emitCausalRows(OpBuilder &b, Location loc,
   for (auto [input, tile] : llvm::enumerate(fresh.tokens)) {
     if (!tile)
       continue;
-    if (auto features = operandOfInput[input].getDefiningOp<FeatureMapOp>())
-      tile = emitKeyFeatures(
-          b, loc,
-          loadTile(b, loc, input, features.getInput(), tiles.batch, tiles.start,
-                   tiles.length, tiles.head),
-          omegaF32(features.getOmega()), features.getScale().convertToDouble(),
-          tiles.length);
+    if (operandOfInput[input].getDefiningOp<FeatureMapOp>())
+      tile = tokenTile(b, loc, input, tiles);
     checked.push_back(tile);
   }
   if (info.anchor) {

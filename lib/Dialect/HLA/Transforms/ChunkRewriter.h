@@ -427,6 +427,11 @@ private:
   SequenceSlots sequenceSlots(OpBuilder &b, Location loc, Value si);
   /// (start token, valid length) of chunk slot `n`.
   std::pair<Value, Value> chunkBounds(OpBuilder &b, Location loc, Value n);
+  /// The chunk's tile of token input `input` of `tiles`' chunk (its
+  /// length, batch entry, start and head): loaded, or for keys under a
+  /// feature map their random features, made from the loaded keys.
+  Value tokenTile(OpBuilder &b, Location loc, unsigned input,
+                  const ChunkTiles &tiles);
   /// Loads the tiles of `inputs` for the chunk at `start`.
   void loadTokens(OpBuilder &b, Location loc, ChunkTiles &tiles, Value batch,
                   Value start, Value head, llvm::ArrayRef<unsigned> inputs);
