@@ -127,6 +127,13 @@ private:
   /// only elementwise stay on demand: their copies load eight elements at
   /// once.
   static bool foldedAndMultiplied(Value v);
+  /// Whether elementwise `op`, which reads tiles on demand (from memory),
+  /// is read only by elementwise ops inside a loop of its block, in its
+  /// own order. Computed once into a fragment before the loop, it is not
+  /// loaded and converted again at every iteration (LinSimp's scaled
+  /// queries, read at every anchor offset); its registers count toward the
+  /// loop body's peak (orderForRegisterPressure).
+  bool invariantInLoops(linalg::GenericOp op);
 
   /// The stacked tiles (extract_slice ops) copied before the work of a
   /// pass with no loop, within extra.passStackBytes.
@@ -488,6 +495,38 @@ bool Placer::foldedAndMultiplied(Value v) {
   return product && rowFold;
 }
 
+bool Placer::invariantInLoops(linalg::GenericOp op) {
+  Value v = op.getResult(0);
+  if (!fragmentShape(v.getType()) || v.use_empty())
+    return false;
+  bool readsMemory = llvm::any_of(op.getDpsInputs(), [&](Value input) {
+    auto type = dyn_cast<RankedTensorType>(input.getType());
+    return type && type.getRank() == 2 && of(input) == Placement::Expr;
+  });
+  if (!readsMemory)
+    return false;
+  Block *block = v.getParentBlock();
+  for (OpOperand &use : v.getUses()) {
+    auto reader = dyn_cast<linalg::GenericOp>(use.getOwner());
+    if (!reader || reader.isDpsInit(&use) || matchContraction(reader) ||
+        reader.getNumLoops() != reader.getNumParallelLoops() ||
+        reader.getMatchingIndexingMap(&use) !=
+            reader.getMatchingIndexingMap(reader.getDpsInitOperand(0)))
+      return false;
+    // In a loop nested in v's block.
+    Operation *ancestor = block->findAncestorOpInBlock(*reader);
+    if (!ancestor || ancestor == reader.getOperation() ||
+        !ancestor
+             ->walk([&](scf::ForOp loop) {
+               return loop->isAncestor(reader) ? WalkResult::interrupt()
+                                               : WalkResult::advance();
+             })
+             .wasInterrupted())
+      return false;
+  }
+  return true;
+}
+
 LogicalResult Placer::placeGeneric(linalg::GenericOp op) {
   for (Operation &inner : op.getRegion().front().without_terminator())
     if (inner.getNumRegions() || !isMemoryEffectFree(&inner))
@@ -593,8 +632,10 @@ LogicalResult Placer::placeGeneric(linalg::GenericOp op) {
     return refuse(op, "a fragment that is not 64 to 256 rows by 8 to 256 "
                       "columns");
   plan.placement[op.getResult(0)] =
-      readsFragment || foldedAndMultiplied(op.getResult(0)) ? Placement::Frag
-                                                            : Placement::Expr;
+      readsFragment || foldedAndMultiplied(op.getResult(0)) ||
+              invariantInLoops(op)
+          ? Placement::Frag
+          : Placement::Expr;
   return success();
 }
 

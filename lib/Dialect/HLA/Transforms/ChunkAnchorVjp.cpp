@@ -366,7 +366,8 @@ AnchorVjpLowering::emitStep(OpBuilder &b, Value bi, Value hi, Value start,
       [&](OpBuilder &nb, Location l, Value w, ValueRange iter) {
         TileBuilder t(nb, l);
         AnchorWindow::Projection p =
-            window.project(t, q, offsetRows(nb, l, windowTiles[0], w), omega32);
+            window.project(t, window.scaleQueries(t, q),
+                           offsetRows(nb, l, windowTiles[0], w), omega32);
         Value rowMax = t.generic(
             {p.projected},
             linalg::FillOp::create(nb, l, t.scalar(lowest), t.empty({chunk}))
@@ -401,7 +402,8 @@ AnchorVjpLowering::emitStep(OpBuilder &b, Value bi, Value hi, Value start,
     OpBuilder &nb = t.getBuilder();
     Location l = t.getLoc();
     AnchorWindow::Projection p =
-        window.project(t, q, offsetRows(nb, l, windowTiles[0], w), omega32);
+        window.project(t, window.scaleQueries(t, q),
+                       offsetRows(nb, l, windowTiles[0], w), omega32);
     Value f =
         window.features(t, p, shift, offsetRows(nb, l, windowTiles[2], w));
     ChunkTiles anchorTiles = tiles;

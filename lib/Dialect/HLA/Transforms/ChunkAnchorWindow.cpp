@@ -231,22 +231,15 @@ AnchorWindow ChunkRewriter::anchorWindow() const {
   return window;
 }
 
-AnchorWindow::Projection AnchorWindow::project(TileBuilder &t, Value queries,
+Value AnchorWindow::scaleQueries(TileBuilder &t, Value queries) const {
+  return t.scale(queries, std::sqrt(scale));
+}
+
+AnchorWindow::Projection AnchorWindow::project(TileBuilder &t,
+                                               Value scaledQueries,
                                                Value anchors,
                                                Value omega) const {
-  OpBuilder &b = t.getBuilder();
-  AffineMap id2 = b.getMultiDimIdentityMap(2);
-  double rootTau = std::sqrt(scale);
-  int64_t rows = t.shapeOf(queries)[0], d = t.shapeOf(queries)[1];
-  Value x = t.generic(
-      {queries, anchors}, t.empty({rows, d}), {id2, id2, id2},
-      {IteratorType::parallel, IteratorType::parallel},
-      [&](OpBuilder &eb, Location el, ValueRange args) -> Value {
-        Value prod = arith::MulFOp::create(eb, el, args[0], args[1]);
-        return arith::MulFOp::create(
-            eb, el, prod,
-            arith::ConstantOp::create(eb, el, eb.getF32FloatAttr(rootTau)));
-      });
+  Value x = t.mul(scaledQueries, anchors);
   // (The exponent is never stored: ‖x‖²/2 is one number per row, so its row
   // maximum is the projections' maximum minus it.)
   return {t.scale(t.dotRows(x, x), 0.5),
@@ -409,10 +402,10 @@ FailureOr<Value> ChunkRewriter::emitAnchorRows(OpBuilder &b, Location loc,
     }
     return stacked;
   };
-  // The queries, once per chunk: the same for every pass.
-  Value queries = q;
+  // The queries, scaled once per chunk: the same for every pass.
+  Value queries = windowTiles.scaleQueries(tb, q);
   if (group > 1)
-    queries = stackRows(b, loc, q, d,
+    queries = stackRows(b, loc, queries, d,
                         [&](int64_t) -> OpFoldResult { return idx(b, 0); });
 
   unsigned fInput = spec.getReadoutInputs().front();
@@ -512,15 +505,28 @@ FailureOr<Value> ChunkRewriter::emitAnchorRows(OpBuilder &b, Location loc,
           scf::YieldOp::create(nb, l, acc);
           return;
         }
-        Value weighted = t.mul(u, *num);
+        // Σ ← Σ·rescale + u ⊙ num, one multiply-add an element.
         Value sumNum = acc[0], sumDen = acc[1];
-        if (stableFeatures) {
+        if (stableFeatures)
           sumNum = t.scaleRows(sumNum, rescale);
-          sumDen = t.mul(sumDen, rescale);
-        }
+        sumNum = t.generic(
+            {u, *num, sumNum}, t.empty({rows, width}), {id2, id2, id2, id2},
+            {IT::parallel, IT::parallel},
+            [&](OpBuilder &eb, Location el, ValueRange args) -> Value {
+              return math::FmaOp::create(eb, el, args[0], args[1], args[2]);
+            });
+        if (stableFeatures)
+          sumDen = t.generic(
+              {sumDen, rescale, *den}, t.empty({rows}), {id1, id1, id1, id1},
+              {IT::parallel},
+              [&](OpBuilder &eb, Location el, ValueRange args) -> Value {
+                return math::FmaOp::create(eb, el, args[0], args[1], args[2]);
+              });
+        else
+          sumDen = t.add(sumDen, *den);
         // Copied into the carried buffers, updated in place (as the chunk
         // loops do with their state).
-        Value results[] = {t.add(sumNum, weighted), t.add(sumDen, *den), next};
+        Value results[] = {sumNum, sumDen, next};
         llvm::SmallVector<Value> yields;
         for (unsigned i = 0; i < 3; ++i)
           yields.push_back(

@@ -330,12 +330,16 @@ struct AnchorWindow {
   Value loadRows(OpBuilder &b, Location loc, Value operand, Value init,
                  Value batch, Value head, Value start, Value end, int64_t rows,
                  Value sequence, Value sequenceStart) const;
-  /// The anchor side of one pass: x = √τ (q ⊙ r) for query rows `queries`
-  /// and anchor rows `anchors` ([rows, d] each), ‖x‖²/2 per row and x Ωᵀ.
+  /// √τ q: the query side of x, the same for every anchor offset (made
+  /// once, outside a loop over offsets).
+  Value scaleQueries(TileBuilder &t, Value queries) const;
+  /// The anchor side of one pass: x = (√τ q) ⊙ r for scaled query rows
+  /// `scaledQueries` (scaleQueries) and anchor rows `anchors` ([rows, d]
+  /// each), ‖x‖²/2 per row and x Ωᵀ.
   struct Projection {
     Value halfNorm, projected;
   };
-  Projection project(TileBuilder &t, Value queries, Value anchors,
+  Projection project(TileBuilder &t, Value scaledQueries, Value anchors,
                      Value omega) const;
   /// F = m^-½ exp(x Ωᵀ − ‖x‖²/2 − shift) [rows, m] for rows whose anchor is
   /// real (`valid` > 0), else 0; no shift when `shift` is null.

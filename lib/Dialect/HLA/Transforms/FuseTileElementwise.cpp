@@ -12,8 +12,10 @@
 
 #include "hla/Dialect/HLA/Transforms/Passes.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace mlir::hla {
@@ -55,6 +57,32 @@ struct ReadFilledOutputAsScalar : OpRewritePattern<linalg::GenericOp> {
   }
 };
 
+/// Whether `consumer` is inside a loop (scf.for) that `producer` is not.
+bool isOutsideLoopOf(Operation *producer, Operation *consumer) {
+  for (Operation *parent = consumer->getParentOp(); parent;
+       parent = parent->getParentOp()) {
+    if (parent->isAncestor(producer))
+      return false;
+    if (isa<scf::ForOp>(parent))
+      return true;
+  }
+  return false;
+}
+
+/// Whether linalg op `op` reads a 2-D tile and does more than cast it.
+bool readsTileArithmetically(Operation *op) {
+  auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
+  if (!linalgOp || llvm::none_of(linalgOp.getDpsInputs(), [](Value input) {
+        auto type = dyn_cast<RankedTensorType>(input.getType());
+        return type && type.getRank() == 2;
+      }))
+    return false;
+  return llvm::any_of(op->getRegion(0).front().without_terminator(),
+                      [](Operation &inner) {
+                        return !isa<arith::ExtFOp, arith::TruncFOp>(inner);
+                      });
+}
+
 struct HLAFuseTileElementwisePass
     : public hla::impl::HLAFuseTileElementwisePassBase<
           HLAFuseTileElementwisePass> {
@@ -68,6 +96,13 @@ struct HLAFuseTileElementwisePass
       if (!consumer ||
           consumer.getNumLoops() != consumer.getNumParallelLoops() ||
           !producer || !producer->hasOneUse())
+        return false;
+      // Arithmetic on a tile that a loop does not change stays outside it,
+      // done once (LinSimp's scaled queries, read by every anchor offset);
+      // a cast alone still fuses (a tile read on demand converts as it is
+      // read), as does what is made of indices alone (masks).
+      if (isOutsideLoopOf(producer, consumer) &&
+          readsTileArithmetically(producer))
         return false;
       // A producer that reads its output keeps it as a result of the fused
       // op, indexed as the consumer reads it: where the consumer broadcasts

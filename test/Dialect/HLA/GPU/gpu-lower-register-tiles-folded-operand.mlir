@@ -9,7 +9,7 @@
 // operand copy is written by stmatrix from them and the norms read them;
 // on demand, the copy and the norms would each compute x again.
 
-// REPORT: remark: register tiles: 5 contractions on wgmma, 15 fragments, 31 on-demand tiles, 6 shared-memory operand copies (5 conversions from fragments; 2 operands read from landing buffers)
+// REPORT: remark: register tiles: 5 contractions on wgmma, 16 fragments, 31 on-demand tiles, 6 shared-memory operand copies (5 conversions from fragments; 2 operands read from landing buffers)
 
 // The window's loop (16 anchor offsets): the norms' shuffles, then x's
 // copy by stmatrix, then the projection on wgmma.

@@ -540,7 +540,10 @@ def HLAAccumulateTileProductsPass : Pass<"hla-accumulate-tile-products"> {
     the truncation, if any, follows as a generic of its own. Repeated, a
     sum of products becomes one chain of accumulations into one tile
     (wgmma's `D = A·B + D`). Only products read in the output's order and
-    terms added with coefficient one are taken.
+    terms added with coefficient one are taken. A sum of two products
+    inside a longer expression (LinSimp's `acc + u ⊙ (F·S + P·V)`), one of
+    them such a product, is taken too: it starts from the other product and
+    the generic reads it in place of the sum.
 
     ```mlir
     %p = linalg.generic {A·B} ins(%a, %b) outs(%zero)
