@@ -76,6 +76,20 @@ void collectTerms(linalg::GenericOp op, Value root,
   }
 }
 
+/// `op`'s block arguments mapped to `args`, the block arguments of a copy
+/// of `op` without input `dropped` (its inputs in order, then its output).
+IRMapping argumentsWithout(linalg::GenericOp op, unsigned dropped,
+                           ValueRange args) {
+  Block *body = op.getBody();
+  IRMapping mapping;
+  unsigned next = 0;
+  for (unsigned i = 0; i < op.getNumDpsInputs(); ++i)
+    if (i != dropped)
+      mapping.map(body->getArgument(i), args[next++]);
+  mapping.map(body->getArgument(op.getNumDpsInputs()), args.back());
+  return mapping;
+}
+
 /// X: `op`'s sum without `term` (whose addition yields `other` instead),
 /// in `type`, before any cast. A sum of only the term and one input tile
 /// read in the output's order is that tile.
@@ -110,12 +124,7 @@ Value restOfSum(linalg::GenericOp op, AddedTerm term, Value other, Value sum,
       rewriter, loc, TypeRange{type}, inputs, ValueRange{empty}, maps,
       op.getIteratorTypesArray(),
       [&](OpBuilder &b, Location nested, ValueRange args) {
-        IRMapping mapping;
-        unsigned next = 0;
-        for (unsigned i = 0; i < op.getNumDpsInputs(); ++i)
-          if (i != dropped)
-            mapping.map(body->getArgument(i), args[next++]);
-        mapping.map(body->getArgument(op.getNumDpsInputs()), args.back());
+        IRMapping mapping = argumentsWithout(op, dropped, args);
         for (Operation &inner : body->without_terminator()) {
           if (&inner == term.addition.getOperation())
             mapping.map(inner.getResult(0), mapping.lookupOrDefault(other));
@@ -276,12 +285,7 @@ struct AccumulateInnerProduct : OpRewritePattern<linalg::GenericOp> {
           ValueRange{op.getDpsInitOperand(0)->get()}, maps,
           op.getIteratorTypesArray(),
           [&](OpBuilder &b, Location, ValueRange args) {
-            IRMapping mapping;
-            unsigned next = 0;
-            for (unsigned i = 0; i < op.getNumDpsInputs(); ++i)
-              if (i != dropped)
-                mapping.map(body->getArgument(i), args[next++]);
-            mapping.map(body->getArgument(op.getNumDpsInputs()), args.back());
+            IRMapping mapping = argumentsWithout(op, dropped, args);
             for (Operation &cloned : *body) {
               if (&cloned == addition.getOperation())
                 mapping.map(addition.getResult(),

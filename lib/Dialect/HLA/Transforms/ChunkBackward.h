@@ -61,7 +61,7 @@ public:
       : op(op), spec(op.getMonoid().getSpec()), chunk(chunk),
         parallelGradients(parallelGradients), valueTile(valueTile),
         parallelism(parallelism), splitGradients(splitGradients),
-        segments(segments), bf16Products(bf16Products), forward(forward),
+        bf16Products(bf16Products), segments(segments), forward(forward),
         backward(backward) {
     for (unsigned i = 0; i < op.getInputs().size(); ++i)
       allInputs.push_back(i);
