@@ -871,6 +871,11 @@ LogicalResult Placer::placeLoop(scf::ForOp loop) {
       Placement kind = p == Placement::ColVector || yieldsColumnVector(loop, i)
                            ? Placement::ColVector
                            : Placement::RowVector;
+      // (An initial vector in the other orientation would need converting
+      // through shared memory on entry: not done.)
+      if (p == Placement::RowVector && kind == Placement::ColVector)
+        return refuse(loop, "a carried column vector whose initial value is "
+                            "a row vector");
       plan.placement[arg] = plan.placement[result] = kind;
       continue;
     }
