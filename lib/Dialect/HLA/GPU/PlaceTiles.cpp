@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "../Transforms/TransformUtils.h"
 #include "ChunkLoopMapper.h"
 #include "RegisterTiles.h"
 
@@ -505,23 +506,13 @@ bool Placer::invariantInLoops(linalg::GenericOp op) {
   });
   if (!readsMemory)
     return false;
-  Block *block = v.getParentBlock();
   for (OpOperand &use : v.getUses()) {
     auto reader = dyn_cast<linalg::GenericOp>(use.getOwner());
     if (!reader || reader.isDpsInit(&use) || matchContraction(reader) ||
         reader.getNumLoops() != reader.getNumParallelLoops() ||
         reader.getMatchingIndexingMap(&use) !=
-            reader.getMatchingIndexingMap(reader.getDpsInitOperand(0)))
-      return false;
-    // In a loop nested in v's block.
-    Operation *ancestor = block->findAncestorOpInBlock(*reader);
-    if (!ancestor || ancestor == reader.getOperation() ||
-        !ancestor
-             ->walk([&](scf::ForOp loop) {
-               return loop->isAncestor(reader) ? WalkResult::interrupt()
-                                               : WalkResult::advance();
-             })
-             .wasInterrupted())
+            reader.getMatchingIndexingMap(reader.getDpsInitOperand(0)) ||
+        !isInLoopOutside(reader, op))
       return false;
   }
   return true;

@@ -509,21 +509,9 @@ FailureOr<Value> ChunkRewriter::emitAnchorRows(OpBuilder &b, Location loc,
         Value sumNum = acc[0], sumDen = acc[1];
         if (stableFeatures)
           sumNum = t.scaleRows(sumNum, rescale);
-        sumNum = t.generic(
-            {u, *num, sumNum}, t.empty({rows, width}), {id2, id2, id2, id2},
-            {IT::parallel, IT::parallel},
-            [&](OpBuilder &eb, Location el, ValueRange args) -> Value {
-              return math::FmaOp::create(eb, el, args[0], args[1], args[2]);
-            });
-        if (stableFeatures)
-          sumDen = t.generic(
-              {sumDen, rescale, *den}, t.empty({rows}), {id1, id1, id1, id1},
-              {IT::parallel},
-              [&](OpBuilder &eb, Location el, ValueRange args) -> Value {
-                return math::FmaOp::create(eb, el, args[0], args[1], args[2]);
-              });
-        else
-          sumDen = t.add(sumDen, *den);
+        sumNum = t.fma(u, *num, sumNum);
+        sumDen =
+            stableFeatures ? t.fma(sumDen, rescale, *den) : t.add(sumDen, *den);
         // Copied into the carried buffers, updated in place (as the chunk
         // loops do with their state).
         Value results[] = {sumNum, sumDen, next};

@@ -10,12 +10,12 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "TransformUtils.h"
 #include "hla/Dialect/HLA/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
-#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace mlir::hla {
@@ -57,18 +57,6 @@ struct ReadFilledOutputAsScalar : OpRewritePattern<linalg::GenericOp> {
   }
 };
 
-/// Whether `consumer` is inside a loop (scf.for) that `producer` is not.
-bool isOutsideLoopOf(Operation *producer, Operation *consumer) {
-  for (Operation *parent = consumer->getParentOp(); parent;
-       parent = parent->getParentOp()) {
-    if (parent->isAncestor(producer))
-      return false;
-    if (isa<scf::ForOp>(parent))
-      return true;
-  }
-  return false;
-}
-
 /// Whether linalg op `op` reads a 2-D tile and does more than cast it.
 bool readsTileArithmetically(Operation *op) {
   auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
@@ -101,7 +89,7 @@ struct HLAFuseTileElementwisePass
       // done once (LinSimp's scaled queries, read by every anchor offset);
       // a cast alone still fuses (a tile read on demand converts as it is
       // read), as does what is made of indices alone (masks).
-      if (isOutsideLoopOf(producer, consumer) &&
+      if (hla::isInLoopOutside(consumer, producer) &&
           readsTileArithmetically(producer))
         return false;
       // A producer that reads its output keeps it as a result of the fused

@@ -9,6 +9,7 @@
 #include "hla/Dialect/HLA/IR/HLAOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/IR/AffineMap.h"
 
 using namespace mlir;
@@ -139,6 +140,16 @@ Value TileBuilder::mul(Value a, Value c) {
                      [](OpBuilder &nb, Location l, Value x, Value y) -> Value {
                        return arith::MulFOp::create(nb, l, x, y);
                      });
+}
+
+Value TileBuilder::fma(Value a, Value c, Value addend) {
+  auto shape = shapeOf(a);
+  AffineMap id = b.getMultiDimIdentityMap(shape.size());
+  llvm::SmallVector<IteratorType> iters(shape.size(), IteratorType::parallel);
+  return generic({a, c, addend}, empty(shape), {id, id, id, id}, iters,
+                 [](OpBuilder &nb, Location l, ValueRange args) -> Value {
+                   return math::FmaOp::create(nb, l, args[0], args[1], args[2]);
+                 });
 }
 
 Value TileBuilder::scale(Value a, double s) {

@@ -58,6 +58,8 @@ public:
   Value matvec(Value a, Value x, bool transA = false);
   Value add(Value a, Value b);
   Value mul(Value a, Value b);
+  /// a · b + c elementwise (math.fma), all three of one shape.
+  Value fma(Value a, Value b, Value c);
   /// a · s for a double s, or for a 0-d tensor s.
   Value scale(Value a, double s);
   Value scaleBy(Value a, Value scalar0d);

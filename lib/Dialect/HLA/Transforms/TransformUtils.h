@@ -13,6 +13,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -27,6 +28,19 @@ inline int64_t largestDivisorUpTo(int64_t n, int64_t limit) {
     if (n % d == 0)
       return d;
   return 1;
+}
+
+/// Whether `inner` is inside an scf.for that `outer` is not: work `outer`
+/// does, moved into `inner`, would be done again at every iteration.
+inline bool isInLoopOutside(Operation *inner, Operation *outer) {
+  for (Operation *parent = inner->getParentOp(); parent;
+       parent = parent->getParentOp()) {
+    if (parent->isAncestor(outer))
+      return false;
+    if (isa<scf::ForOp>(parent))
+      return true;
+  }
+  return false;
 }
 
 /// Whether `op` is a matrix product cuBLAS runs for a model graph: a
