@@ -102,6 +102,15 @@ Value wgmmaDescriptor(OpBuilder &b, Location loc, Value address,
 Value wgmmaDescriptorStrides(OpBuilder &b, Location loc, Value address,
                              int64_t constant, int64_t leadingBytes,
                              int64_t strideBytes);
+/// One wgmma.mma_async m64`n`k16 (bf16 operands, f32 accumulator `acc` of
+/// `n` / 2 values a thread) with A from registers: `a` the thread's four
+/// b32 registers of A's 64 x 16 slice, bf16 pairs in the accumulator
+/// layout (PTX ISA 9.7.15.5.1.1), B from the descriptor `descB`
+/// (`transposeB`: MN-major). `readsD` false starts from zero. NVVM's op
+/// takes A as a descriptor only, so this instruction is inline PTX.
+Value wgmmaRegisterA(OpBuilder &b, Location loc, Value acc, int64_t n,
+                     llvm::ArrayRef<Value> a, Value descB, bool readsD,
+                     bool transposeB);
 
 class ChunkLoopMapper {
 public:

@@ -13,10 +13,14 @@
 //    on-demand tiles at the element's coordinates;
 //  * a contraction stages its operands as bf16 copies in shared memory
 //    (with the later contractions' operands that are ready, so that one
-//    barrier serves them all) and issues wgmma with descriptors; its result
-//    is waited for at its first reader;
+//    barrier serves them all) and issues wgmma with descriptors, except
+//    that an A read from a fragment's registers (TilePlan::registerA) is
+//    packed to bf16 pairs instead; its result is waited for at its first
+//    reader;
 //  * barriers: before rewriting a copy that wgmma may still read, and
-//    before wgmma reads a copy threads wrote (after fence.proxy.async);
+//    before wgmma reads a copy threads wrote (after fence.proxy.async); a
+//    loop whose body writes no shared memory gets one before it and none
+//    inside;
 //  * output rows are stored from the fragments, rows before the chunk end.
 //
 // The memory side (on-demand reads, copies, landing buffers, stores) is in
@@ -184,6 +188,7 @@ void TileEmitter::barrier() {
         NVVM::SharedSpaceAttr::get(b.getContext(),
                                    NVVM::SharedSpace::shared_cta));
   gpu::BarrierOp::create(b, loc);
+  ++barriers;
   writtenSince.clear();
   // Reads of wgmma still in flight stay pending past the barrier.
   if (pendingFragments.empty())
@@ -194,17 +199,21 @@ void TileEmitter::barrier() {
 void TileEmitter::emitContraction(linalg::GenericOp op) {
   MLIRContext *ctx = b.getContext();
   ContractionDims dims = *matchContraction(op);
-  AffineMap mapC = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
-  unsigned mLoop = mapC.getDimPosition(0);
   auto out = cast<RankedTensorType>(op.getResult(0).getType());
   int64_t n = out.getDimSize(1);
+  // A from its fragment's registers (plan.registerA) or, as B, from a copy
+  // in shared memory.
+  bool registerA = plan.registerA.contains(op);
   unsigned stagedA = 0, stagedB = 0;
   bool kIsRowA = false, kIsRowB = false;
   for (OpOperand *input : op.getDpsInputOperands()) {
+    bool isA = input == contractionOperandA(op);
+    if (isA && registerA)
+      continue;
     AffineMap map = op.getMatchingIndexingMap(input);
     unsigned i = *plan.stagedIndex(input->get());
     bool kIsRow = map.getDimPosition(0) == dims.k;
-    if (map.isFunctionOfDim(mLoop)) {
+    if (isA) {
       stagedA = i;
       kIsRowA = kIsRow;
     } else {
@@ -212,10 +221,14 @@ void TileEmitter::emitContraction(linalg::GenericOp op) {
       kIsRowB = kIsRow;
     }
   }
-  stage(op, {stagedA, stagedB});
-  beforeRead(stagedA);
-  beforeRead(stagedB);
-  Operand a = operandOf(stagedA, kIsRowA), bOp = operandOf(stagedB, kIsRowB);
+  llvm::SmallVector<unsigned, 2> copies = {stagedB};
+  if (!registerA)
+    copies.push_back(stagedA);
+  stage(op, copies);
+  for (unsigned copy : copies)
+    beforeRead(copy);
+  Operand a = registerA ? Operand() : operandOf(stagedA, kIsRowA),
+          bOp = operandOf(stagedB, kIsRowB);
 
   // The accumulator starts from C's initial value.
   Value init = op.getDpsInitOperand(0)->get();
@@ -254,6 +267,17 @@ void TileEmitter::emitContraction(linalg::GenericOp op) {
                                       (mn0 / 8) * operand.mnGroupBytes,
                                   operand.kGroupBytes, operand.mnGroupBytes);
   };
+  // A's registers: its fragment's elements in pairs, each 64-row block's
+  // K slices in order, four registers a slice. Packed before the fence:
+  // registers written between it and the wgmma that reads them make ptxas
+  // serialize the chain.
+  llvm::SmallVector<Value> aRegisters;
+  if (registerA) {
+    llvm::SmallVector<Value> values = elements(contractionOperandA(op)->get());
+    for (size_t i = 0; i + 1 < values.size(); i += 2)
+      aRegisters.push_back(packBF16(values[i], values[i + 1]));
+  }
+  int64_t aRegistersPerBlock = plan.slots(kFragmentRows, dims.sizeK) / 2;
   NVVM::WgmmaFenceAlignedOp::create(b, loc);
   // One chain of wgmma per 64-row block of C, from A's rows of the block.
   for (int64_t rowBlock = 0; rowBlock * kFragmentRows < out.getDimSize(0);
@@ -266,8 +290,16 @@ void TileEmitter::emitContraction(linalg::GenericOp op) {
                                           llvm::ArrayRef<int64_t>{i});
     for (int64_t k0 = 0; k0 < dims.sizeK; k0 += 16) {
       bool readsD = !fromZero || k0 > 0;
-      Value descA = descriptor(a, k0, rowBlock * kFragmentRows);
       Value descB = descriptor(bOp, k0, 0);
+      if (registerA) {
+        acc = wgmmaRegisterA(
+            b, loc, acc, share,
+            llvm::ArrayRef<Value>(aRegisters)
+                .slice(rowBlock * aRegistersPerBlock + k0 / 4, 4),
+            descB, readsD, bOp.mnMajor);
+        continue;
+      }
+      Value descA = descriptor(a, k0, rowBlock * kFragmentRows);
       acc = NVVM::WgmmaMmaAsyncOp::create(
           b, loc, accType, acc, descA, descB,
           NVVM::MMAShapeAttr::get(ctx, kFragmentRows, share, 16),
@@ -282,8 +314,7 @@ void TileEmitter::emitContraction(linalg::GenericOp op) {
     f.pending.push_back(acc);
   }
   NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
-  readSince.insert(stagedA);
-  readSince.insert(stagedB);
+  readSince.insert(copies.begin(), copies.end());
   setFragment(op.getResult(0), f);
   pendingFragments.push_back(fragmentOf[op.getResult(0)]);
 }
@@ -805,6 +836,11 @@ void TileEmitter::emitLoop(scf::ForOp loop) {
     carried.push_back({unsigned(i), int64_t(values.size())});
     llvm::append_range(inits, values);
   }
+  // A body that only reads shared memory finds there in every iteration
+  // what the loop found, made visible once before it: no barrier inside.
+  bool readOnly = landings.empty() && readsSharedMemoryOnly(loop);
+  if (readOnly && (unknownState || !writtenSince.empty()))
+    barrier();
   auto newLoop = scf::ForOp::create(b, loc, scalar(loop.getLowerBound()),
                                     scalar(loop.getUpperBound()),
                                     scalar(loop.getStep()), inits);
@@ -835,9 +871,11 @@ void TileEmitter::emitLoop(scf::ForOp loop) {
       f.elements.push_back(body->getArgument(1 + next++));
     setFragment(iterArg, f);
   }
-  // What the previous iteration left in shared memory is unknown here.
+  // What the previous iteration left in shared memory is unknown here,
+  // unless it wrote none.
   llvm::DenseSet<unsigned> outside = materialized;
-  unknownState = true;
+  unknownState = !readOnly;
+  int64_t barriersBefore = barriers, copiesBefore = copiesWritten;
   if (!landings.empty()) {
     // This chunk's rows have landed (this thread's copies, then everyone's);
     // the next chunk's go to the other buffer, last read before this
@@ -871,6 +909,12 @@ void TileEmitter::emitLoop(scf::ForOp loop) {
     NVVM::CpAsyncCommitGroupOp::create(b, loc);
   }
   emitBlock(*loop.getBody());
+  if (readOnly &&
+      (barriers != barriersBefore || copiesWritten != copiesBefore)) {
+    loop.emitOpError("hla-gpu-lower-register-tiles: internal error: a loop "
+                     "taken to read shared memory only wrote some");
+    broken = true;
+  }
   for (unsigned l : landings)
     landingCurrent.erase(l);
   auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
@@ -912,6 +956,32 @@ void TileEmitter::emitLoop(scf::ForOp loop) {
   }
   materialized = outside;
   unknownState = true;
+}
+
+bool TileEmitter::readsSharedMemoryOnly(scf::ForOp loop) {
+  bool nested = false, scratch = false;
+  loop.getBody()->walk([&](Operation *op) {
+    nested |= isa<scf::ForOp, scf::IfOp>(op);
+    scratch |=
+        plan.reductionScratch.count(op) || plan.conversionScratch.count(op);
+  });
+  if (nested || scratch)
+    return false;
+  for (TilePlan::Staged &s : plan.staged) {
+    if (s.landing)
+      continue;
+    if (loop->isAncestor(s.tile.getParentBlock()->getParentOp()))
+      return false; // made in the loop
+    for (Operation *user : s.tile.getUsers()) {
+      if (!loop->isProperAncestor(user))
+        continue;
+      auto generic = dyn_cast<linalg::GenericOp>(user);
+      if (s.exact || !generic || !matchContraction(generic) ||
+          generic->getBlock() != loop.getBody())
+        return false;
+    }
+  }
+  return true;
 }
 
 void TileEmitter::emitReduction(linalg::GenericOp op) {
@@ -1219,7 +1289,7 @@ void TileEmitter::emitBlock(Block &block) {
     emitOp(&op);
 }
 
-void TileEmitter::run() {
+LogicalResult TileEmitter::run() {
   scf::ForallOp forall = plan.forall;
   MLIRContext *ctx = b.getContext();
   // Global memory: the function's tensors as buffers, a fresh buffer per
@@ -1388,10 +1458,11 @@ void TileEmitter::run() {
   waitAll();
   forall.replaceAllUsesWith(results);
   forall.erase();
+  return success(!broken);
 }
 
-void mlir::hla::gpumap::lowerRegisterTiles(TilePlan &plan) {
-  TileEmitter(plan).run();
+LogicalResult mlir::hla::gpumap::lowerRegisterTiles(TilePlan &plan) {
+  return TileEmitter(plan).run();
 }
 
 namespace {
@@ -1472,6 +1543,7 @@ struct HLAGPULowerRegisterTilesPass
         if (!plan)
           return plan;
         orderForRegisterPressure(*plan);
+        readOperandsFromRegisters(*plan, warpgroups);
         // Copies share bytes only where they must: sharing adds waits and
         // barriers before rewrites (hla2 with isolation at 32 value columns
         // then spills 8 bytes). They must where the block would not fit,
@@ -1539,7 +1611,8 @@ struct HLAGPULowerRegisterTilesPass
       }
       if (report)
         plan->forall.emitRemark(plan->summary());
-      lowerRegisterTiles(*plan);
+      if (failed(lowerRegisterTiles(*plan)))
+        return signalPassFailure();
     }
   }
 };

@@ -119,6 +119,41 @@ Value wgmmaDescriptorStrides(OpBuilder &b, Location loc, Value address,
       .getResult(0);
 }
 
+Value wgmmaRegisterA(OpBuilder &b, Location loc, Value acc, int64_t n,
+                     llvm::ArrayRef<Value> a, Value descB, bool readsD,
+                     bool transposeB) {
+  int64_t count = n / 2;
+  // Outputs $0.. the accumulator, tied to the inputs after them; then A's
+  // four registers and B's descriptor.
+  std::string d, constraints;
+  llvm::SmallVector<Value> operands;
+  for (int64_t i = 0; i < count; ++i) {
+    d += (i ? ", $" : "$") + std::to_string(i);
+    constraints += "=f,";
+    operands.push_back(
+        LLVM::ExtractValueOp::create(b, loc, acc, llvm::ArrayRef<int64_t>{i}));
+  }
+  for (int64_t i = 0; i < count; ++i)
+    constraints += std::to_string(i) + ",";
+  constraints += "r,r,r,r,l";
+  llvm::append_range(operands, a);
+  operands.push_back(descB);
+  auto operand = [&](int64_t i) { return "$" + std::to_string(2 * count + i); };
+  std::string text =
+      "{\n.reg .pred p;\nsetp.ne.b32 p, " + std::to_string(readsD ? 1 : 0) +
+      ", 0;\nwgmma.mma_async.sync.aligned.m64n" + std::to_string(n) +
+      "k16.f32.bf16.bf16 {" + d + "}, {" + operand(0) + ", " + operand(1) +
+      ", " + operand(2) + ", " + operand(3) + "}, " + operand(4) +
+      ", p, 1, 1, " + std::to_string(transposeB ? 1 : 0) + ";\n}\n";
+  return LLVM::InlineAsmOp::create(b, loc, acc.getType(), operands, text,
+                                   constraints, /*has_side_effects=*/true,
+                                   /*is_align_stack=*/false,
+                                   LLVM::tailcallkind::TailCallKind::None,
+                                   /*asm_dialect=*/nullptr,
+                                   /*operand_attrs=*/nullptr)
+      .getResult(0);
+}
+
 gpu::AddressSpaceAttr workgroupSpace(MLIRContext *ctx) {
   return gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
 }

@@ -1294,7 +1294,12 @@ std::string TilePlan::summary() const {
          (stacksFirst
               ? llvm::formatv(", {0} stacked tiles copied first", stacksFirst)
                     .str()
-              : std::string());
+              : std::string()) +
+         (registerA.empty()
+              ? std::string()
+              : llvm::formatv(", {0} contractions reading A from registers",
+                              registerA.size())
+                    .str());
 }
 
 /// Swaps the two results of `op`'s output map (its 2-D output written
@@ -1529,21 +1534,100 @@ void mlir::hla::gpumap::transposeProductReads(scf::ForallOp forall) {
       producer->erase();
 }
 
+/// The warpgroups a block wants before its fragments' columns are looked
+/// at: `requested`, or for 0 two where one would hold more than 128
+/// fragment registers a thread, except that row and column reductions keep
+/// the block to one (a row's elements are all one warpgroup's, the threads
+/// sharing a row combining by shuffles; a column's too, its warps through
+/// shared memory).
+static int64_t wantedWarpgroups(const TilePlan &plan, int64_t requested) {
+  if (requested)
+    return requested;
+  if (plan.rowReductions || plan.colReductions)
+    return 1;
+  return plan.peakFragmentRegisters > 128 ? 2 : 1;
+}
+
+OpOperand *mlir::hla::gpumap::contractionOperandA(linalg::GenericOp op) {
+  AffineMap mapC = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
+  for (OpOperand *input : op.getDpsInputOperands())
+    if (op.getMatchingIndexingMap(input).isFunctionOfDim(
+            mapC.getDimPosition(0)))
+      return input;
+  return nullptr;
+}
+
+/// Gives every region of the block's shared memory (landing buffers,
+/// scratch, copies) the lowest offset after the regions before it, in the
+/// order they had: the gaps of dropped copies closed.
+static void closeGaps(TilePlan &plan) {
+  llvm::SmallVector<std::pair<int64_t *, int64_t>> regions;
+  for (TilePlan::Landing &l : plan.landing)
+    regions.push_back({&l.offset, l.bytes()});
+  for (auto &[op, offset] : plan.reductionScratch)
+    regions.push_back({&offset, TilePlan::scratchBytes(op)});
+  for (auto &[op, scratch] : plan.conversionScratch)
+    regions.push_back({&scratch.offset, scratch.bytes()});
+  for (TilePlan::Staged &s : plan.staged)
+    if (!s.landing)
+      regions.push_back({&s.offset, s.bytes()});
+  // (Regions of no bytes may share an offset with the next: kept in
+  // front of it.)
+  llvm::sort(regions, [](const auto &x, const auto &y) {
+    return std::make_pair(*x.first, x.second) <
+           std::make_pair(*y.first, y.second);
+  });
+  int64_t next = 0;
+  for (auto &[offset, bytes] : regions) {
+    *offset = next;
+    next += llvm::alignTo(bytes, int64_t(128));
+  }
+  plan.sharedBytes = next;
+}
+
+void mlir::hla::gpumap::readOperandsFromRegisters(TilePlan &plan,
+                                                  int64_t requestedWarpgroups) {
+  if (wantedWarpgroups(plan, requestedWarpgroups) != 1)
+    return;
+  auto contractions = [&](auto each) {
+    plan.forall.walk([&](linalg::GenericOp op) {
+      std::optional<ContractionDims> dims = matchContraction(op);
+      if (dims && plan.of(op.getResult(0)) == Placement::Frag)
+        each(op, *dims);
+    });
+  };
+  contractions([&](linalg::GenericOp op, const ContractionDims &dims) {
+    OpOperand *a = contractionOperandA(op);
+    AffineMap map = op.getMatchingIndexingMap(a);
+    AffineMap mapC = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
+    if (plan.of(a->get()) == Placement::Frag && map.getNumResults() == 2 &&
+        map.getDimPosition(0) == mapC.getDimPosition(0) &&
+        map.getDimPosition(1) == dims.k)
+      plan.registerA.insert(op);
+  });
+  if (plan.registerA.empty())
+    return;
+  // Copies are made for contractions only: those still read.
+  llvm::DenseSet<Value> read;
+  contractions([&](linalg::GenericOp op, const ContractionDims &) {
+    for (OpOperand *input : op.getDpsInputOperands())
+      if (!plan.registerA.contains(op) || input != contractionOperandA(op))
+        read.insert(input->get());
+  });
+  llvm::erase_if(plan.staged, [&](const TilePlan::Staged &s) {
+    return !s.exact && !s.landing && !read.contains(s.tile);
+  });
+  closeGaps(plan);
+}
+
 LogicalResult mlir::hla::gpumap::chooseWarpgroups(TilePlan &plan,
                                                   int64_t requested,
                                                   std::string &why) {
-  int64_t count =
-      requested ? requested : (plan.peakFragmentRegisters > 128 ? 2 : 1);
-  // A row's elements are all one warpgroup's (the threads sharing a row
-  // combine by shuffles), a column's too (its warps through shared
-  // memory): row and column reductions keep the block to one.
+  int64_t count = wantedWarpgroups(plan, requested);
   if ((plan.rowReductions || plan.colReductions) && count > 1) {
-    if (requested) {
-      why = "a reduction of rows needs all of a row's columns in one "
-            "warpgroup";
-      return failure();
-    }
-    count = 1;
+    why = "a reduction of rows needs all of a row's columns in one "
+          "warpgroup";
+    return failure();
   }
   for (auto &[value, p] : plan.placement) {
     if (p != Placement::Frag)

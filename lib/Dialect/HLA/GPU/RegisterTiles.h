@@ -28,6 +28,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SmallVector.h"
 
@@ -181,6 +182,11 @@ struct TilePlan {
   /// Warpgroups per block; each holds all rows by cols / warpgroups columns
   /// of every fragment (its own wgmma of that width).
   int64_t warpgroups = 1;
+  /// Contractions whose A operand is a fragment read from its registers,
+  /// with no copy in shared memory: the accumulator layout of a fragment's
+  /// 16 columns [k0, k0 + 16), packed to bf16 pairs, is wgmma's register A
+  /// of that K slice (readOperandsFromRegisters).
+  llvm::DenseSet<Operation *> registerA;
 
   int64_t threads() const { return kTileThreads * warpgroups; }
   /// Elements per thread of a fragment of `rows` x `cols`.
@@ -266,6 +272,17 @@ void orderForRegisterPressure(TilePlan &plan);
 /// `plan.sharedBytes`.
 void shareSharedMemory(TilePlan &plan);
 
+/// A contraction's A operand: the input indexed by C's rows.
+OpOperand *contractionOperandA(linalg::GenericOp op);
+
+/// Reads the A operand of each contraction that is a fragment indexed (M,
+/// K) from its registers (TilePlan::registerA), where the block will be one
+/// warpgroup (`requestedWarpgroups` as chooseWarpgroups takes it; with two,
+/// each would hold half of A's columns), and drops the copies no
+/// contraction reads any more, closing the gaps they leave in shared
+/// memory.
+void readOperandsFromRegisters(TilePlan &plan, int64_t requestedWarpgroups);
+
 /// Sets `plan.warpgroups`: `requested` (1 or 2), or for 0 two warpgroups
 /// where one would hold more than 128 fragment registers per thread (ptxas
 /// has 255 for everything). Fails, saying why, where a fragment's columns
@@ -274,7 +291,7 @@ LogicalResult chooseWarpgroups(TilePlan &plan, int64_t requested,
                                std::string &why);
 
 /// Replaces `plan.forall` by a gpu.launch running it.
-void lowerRegisterTiles(TilePlan &plan);
+LogicalResult lowerRegisterTiles(TilePlan &plan);
 
 } // namespace mlir::hla::gpumap
 

@@ -56,7 +56,7 @@ class TileEmitter {
 public:
   explicit TileEmitter(TilePlan &plan)
       : plan(plan), b(plan.forall), loc(plan.forall.getLoc()) {}
-  void run();
+  LogicalResult run();
 
 private:
   Value index(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
@@ -256,6 +256,13 @@ private:
       Value tile, Value length, Value buffer,
       llvm::function_ref<llvm::SmallVector<Value>(Value, Value)> indices);
   void emitLoop(scf::ForOp loop);
+  /// Whether `loop`'s body writes no shared memory, so that every iteration
+  /// finds there what the loop found: no landing buffers, nested loops or
+  /// branches, reduction or conversion scratch, no copy of a tile made in
+  /// it, and no copy read in it but its contractions' operands
+  /// (stageLoopInvariants copies those before it). LinSimp's anchor window,
+  /// its products' A from registers.
+  bool readsSharedMemoryOnly(scf::ForOp loop);
   void emitReduction(linalg::GenericOp op);
   void emitIf(scf::IfOp op);
   /// The value of a 0-d tensor (Placement::ScalarTensor).
@@ -356,6 +363,11 @@ private:
   /// contractions of `op`'s block that are ready).
   void stage(Operation *op, llvm::ArrayRef<unsigned> needed);
   void materialize(unsigned staged);
+  /// `v` as bf16 (rounded to nearest).
+  Value toBF16(Value v);
+  /// Two fragment elements as one b32 register of a bf16 pair, `lo` in the
+  /// low half: a register of wgmma's A, of stmatrix's source.
+  Value packBF16(Value lo, Value hi);
   /// Copy `staged` is written now (copies in its bytes are gone).
   void markWritten(unsigned staged);
   /// How a contraction reads copy `staged` (K along the tile's rows or its
@@ -408,6 +420,11 @@ private:
   Value window;
   llvm::DenseSet<unsigned> materialized, readSince, writtenSince;
   bool unknownState = false;
+  /// Barriers and copies written so far (a body that reads shared memory
+  /// only emits none).
+  int64_t barriers = 0, copiesWritten = 0;
+  /// Set where emission went wrong (an error was emitted).
+  bool broken = false;
   Value windowAddress, threadId, lane, warpInGroup, warpgroup, rowLo, pairCol;
   llvm::DenseMap<Value, Value> alignment; // global buffer -> i1
   /// Row loads prefetchRow8 issued, by (slice or insert, row, col0); valid

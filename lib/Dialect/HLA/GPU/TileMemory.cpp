@@ -477,13 +477,6 @@ void TileEmitter::materialize(unsigned which) {
     markWritten(which);
     return;
   }
-  auto toBF16 = [&](Value v) -> Value {
-    if (v.getType() == bf16)
-      return v;
-    if (!v.getType().isF32())
-      v = arith::ExtFOp::create(b, loc, b.getF32Type(), v);
-    return arith::TruncFOp::create(b, loc, bf16, v);
-  };
   auto type = cast<RankedTensorType>(s.tile.getType());
   if (plan.of(s.tile) == Placement::Frag) {
     // A conversion by stmatrix: each 8 x 8 block of the fragment a warp
@@ -496,17 +489,7 @@ void TileEmitter::materialize(unsigned which) {
     int64_t share = columns(s.tile) / plan.warpgroups;
     int64_t blocks = share / 8;
     int64_t perBlock = plan.slots(kFragmentRows, columns(s.tile));
-    auto i32 = b.getI32Type();
-    auto pack = [&](int64_t i) -> Value {
-      Value pair = vector::FromElementsOp::create(
-          b, loc, VectorType::get({2}, bf16),
-          ValueRange{toBF16(values[i]), toBF16(values[i + 1])});
-      return vector::BitCastOp::create(b, loc, VectorType::get({1}, i32), pair)
-          .getResult();
-    };
-    auto scalarOf = [&](Value v) -> Value {
-      return vector::ExtractOp::create(b, loc, v, 0);
-    };
+    auto pack = [&](int64_t i) { return packBF16(values[i], values[i + 1]); };
     Value laneRow = arith::RemUIOp::create(b, loc, lane, index(8));
     Value matrix = arith::DivUIOp::create(b, loc, lane, index(8));
     Value colBase = arith::MulIOp::create(b, loc, warpgroup, index(share));
@@ -516,8 +499,8 @@ void TileEmitter::materialize(unsigned which) {
         int64_t count = std::min<int64_t>(2, blocks - j0) * 2; // matrices
         llvm::SmallVector<Value> sources;
         for (int64_t m = 0; m < count; ++m)
-          sources.push_back(scalarOf(
-              pack(rowBlock * perBlock + 4 * (j0 + m / 2) + 2 * (m % 2))));
+          sources.push_back(
+              pack(rowBlock * perBlock + 4 * (j0 + m / 2) + 2 * (m % 2)));
         // Lane l addresses row l % 8 of matrix l / 8 (h = m % 2,
         // j = j0 + m / 2).
         Value m = count == 4 ? matrix
@@ -578,7 +561,26 @@ void TileEmitter::materialize(unsigned which) {
   markWritten(which);
 }
 
+Value TileEmitter::toBF16(Value v) {
+  Type bf16 = b.getBF16Type();
+  if (v.getType() == bf16)
+    return v;
+  if (!v.getType().isF32())
+    v = arith::ExtFOp::create(b, loc, b.getF32Type(), v);
+  return arith::TruncFOp::create(b, loc, bf16, v);
+}
+
+Value TileEmitter::packBF16(Value lo, Value hi) {
+  Value pair = vector::FromElementsOp::create(
+      b, loc, VectorType::get({2}, b.getBF16Type()),
+      ValueRange{toBF16(lo), toBF16(hi)});
+  Value word = vector::BitCastOp::create(
+      b, loc, VectorType::get({1}, b.getI32Type()), pair);
+  return vector::ExtractOp::create(b, loc, word, 0);
+}
+
 void TileEmitter::markWritten(unsigned which) {
+  ++copiesWritten;
   writtenSince.insert(which);
   // Copies in the same bytes are gone.
   for (unsigned other = 0; other < plan.staged.size(); ++other)

@@ -8,13 +8,17 @@
 // token rows), its core matrices of 8 d columns 64 x 16 + 16 = 1040 bytes
 // apart, so the second block starts 8 x 1040 = 8320 bytes in; the steps
 // along K (16 tokens) are 256 bytes. q·S reads S's copy (a conversion)
-// MN-major over its 128 rows: eight wgmma.
+// MN-major over its 128 rows: eight wgmma. The masked scores P are A of
+// P·V straight from their registers (no copy): four wgmma with A in
+// registers.
 
 // CHECK-LABEL: func.func @linear
 // CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %{{.*}}, {{.*}}) threads({{.*}}) in ({{[^ ]+}} = %c128
 // CHECK: scf.for {{.*}} -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32) {
 // CHECK-COUNT-8: nvvm.stmatrix
-// CHECK-COUNT-8: nvvm.wgmma.mma_async {{.*}}<m = 64, n = 64, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <row>]
+// CHECK-COUNT-8: nvvm.wgmma.mma_async {{.*}}<m = 64, n = 64, k = 16>, D[<f32>, <{{zero|one}}>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <row>]
+// CHECK-COUNT-8: nvvm.wgmma.mma_async {{.*}}A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
+// CHECK-COUNT-4: llvm.inline_asm has_side_effects "{{.*}}wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, {$64, $65, $66, $67}, $68, p, 1, 1, 1;
 // The update: block 0, then block 1.
 // CHECK: add.s64 t, $1, 0;
 // CHECK: nvvm.wgmma.mma_async {{.*}}A[<bf16>, <one>, <col>], B[<bf16>, <one>, <row>]
@@ -30,7 +34,7 @@
 // CHECK-NOT: nvvm.wgmma.mma_async
 // CHECK: scf.yield
 func.func @linear(%q: tensor<1x128x2x128xbf16>, %k: tensor<1x128x2x128xbf16>, %v: tensor<1x128x2x64xbf16>) -> tensor<1x128x2x64xbf16> {
-  // expected-remark @below {{register tiles: 4 contractions on wgmma, 10 fragments, 14 on-demand tiles, 2 shared-memory operand copies (2 conversions from fragments; 3 operands read from landing buffers), 108032 bytes of shared memory, 1 warpgroup(s), 128 fragment registers per thread at most}}
+  // expected-remark @below {{register tiles: 4 contractions on wgmma, 10 fragments, 14 on-demand tiles, 1 shared-memory operand copies (1 conversions from fragments; 3 operands read from landing buffers), 99712 bytes of shared memory, 1 warpgroup(s), 128 fragment registers per thread at most, 1 contractions reading A from registers}}
   %o = hla.linear_attention %q, %k, %v : (tensor<1x128x2x128xbf16>, tensor<1x128x2x128xbf16>, tensor<1x128x2x64xbf16>) -> tensor<1x128x2x64xbf16>
   return %o : tensor<1x128x2x64xbf16>
 }

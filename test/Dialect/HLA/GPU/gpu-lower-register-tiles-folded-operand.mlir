@@ -5,24 +5,23 @@
 // takes as an operand and a fold of rows also reads, is a fragment:
 // LinSimp's composite queries x = τ^½ (q ⊙ r) in the rows' pass (each
 // anchor offset: the norms ‖x‖² fold x's rows; x·Ωᵀ takes it), and the
-// keys k (their norms and k·Ωᵀ). Computed once into registers, x's
-// operand copy is written by stmatrix from them and the norms read them;
-// on demand, the copy and the norms would each compute x again.
+// keys k (their norms and k·Ωᵀ). Computed once into registers, x is read
+// from them by the norms and, packed to bf16 pairs, by x·Ωᵀ as its A; on
+// demand, the norms and the product would each compute x again.
 
-// REPORT: remark: register tiles: 5 contractions on wgmma, 16 fragments, 31 on-demand tiles, 6 shared-memory operand copies (5 conversions from fragments; 2 operands read from landing buffers)
+// REPORT: remark: register tiles: 5 contractions on wgmma, 16 fragments, 31 on-demand tiles, 3 shared-memory operand copies (2 conversions from fragments; 2 operands read from landing buffers), {{.*}}, 5 contractions reading A from registers
 
-// The window's loop (16 anchor offsets): the norms' shuffles, then x's
-// copy by stmatrix, then the projection on wgmma.
+// The window's loop (16 anchor offsets): the norms' shuffles, then the
+// projection on wgmma with A in registers: no copy of x.
 // CHECK-LABEL: func.func @rows
 // CHECK: gpu.launch
 // CHECK: gpu.launch
 // CHECK: scf.for %{{.+}} = %{{.+}} to %c16{{.*}} iter_args
 // CHECK: gpu.shuffle  xor %{{.+}}, %c1_i32
 // CHECK: gpu.shuffle  xor %{{.+}}, %c2_i32
-// CHECK-NOT: nvvm.wgmma.mma_async
-// CHECK-COUNT-4: nvvm.stmatrix
+// CHECK-NOT: nvvm.stmatrix
 // CHECK-NOT: vector.store
-// CHECK: nvvm.wgmma.mma_async
+// CHECK: llvm.inline_asm has_side_effects "{{.*}}wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, {$64, $65, $66, $67}, $68,
 func.func @rows(%q: tensor<1x100x2x64xbf16>, %k: tensor<1x100x2x64xbf16>, %v: tensor<1x100x2x64xbf16>, %r: tensor<1x100x2x64xbf16>, %u: tensor<1x100x2x64xbf16>, %om: tensor<64x64xbf16>) -> tensor<1x100x2x64xbf16> {
   %o = hla.linsimp %q, %k, %v, %r, %u, %om {window = 16 : i64} : (tensor<1x100x2x64xbf16>, tensor<1x100x2x64xbf16>, tensor<1x100x2x64xbf16>, tensor<1x100x2x64xbf16>, tensor<1x100x2x64xbf16>, tensor<64x64xbf16>) -> tensor<1x100x2x64xbf16>
   return %o : tensor<1x100x2x64xbf16>

@@ -12,10 +12,14 @@
 // a thread: rows r and r + 8 of the one 64-row block); the rows' sums and
 // maxima combine the four threads of a row by shuffles. The chunk's a,
 // read along the features' columns, is read into registers before the
-// window.
+// window. Each of the window's products (x·Ωᵀ, F·S, F·Kᵀ, P·V) reads its A
+// from the fragment's registers (wgmma with A in registers, inline PTX);
+// their B operands (Ω, the state, the keys' features, v) are copied before
+// the window, so the window writes no shared memory: one barrier before
+// it, none inside.
 
 // CHECK: remark: register tiles: 2 contractions on wgmma, {{.*}} 1 warpgroup(s), {{.*}} 1 reductions of rows, 1 of columns
-// CHECK: remark: register tiles: 5 contractions on wgmma, {{.*}} 1 warpgroup(s), {{.*}} 5 reductions of rows, 0 of columns
+// CHECK: remark: register tiles: 5 contractions on wgmma, {{.*}} 1 warpgroup(s), {{.*}} 5 reductions of rows, 0 of columns, 5 contractions reading A from registers
 // CHECK-LABEL: func.func @rows
 // CHECK: gpu.launch {{.*}} threads({{.*}}) in (%{{.+}} = %c128{{[_0-9]*}},
 // CHECK: scf.for %{{.+}} = %{{.+}} to %c2{{.*}} iter_args({{.*}}) -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)
@@ -28,11 +32,19 @@
 // The chunk's a (16 columns a thread) read once, before the window.
 // CHECK-COUNT-16: memref.load %{{.+}} : memref<1x2x2x64xf32>
 // CHECK-NOT: memref<1x2x2x64xf32>
-// CHECK: scf.for %{{.+}} = %{{.+}} to %c16{{.*}} iter_args({{.*}}) -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)
-// CHECK: nvvm.wgmma.mma_async
+// CHECK: gpu.barrier
+// CHECK-NEXT: scf.for %{{.+}} = %{{.+}} to %c16{{.*}} iter_args({{.*}}) -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)
+// CHECK-NOT: gpu.barrier
+// CHECK-NOT: nvvm.stmatrix
+// CHECK-COUNT-4: llvm.inline_asm has_side_effects "{{.*}}wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, {$64, $65, $66, $67}, $68, p, 1, 1,
 // CHECK: gpu.shuffle  xor %{{.+}}, %c1_i32
 // CHECK: gpu.shuffle  xor %{{.+}}, %c2_i32
 // CHECK: arith.maximumf
+// CHECK-NOT: gpu.barrier
+// CHECK-COUNT-12: llvm.inline_asm has_side_effects "{{.*}}wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, {$64, $65, $66, $67}, $68, p, 1, 1,
+// CHECK-NOT: gpu.barrier
+// CHECK-NOT: nvvm.stmatrix
+// CHECK: scf.yield
 func.func @rows(%q: tensor<1x100x2x64xbf16>, %k: tensor<1x100x2x64xbf16>, %v: tensor<1x100x2x64xbf16>, %r: tensor<1x100x2x64xbf16>, %u: tensor<1x100x2x64xbf16>, %om: tensor<64x64xbf16>) -> tensor<1x100x2x64xbf16> {
   %o = hla.linsimp %q, %k, %v, %r, %u, %om {window = 16 : i64} : (tensor<1x100x2x64xbf16>, tensor<1x100x2x64xbf16>, tensor<1x100x2x64xbf16>, tensor<1x100x2x64xbf16>, tensor<1x100x2x64xbf16>, tensor<64x64xbf16>) -> tensor<1x100x2x64xbf16>
   return %o : tensor<1x100x2x64xbf16>

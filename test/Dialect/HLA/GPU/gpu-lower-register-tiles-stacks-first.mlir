@@ -21,8 +21,7 @@
 // CHECK-NOT: copied first
 // CHECK: remark: register tiles: {{.*}} 83968 bytes of shared memory, {{.*}}, 1 stacked tiles copied first
 // CHECK: remark: register tiles: {{.*}}, 1 stacked tiles copied first
-// CHECK: remark: register tiles:
-// CHECK-NOT: copied first
+// CHECK: remark: register tiles: {{.*}}, 1 stacked tiles copied first
 // CHECK: remark: register tiles: {{.*}}, 1 stacked tiles copied first
 // CHECK: remark: register tiles: {{.*}}, 1 stacked tiles copied first
 // CHECK: remark: register tiles: {{.*}}, 2 stacked tiles copied first
