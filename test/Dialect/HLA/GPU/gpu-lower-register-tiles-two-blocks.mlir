@@ -9,7 +9,8 @@
 // need 105,216 bytes, two blocks an SM without sharing: they do not share.
 // At m = 256 a thread holds 192 fragment registers (one block an SM) and
 // the copies in bytes of their own would need 253,440, more than a block
-// has: they share, 220,160.
+// has: they share, 220,160. (Sharing to fit two blocks an SM:
+// gpu-lower-register-tiles-two-blocks-shared.mlir.)
 // CHECK: remark: register tiles: {{.*}} 50944 bytes of shared memory
 // CHECK: remark: register tiles: 10 contractions on wgmma, {{.*}} 105216 bytes of shared memory, 1 warpgroup(s), 96 fragment registers per thread at most
 // CHECK: remark: register tiles: {{.*}} 103552 bytes of shared memory
