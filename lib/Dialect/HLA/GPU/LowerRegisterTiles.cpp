@@ -204,10 +204,11 @@ void TileEmitter::emitContraction(linalg::GenericOp op) {
   // A from its fragment's registers (plan.registerA) or, as B, from a copy
   // in shared memory.
   bool registerA = plan.registerA.contains(op);
+  OpOperand *operandA = contractionOperandA(op);
   unsigned stagedA = 0, stagedB = 0;
   bool kIsRowA = false, kIsRowB = false;
   for (OpOperand *input : op.getDpsInputOperands()) {
-    bool isA = input == contractionOperandA(op);
+    bool isA = input == operandA;
     if (isA && registerA)
       continue;
     AffineMap map = op.getMatchingIndexingMap(input);
@@ -273,7 +274,7 @@ void TileEmitter::emitContraction(linalg::GenericOp op) {
   // serialize the chain.
   llvm::SmallVector<Value> aRegisters;
   if (registerA) {
-    llvm::SmallVector<Value> values = elements(contractionOperandA(op)->get());
+    llvm::SmallVector<Value> values = elements(operandA->get());
     for (size_t i = 0; i + 1 < values.size(); i += 2)
       aRegisters.push_back(packBF16(values[i], values[i + 1]));
   }
@@ -838,7 +839,7 @@ void TileEmitter::emitLoop(scf::ForOp loop) {
   }
   // A body that only reads shared memory finds there in every iteration
   // what the loop found, made visible once before it: no barrier inside.
-  bool readOnly = landings.empty() && readsSharedMemoryOnly(loop);
+  bool readOnly = readsSharedMemoryOnly(loop);
   if (readOnly && (unknownState || !writtenSince.empty()))
     barrier();
   auto newLoop = scf::ForOp::create(b, loc, scalar(loop.getLowerBound()),
@@ -959,6 +960,9 @@ void TileEmitter::emitLoop(scf::ForOp loop) {
 }
 
 bool TileEmitter::readsSharedMemoryOnly(scf::ForOp loop) {
+  for (TilePlan::Landing &l : plan.landing)
+    if (l.tokens->getParentOp() == loop)
+      return false; // token rows land in every iteration
   bool nested = false, scratch = false;
   loop.getBody()->walk([&](Operation *op) {
     nested |= isa<scf::ForOp, scf::IfOp>(op);
