@@ -2,10 +2,11 @@
 """Forward kernels built with and without extra hla-opt flags, timed side by
 side in one process on the same inputs (an A/B of a code-generation choice).
 
-    forward_variants.py build OUTDIR [FLAGS ...]   # here: compile
-    forward_variants.py run OUTDIR                 # on the GPU machine
+    forward_variants.py build OUTDIR [--only=OP] [FLAGS ...]   # here: compile
+    forward_variants.py run OUTDIR                             # on the GPU machine
 
-`build` compiles each (op, shape) of CASES twice, bf16: as the search
+`build` compiles each (op, shape) of CASES (those of OP with --only) twice,
+bf16: as the search
 chooses (no flags) and with FLAGS (default: --cuda-warpgroups=1, the block
 of one warpgroup, whose contractions may read A from registers). `run`
 checks every kernel against hla.reference's float64 op on a prefix (one
@@ -39,14 +40,18 @@ def case_name(op, B, H, T, d):
     return f"{op}_B{B}_H{H}_T{T}_d{d}"
 
 
-def build(outdir, flags):
+def build(outdir, flags, only=None):
     sys.path.insert(0, os.path.join(REPO, "python", "tests"))
     from codegen_util import attention_graph, kda_graph
+    if only and only not in {case[0] for case in CASES}:
+        raise SystemExit(f"forward_variants: no cases of op '{only}'")
     hla_opt = os.path.join(REPO, "build", "bin", "hla-opt")
     os.makedirs(outdir, exist_ok=True)
     record_build(outdir)
     status = {"flags": flags}
     for op, B, H, T, d in CASES:
+        if only and op != only:
+            continue
         name = case_name(op, B, H, T, d)
         src = os.path.join(outdir, name + ".mlir")
         shape = (B, T, H, d)
@@ -76,6 +81,8 @@ def run(outdir):
     print("| --- | --- | --- | --- | --- | --- |")
     for op, B, H, T, d in CASES:
         name = case_name(op, B, H, T, d)
+        if f"{name}.search" not in status:
+            continue  # not asked for (--only)
         row = {"name": name}
         results["rows"].append(row)
         if any(status.get(f"{name}.{v}") != "ok" for v in ("search", "flags")):
@@ -121,7 +128,10 @@ def run(outdir):
 
 def main():
     if len(sys.argv) >= 3 and sys.argv[1] == "build":
-        build(sys.argv[2], sys.argv[3:] or DEFAULT_FLAGS)
+        only = [a for a in sys.argv[3:] if a.startswith("--only=")]
+        flags = [a for a in sys.argv[3:] if not a.startswith("--only=")]
+        build(sys.argv[2], flags or DEFAULT_FLAGS,
+              only[-1].split("=", 1)[1] if only else None)
     elif len(sys.argv) == 3 and sys.argv[1] == "run":
         run(sys.argv[2])
     else:
