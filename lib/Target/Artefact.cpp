@@ -87,6 +87,33 @@ static std::string linkerDriver() {
   return "";
 }
 
+/// compiler-rt's builtins archive as `driver` (a clang) reports it, or ""
+/// (not clang, or the archive not installed). LLVM lowers an operation the
+/// host CPU lacks an instruction for to a builtin routine: f32 -> bf16
+/// truncation without AVX512-BF16 calls __truncsfbf2, which libgcc before
+/// GCC 13 (Debian 12's) does not define. Asked once per process.
+static const std::string &compilerRTBuiltins(llvm::StringRef driver) {
+  static const std::string archive = [&]() -> std::string {
+    llvm::SmallString<128> printed;
+    if (llvm::sys::fs::createTemporaryFile("hla-builtins", "txt", printed))
+      return "";
+    llvm::FileRemover remover(printed);
+    std::optional<llvm::StringRef> redirects[] = {
+        std::nullopt, llvm::StringRef(printed), llvm::StringRef("")};
+    llvm::StringRef args[] = {driver, "--rtlib=compiler-rt",
+                              "-print-libgcc-file-name"};
+    if (llvm::sys::ExecuteAndWait(driver, args, std::nullopt, redirects) != 0)
+      return "";
+    llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> text =
+        llvm::MemoryBuffer::getFile(printed);
+    if (!text)
+      return "";
+    std::string path = (*text)->getBuffer().trim().str();
+    return llvm::sys::fs::exists(path) ? path : "";
+  }();
+  return archive;
+}
+
 /// A target machine for the host CPU with all its features (AVX-512 where
 /// present), position-independent so that one object serves executables and
 /// shared libraries.
@@ -182,6 +209,10 @@ static LogicalResult link(llvm::StringRef object, llvm::StringRef output,
   else
     llvm::append_range(
         args, llvm::ArrayRef<std::string>{"-lomp", "-lm", "-lpthread"});
+  // Last: it defines only the routines the object and runtimes still need.
+  if (const std::string &builtins = compilerRTBuiltins(driver);
+      !builtins.empty())
+    args.push_back(builtins);
   llvm::SmallVector<llvm::StringRef> argRefs(args.begin(), args.end());
   std::string message;
   int status = llvm::sys::ExecuteAndWait(args[0], argRefs, std::nullopt, {}, 0,
